@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# setup.sh - install what rly needs to build and test on Debian 12 (idempotent).
+set -euo pipefail
+need=()
+for pkg in cmake ninja-build gcc clang libcmocka-dev zlib1g-dev python3-venv; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi

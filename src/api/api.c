@@ -1,0 +1,213 @@
+/* api.c - the public C API (include/rly/rly.h): status codes, the thread-local last error,
+ * out-of-memory protection around every entry point, and file handling (the text plus its side
+ * file of tensor constants). */
+#define _GNU_SOURCE /* memmem */
+#include <stdio.h>
+
+#include "frontend/text/text.h"
+#include "ir/ir.h"
+#include "runtime/npy.h"
+
+static _Thread_local char last_error[8192];
+
+static rly_status fail(rly_status st, const char *fmt, ...) RLY_PRINTF(2, 3);
+static rly_status fail(rly_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Render the context's diagnostics into the last error and clear them. */
+static rly_status fail_diags(Ctx *ctx) {
+    StrBuf sb = {0};
+    diags_render(&ctx->diags, 0, &sb);
+    size_t n = sb.len < sizeof last_error - 1 ? sb.len : sizeof last_error - 1;
+    memcpy(last_error, sb_cstr(&sb), n);
+    last_error[n] = '\0';
+    if (n && last_error[n - 1] == '\n') last_error[n - 1] = '\0';
+    sb_free(&sb);
+    diags_clear(&ctx->diags);
+    return RLY_STATUS_ERROR;
+}
+
+/* Every entry point that allocates runs inside RLY_TRY; an allocation failure longjmps to it.
+ * Compiler memory is arena-owned, so nothing leaks except malloc'ed temporaries, which
+ * protected regions avoid holding across allocations. */
+#define RLY_TRY                                                                                    \
+    OomHandler oom_handler_;                                                                       \
+    oom_handler_.prev = sup_oom_handler;                                                           \
+    if (setjmp(oom_handler_.jb) != 0) {                                                            \
+        sup_oom_handler = oom_handler_.prev;                                                       \
+        return fail(RLY_STATUS_NOMEM, "out of memory");                                            \
+    }                                                                                              \
+    sup_oom_handler = &oom_handler_
+#define RLY_END_TRY (sup_oom_handler = oom_handler_.prev)
+
+RLY_API const char *rly_last_error(void) { return last_error; }
+RLY_API const char *rly_version(void) { return "0.1.0"; }
+RLY_API const char *rly_dtype_name(rly_dtype dt) { return sup_dtype_name(dt); }
+RLY_API void rly_free(void *p) { free(p); }
+
+RLY_API rly_status rly_ctx_new(rly_ctx **out) {
+    if (out == NULL) return fail(RLY_STATUS_INVALID, "rly_ctx_new: out is NULL");
+    RLY_TRY;
+    *out = ir_ctx_new();
+    RLY_END_TRY;
+    return RLY_STATUS_OK;
+}
+
+RLY_API void rly_ctx_free(rly_ctx *ctx) { ir_ctx_free(ctx); }
+
+static rly_status parse(Ctx *ctx, const char *text, size_t len, const char *name,
+                        Constant *const *meta, uint32_t n_meta, rly_module **out) {
+    Module *m = text_parse(ctx, name, text, len, meta, n_meta);
+    if (m == NULL) return fail_diags(ctx);
+    *out = m;
+    return RLY_STATUS_OK;
+}
+
+RLY_API rly_status rly_module_parse(rly_ctx *ctx, const char *text, size_t len, const char *name,
+                                    rly_module **out) {
+    if (ctx == NULL || text == NULL || out == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_parse: NULL argument");
+    RLY_TRY;
+    rly_status st = parse(ctx, text, len, name ? name : "<string>", NULL, 0, out);
+    RLY_END_TRY;
+    return st;
+}
+
+/* The side file of `path`: its extension (.rly, .relay, .txt) replaced by .npz. */
+static char *side_path(const char *path) {
+    size_t n = strlen(path);
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (dot != NULL && (slash == NULL || dot > slash)) n = (size_t)(dot - path);
+    char *s = sup_malloc(n + 5);
+    memcpy(s, path, n);
+    memcpy(s + n, ".npz", 5);
+    return s;
+}
+
+static bool file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* Load the side file's tensors as Constants, in index order (constant_0, constant_1, ...). */
+static rly_status load_side(Ctx *ctx, const char *spath, PtrVec *consts) {
+    Npz z = {0};
+    char err[512];
+    if (!rt_npz_load(spath, &z, err, sizeof err)) return fail(RLY_STATUS_IO, "%s", err);
+    rly_status st = RLY_STATUS_OK;
+    for (size_t i = 0; i < z.n && st == RLY_STATUS_OK; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "constant_%zu", i);
+        NpzEntry *e = NULL;
+        for (size_t j = 0; j < z.n; j++)
+            if (strcmp(z.items[j].name, want) == 0) e = &z.items[j];
+        if (e == NULL) {
+            st = fail(RLY_STATUS_ERROR, "%s: no array '%s' (tensor constants are named constant_0, "
+                      "constant_1, ... in order)", spath, want);
+            break;
+        }
+        Expr *c = ir_constant_new(ctx, e->arr.dtype, e->arr.ndim, e->arr.shape, e->arr.data,
+                                  SPAN_NONE);
+        vec_push(consts, c);
+    }
+    rt_npz_free(&z);
+    return st;
+}
+
+RLY_API rly_status rly_module_parse_file(rly_ctx *ctx, const char *path, rly_module **out) {
+    if (ctx == NULL || path == NULL || out == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_parse_file: NULL argument");
+    char err[512];
+    char *text = NULL;
+    size_t len = 0;
+    if (!sup_read_file(path, &text, &len, err, sizeof err)) return fail(RLY_STATUS_IO, "%s", err);
+    PtrVec consts = {0};
+    char *spath = NULL;
+    RLY_TRY;
+    rly_status st = RLY_STATUS_OK;
+    if (strcmp(path, "-") != 0 && memmem(text, len, "meta[relay.Constant]", 20) != NULL) {
+        spath = side_path(path);
+        if (file_exists(spath)) st = load_side(ctx, spath, &consts);
+    }
+    if (st == RLY_STATUS_OK)
+        st = parse(ctx, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
+                   (Constant *const *)consts.data, (uint32_t)consts.len, out);
+    RLY_END_TRY;
+    vec_free(&consts);
+    free(spath);
+    free(text);
+    return st;
+}
+
+RLY_API int rly_module_is_expr(const rly_module *mod) { return mod && mod->is_expr; }
+
+RLY_API rly_status rly_module_check_well_formed(rly_module *mod) {
+    if (mod == NULL) return fail(RLY_STATUS_INVALID, "rly_module_check_well_formed: NULL module");
+    RLY_TRY;
+    bool ok = ir_well_formed(mod);
+    RLY_END_TRY;
+    return ok ? RLY_STATUS_OK : fail_diags(mod->ctx);
+}
+
+RLY_API rly_status rly_module_print(rly_module *mod, char **out) {
+    if (mod == NULL || out == NULL) return fail(RLY_STATUS_INVALID, "rly_module_print: NULL argument");
+    StrBuf sb = {0};
+    RLY_TRY;
+    ir_print_module(mod, NULL, &sb);
+    RLY_END_TRY;
+    *out = sb_take(&sb);
+    return RLY_STATUS_OK;
+}
+
+RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
+    if (mod == NULL || path == NULL) return fail(RLY_STATUS_INVALID, "rly_module_save: NULL argument");
+    StrBuf sb = {0};
+    char err[512];
+    rly_status st = RLY_STATUS_OK;
+    char *spath = NULL;
+    Npz z = {0};
+    RLY_TRY;
+    ir_print_module(mod, NULL, &sb);
+    if (mod->meta.len) {
+        spath = side_path(path);
+        if (strcmp(spath, path) == 0) {
+            st = fail(RLY_STATUS_INVALID, "'%s': the text and its side file would have the same name",
+                      path);
+        } else {
+            z.n = mod->meta.len;
+            z.items = sup_calloc(z.n, sizeof(NpzEntry));
+            for (size_t i = 0; i < z.n; i++) {
+                Constant *c = mod->meta.data[i];
+                char name[32];
+                snprintf(name, sizeof name, "constant_%zu", i);
+                z.items[i].name = strdup(name);
+                z.items[i].arr.dtype = c->dtype;
+                z.items[i].arr.ndim = c->ndim;
+                for (uint32_t d = 0; d < c->ndim; d++) z.items[i].arr.shape[d] = c->shape[d];
+                z.items[i].arr.data = c->data; /* borrowed: not freed below */
+                z.items[i].arr.nbytes = c->nbytes;
+            }
+            if (!rt_npz_save(spath, &z, false, err, sizeof err)) st = fail(RLY_STATUS_IO, "%s", err);
+        }
+    }
+    if (st == RLY_STATUS_OK && !sup_write_file_atomic(path, sb_cstr(&sb), sb.len, err, sizeof err))
+        st = fail(RLY_STATUS_IO, "%s", err);
+    RLY_END_TRY;
+    for (size_t i = 0; i < z.n; i++) free(z.items[i].name);
+    free(z.items);
+    free(spath);
+    sb_free(&sb);
+    return st;
+}
+
+RLY_API int rly_module_equal(const rly_module *a, const rly_module *b) {
+    return a && b && ir_module_equal(a, b);
+}
+
+RLY_API uint64_t rly_module_hash(const rly_module *mod) { return mod ? ir_module_hash(mod) : 0; }

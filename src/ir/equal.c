@@ -1,0 +1,281 @@
+/* equal.c - structural equality up to alpha-equivalence. Local variables and type variables
+ * are matched at their binding sites (let, fn params, patterns, type params); globals,
+ * constructors, ADTs and operators are matched by name, so two modules parsed from the same
+ * text are equal. Expressions are compared with an explicit stack of node pairs and a memo
+ * (a DAG is compared once per node); types and patterns are small and compared recursively. */
+#include "ir/ir.h"
+
+typedef struct Pair {
+    Expr *a, *b;
+} Pair;
+
+typedef struct Eq {
+    PtrMap vars, vars_rev;   /* bound and mapped free Vars: a -> b, b -> a */
+    PtrMap tvars, tvars_rev; /* TypeVars */
+    PtrMap memo;             /* a -> b once the pair has been pushed */
+    Vec(Pair) work;
+    bool map_free_vars;
+} Eq;
+
+static bool same_name(const char *a, const char *b) { return a == b || strcmp(a, b) == 0; }
+
+static bool map_pair(PtrMap *fwd, PtrMap *rev, void *a, void *b) {
+    void *x = ptrmap_get(fwd, a), *y = ptrmap_get(rev, b);
+    if (x == NULL && y == NULL) {
+        ptrmap_put(fwd, a, b);
+        ptrmap_put(rev, b, a);
+        return true;
+    }
+    return x == b && y == a;
+}
+
+static bool dims_equal(int64_t a, int64_t b) { return a == b; } /* same ctx: symbolic ids */
+
+static bool type_eq(Eq *q, Type *a, Type *b);
+
+static bool types_eq(Eq *q, uint32_t n, Type **a, uint32_t m, Type **b) {
+    if (n != m) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (!type_eq(q, a[i], b[i])) return false;
+    return true;
+}
+
+static bool bind_tvars(Eq *q, uint32_t n, TypeVar **a, uint32_t m, TypeVar **b) {
+    if (n != m) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i]->tkind != b[i]->tkind || !map_pair(&q->tvars, &q->tvars_rev, a[i], b[i]))
+            return false;
+    return true;
+}
+
+static bool type_eq(Eq *q, Type *a, Type *b) {
+    if (a == NULL || b == NULL) return a == b;
+    if (a->kind != b->kind) return false;
+    switch ((TypeKind)a->kind) {
+    case TYPE_TENSOR: {
+        TensorType *x = (TensorType *)a, *y = (TensorType *)b;
+        if (x->dtype != y->dtype || x->ndim != y->ndim) return false;
+        for (uint32_t i = 0; i < x->ndim; i++)
+            if (!dims_equal(x->shape[i], y->shape[i])) return false;
+        return true;
+    }
+    case TYPE_TUPLE: {
+        TupleType *x = (TupleType *)a, *y = (TupleType *)b;
+        return types_eq(q, x->n, x->fields, y->n, y->fields);
+    }
+    case TYPE_FUNC: {
+        FuncType *x = (FuncType *)a, *y = (FuncType *)b;
+        return bind_tvars(q, x->n_tparams, x->tparams, y->n_tparams, y->tparams) &&
+               types_eq(q, x->n_params, x->params, y->n_params, y->params) &&
+               type_eq(q, x->ret, y->ret) &&
+               types_eq(q, x->n_constraints, x->constraints, y->n_constraints, y->constraints);
+    }
+    case TYPE_VAR: {
+        void *m = ptrmap_get(&q->tvars, a);
+        if (m) return m == b;
+        return a == b && !ptrmap_has(&q->tvars_rev, b);
+    }
+    case TYPE_GLOBAL_VAR:
+        return same_name(((GlobalTypeVar *)a)->name, ((GlobalTypeVar *)b)->name);
+    case TYPE_CALL: {
+        TypeCall *x = (TypeCall *)a, *y = (TypeCall *)b;
+        return type_eq(q, x->func, y->func) && types_eq(q, x->n_args, x->args, y->n_args, y->args);
+    }
+    case TYPE_REF: return type_eq(q, ((RefType *)a)->value, ((RefType *)b)->value);
+    case TYPE_INCOMPLETE: return ((IncompleteType *)a)->tkind == ((IncompleteType *)b)->tkind;
+    case TYPE_RELATION: {
+        TypeRelation *x = (TypeRelation *)a, *y = (TypeRelation *)b;
+        return same_name(x->name, y->name) && x->n_inputs == y->n_inputs &&
+               types_eq(q, x->n_args, x->args, y->n_args, y->args);
+    }
+    case TYPE_KIND_COUNT: break;
+    }
+    return false;
+}
+
+static void push_pair(Eq *q, Expr *a, Expr *b) {
+    Pair p = {a, b};
+    vec_push(&q->work, p);
+}
+
+static bool attr_eq(Eq *q, const AttrValue *a, const AttrValue *b) {
+    if (a->kind != b->kind) return false;
+    switch ((AttrKind)a->kind) {
+    case ATTR_INT: return a->i == b->i && a->dtype == b->dtype;
+    case ATTR_FLOAT:
+        return a->dtype == b->dtype && memcmp(&a->f, &b->f, sizeof(double)) == 0;
+    case ATTR_BOOL: return a->b == b->b;
+    case ATTR_STR: return same_name(a->s, b->s);
+    case ATTR_NONE: return true;
+    case ATTR_TYPE: return type_eq(q, a->type, b->type);
+    case ATTR_EXPR: push_pair(q, a->expr, b->expr); return true;
+    case ATTR_LIST:
+        if (a->list.n != b->list.n) return false;
+        for (uint32_t i = 0; i < a->list.n; i++)
+            if (!attr_eq(q, a->list.items[i], b->list.items[i])) return false;
+        return true;
+    }
+    return false;
+}
+
+static bool attrs_eq(Eq *q, const Attrs *a, const Attrs *b) {
+    uint32_t n = a ? a->n : 0, m = b ? b->n : 0;
+    if (n != m) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (!same_name(a->entries[i].key, b->entries[i].key) ||
+            !attr_eq(q, a->entries[i].value, b->entries[i].value))
+            return false;
+    return true;
+}
+
+static bool bind_var(Eq *q, Var *a, Var *b) {
+    return map_pair(&q->vars, &q->vars_rev, a, b) && type_eq(q, a->ann, b->ann);
+}
+
+static bool ctor_eq(const Constructor *a, const Constructor *b) {
+    return same_name(a->name, b->name) && a->n_inputs == b->n_inputs &&
+           same_name(a->belong_to->name, b->belong_to->name);
+}
+
+static bool pattern_eq(Eq *q, Pattern *a, Pattern *b) {
+    if (a->kind != b->kind || a->n != b->n) return false;
+    if (a->kind == PAT_VAR) return bind_var(q, a->var, b->var);
+    if (a->kind == PAT_CTOR && !ctor_eq(a->ctor, b->ctor)) return false;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (!pattern_eq(q, a->pats[i], b->pats[i])) return false;
+    return true;
+}
+
+/* Compare the node-local parts of a and b, bind their binders, and push child pairs. */
+static bool node_eq(Eq *q, Expr *a, Expr *b) {
+    if (a->kind != b->kind) return false;
+    switch ((ExprKind)a->kind) {
+    case EXPR_VAR: {
+        Var *x = (Var *)a, *y = (Var *)b;
+        void *m = ptrmap_get(&q->vars, x);
+        if (m) return m == y;
+        if (ptrmap_has(&q->vars_rev, y)) return false;
+        if (q->map_free_vars) return bind_var(q, x, y);
+        return x == y;
+    }
+    case EXPR_GLOBAL_VAR: return same_name(((GlobalVar *)a)->name, ((GlobalVar *)b)->name);
+    case EXPR_CONSTANT: {
+        Constant *x = (Constant *)a, *y = (Constant *)b;
+        return x->dtype == y->dtype && x->ndim == y->ndim &&
+               (x->ndim == 0 || memcmp(x->shape, y->shape, x->ndim * sizeof(int64_t)) == 0) &&
+               x->nbytes == y->nbytes && (x->nbytes == 0 || memcmp(x->data, y->data, x->nbytes) == 0);
+    }
+    case EXPR_TUPLE:
+        if (((Tuple *)a)->n != ((Tuple *)b)->n) return false;
+        break;
+    case EXPR_TUPLE_GET_ITEM:
+        if (((TupleGetItem *)a)->index != ((TupleGetItem *)b)->index) return false;
+        break;
+    case EXPR_LET:
+        if (!bind_var(q, ((Let *)a)->var, ((Let *)b)->var)) return false;
+        break;
+    case EXPR_FUNCTION: {
+        Function *x = (Function *)a, *y = (Function *)b;
+        if (x->n_params != y->n_params ||
+            !bind_tvars(q, x->n_tparams, x->tparams, y->n_tparams, y->tparams) ||
+            !type_eq(q, x->ret_type, y->ret_type) || !attrs_eq(q, x->attrs, y->attrs))
+            return false;
+        for (uint32_t i = 0; i < x->n_params; i++)
+            if (!bind_var(q, x->params[i], y->params[i])) return false;
+        break;
+    }
+    case EXPR_CALL: {
+        Call *x = (Call *)a, *y = (Call *)b;
+        if (x->n_args != y->n_args || !attrs_eq(q, x->attrs, y->attrs) ||
+            !types_eq(q, x->n_type_args, x->type_args, y->n_type_args, y->type_args))
+            return false;
+        break;
+    }
+    case EXPR_MATCH: {
+        Match *x = (Match *)a, *y = (Match *)b;
+        if (x->complete != y->complete || x->n_clauses != y->n_clauses) return false;
+        for (uint32_t i = 0; i < x->n_clauses; i++)
+            if (!pattern_eq(q, x->clauses[i].lhs, y->clauses[i].lhs)) return false;
+        break;
+    }
+    case EXPR_CONSTRUCTOR: return ctor_eq((Constructor *)a, (Constructor *)b);
+    case EXPR_OP: return same_name(((Op *)a)->name, ((Op *)b)->name);
+    case EXPR_IF:
+    case EXPR_REF_CREATE:
+    case EXPR_REF_READ:
+    case EXPR_REF_WRITE: break;
+    case EXPR_KIND_COUNT: return false;
+    }
+    uint32_t n = ir_expr_n_children(a);
+    if (n != ir_expr_n_children(b)) return false;
+    for (uint32_t i = n; i-- > 0;) push_pair(q, ir_expr_child(a, i), ir_expr_child(b, i));
+    return true;
+}
+
+static bool run(Eq *q) {
+    while (q->work.len) {
+        Pair p = vec_pop(&q->work);
+        if (p.a == p.b && p.a->kind != EXPR_VAR && q->vars.len == 0) continue;
+        void *m = ptrmap_get(&q->memo, p.a);
+        if (m == p.b) continue;
+        ptrmap_put(&q->memo, p.a, p.b);
+        if (!node_eq(q, p.a, p.b)) return false;
+    }
+    return true;
+}
+
+static void eq_free(Eq *q) {
+    ptrmap_free(&q->vars);
+    ptrmap_free(&q->vars_rev);
+    ptrmap_free(&q->tvars);
+    ptrmap_free(&q->tvars_rev);
+    ptrmap_free(&q->memo);
+    vec_free(&q->work);
+}
+
+bool ir_expr_equal(Expr *a, Expr *b, bool map_free_vars) {
+    Eq q = {.map_free_vars = map_free_vars};
+    push_pair(&q, a, b);
+    bool ok = run(&q);
+    eq_free(&q);
+    return ok;
+}
+
+bool ir_type_equal(Type *a, Type *b) {
+    Eq q = {0};
+    bool ok = type_eq(&q, a, b);
+    eq_free(&q);
+    return ok;
+}
+
+bool ir_module_equal(const Module *a, const Module *b) {
+    if (a->is_expr != b->is_expr || a->types.len != b->types.len || a->funcs.len != b->funcs.len)
+        return false;
+    Eq q = {.map_free_vars = true};
+    bool ok = true;
+    for (size_t i = 0; ok && i < a->types.len; i++) {
+        TypeData *x = a->types.data[i], *y = b->types.data[i];
+        ok = same_name(x->header->name, y->header->name) && x->is_extern == y->is_extern &&
+             x->n_ctors == y->n_ctors &&
+             bind_tvars(&q, x->n_tvars, x->tvars, y->n_tvars, y->tvars);
+        for (uint32_t j = 0; ok && j < x->n_ctors; j++)
+            ok = ctor_eq(x->ctors[j], y->ctors[j]) &&
+                 types_eq(&q, x->ctors[j]->n_inputs, x->ctors[j]->inputs, y->ctors[j]->n_inputs,
+                          y->ctors[j]->inputs);
+    }
+    for (size_t i = 0; ok && i < a->funcs.len; i++) {
+        FuncDef *x = &a->funcs.data[i], *y = &b->funcs.data[i];
+        ok = same_name(x->gvar->name, y->gvar->name) && (x->func == NULL) == (y->func == NULL);
+        if (ok && x->func) {
+            push_pair(&q, &x->func->base, &y->func->base);
+            ok = run(&q);
+        }
+    }
+    if (ok && (a->expr == NULL) != (b->expr == NULL)) ok = false;
+    if (ok && a->expr) {
+        push_pair(&q, a->expr, b->expr);
+        ok = run(&q);
+    }
+    eq_free(&q);
+    return ok;
+}

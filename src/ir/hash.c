@@ -1,0 +1,226 @@
+/* hash.c - structural hashing consistent with equal.c: alpha-equivalent terms hash alike.
+ * Bound variables hash by the order in which their binders are met in a pre-order walk (the
+ * same for alpha-equivalent terms); free variables hash alike; names of globals, constructors,
+ * ADTs and operators are hashed. The walk is iterative and memoized over the DAG. */
+#include "ir/ir.h"
+
+typedef struct Hs {
+    PtrMap binder_no; /* Var or TypeVar -> number + 1 */
+    uint64_t next_no;
+    PtrMap memo; /* Expr -> hash + 1 */
+} Hs;
+
+static uint64_t hstr(const char *s) { return sup_hash_bytes(s, strlen(s), 7); }
+
+static void number(Hs *h, const void *binder) {
+    if (!ptrmap_has(&h->binder_no, binder))
+        ptrmap_put(&h->binder_no, binder, (void *)(uintptr_t)(++h->next_no));
+}
+
+static uint64_t type_hash(Hs *h, Type *t);
+
+static uint64_t types_hash(Hs *h, uint64_t acc, uint32_t n, Type **ts) {
+    acc = sup_hash_mix(acc, n);
+    for (uint32_t i = 0; i < n; i++) acc = sup_hash_mix(acc, type_hash(h, ts[i]));
+    return acc;
+}
+
+static uint64_t type_hash(Hs *h, Type *t) {
+    if (t == NULL) return 0x51;
+    uint64_t acc = sup_hash_mix(0x7e, t->kind);
+    switch ((TypeKind)t->kind) {
+    case TYPE_TENSOR: {
+        TensorType *x = (TensorType *)t;
+        acc = sup_hash_mix(acc, x->dtype);
+        return sup_hash_mix(acc, sup_hash_bytes(x->shape, x->ndim * sizeof(int64_t), x->ndim));
+    }
+    case TYPE_TUPLE: return types_hash(h, acc, ((TupleType *)t)->n, ((TupleType *)t)->fields);
+    case TYPE_FUNC: {
+        FuncType *f = (FuncType *)t;
+        for (uint32_t i = 0; i < f->n_tparams; i++) number(h, f->tparams[i]);
+        acc = sup_hash_mix(acc, f->n_tparams);
+        acc = types_hash(h, acc, f->n_params, f->params);
+        acc = sup_hash_mix(acc, type_hash(h, f->ret));
+        return types_hash(h, acc, f->n_constraints, f->constraints);
+    }
+    case TYPE_VAR: return sup_hash_mix(acc, (uint64_t)(uintptr_t)ptrmap_get(&h->binder_no, t));
+    case TYPE_GLOBAL_VAR: return sup_hash_mix(acc, hstr(((GlobalTypeVar *)t)->name));
+    case TYPE_CALL: {
+        TypeCall *c = (TypeCall *)t;
+        return types_hash(h, sup_hash_mix(acc, type_hash(h, c->func)), c->n_args, c->args);
+    }
+    case TYPE_REF: return sup_hash_mix(acc, type_hash(h, ((RefType *)t)->value));
+    case TYPE_INCOMPLETE: return sup_hash_mix(acc, ((IncompleteType *)t)->tkind);
+    case TYPE_RELATION: {
+        TypeRelation *r = (TypeRelation *)t;
+        return types_hash(h, sup_hash_mix(acc, hstr(r->name)), r->n_args, r->args);
+    }
+    case TYPE_KIND_COUNT: break;
+    }
+    return acc;
+}
+
+static uint64_t attr_hash(Hs *h, const AttrValue *a) {
+    uint64_t acc = sup_hash_mix(0xa7, a->kind);
+    switch ((AttrKind)a->kind) {
+    case ATTR_INT: return sup_hash_mix(sup_hash_mix(acc, (uint64_t)a->i), a->dtype);
+    case ATTR_FLOAT: return sup_hash_mix(sup_hash_bytes(&a->f, sizeof a->f, acc), a->dtype);
+    case ATTR_BOOL: return sup_hash_mix(acc, a->b);
+    case ATTR_STR: return sup_hash_mix(acc, hstr(a->s));
+    case ATTR_NONE: return acc;
+    case ATTR_TYPE: return sup_hash_mix(acc, type_hash(h, a->type));
+    case ATTR_EXPR: return sup_hash_mix(acc, a->expr->kind); /* shallow: attrs hold atoms */
+    case ATTR_LIST:
+        for (uint32_t i = 0; i < a->list.n; i++) acc = sup_hash_mix(acc, attr_hash(h, a->list.items[i]));
+        return acc;
+    }
+    return acc;
+}
+
+static uint64_t attrs_hash(Hs *h, const Attrs *a) {
+    if (a == NULL) return 0;
+    uint64_t acc = a->n;
+    for (uint32_t i = 0; i < a->n; i++) {
+        acc = sup_hash_mix(acc, hstr(a->entries[i].key));
+        acc = sup_hash_mix(acc, attr_hash(h, a->entries[i].value));
+    }
+    return acc;
+}
+
+static uint64_t pattern_hash(Hs *h, Pattern *p) {
+    uint64_t acc = sup_hash_mix(0x9a, p->kind);
+    if (p->kind == PAT_VAR) {
+        number(h, p->var);
+        return sup_hash_mix(acc, type_hash(h, p->var->ann));
+    }
+    if (p->kind == PAT_CTOR) acc = sup_hash_mix(acc, hstr(p->ctor->name));
+    for (uint32_t i = 0; i < p->n; i++) acc = sup_hash_mix(acc, pattern_hash(h, p->pats[i]));
+    return acc;
+}
+
+/* Node-local part of the hash; binders are numbered here, before the children are hashed. */
+static uint64_t local_hash(Hs *h, Expr *e) {
+    uint64_t acc = sup_hash_mix(0xe0, e->kind);
+    switch ((ExprKind)e->kind) {
+    case EXPR_VAR: {
+        uint64_t no = (uint64_t)(uintptr_t)ptrmap_get(&h->binder_no, e);
+        return sup_hash_mix(acc, no); /* 0 for free variables */
+    }
+    case EXPR_GLOBAL_VAR: return sup_hash_mix(acc, hstr(((GlobalVar *)e)->name));
+    case EXPR_CONSTANT: {
+        Constant *c = (Constant *)e;
+        acc = sup_hash_mix(acc, c->dtype);
+        acc = sup_hash_mix(acc, sup_hash_bytes(c->shape, c->ndim * sizeof(int64_t), c->ndim));
+        return sup_hash_bytes(c->data, c->nbytes, acc);
+    }
+    case EXPR_TUPLE_GET_ITEM: return sup_hash_mix(acc, ((TupleGetItem *)e)->index);
+    case EXPR_LET: {
+        Let *l = (Let *)e;
+        number(h, l->var);
+        return sup_hash_mix(acc, type_hash(h, l->var->ann));
+    }
+    case EXPR_FUNCTION: {
+        Function *f = (Function *)e;
+        for (uint32_t i = 0; i < f->n_tparams; i++) number(h, f->tparams[i]);
+        for (uint32_t i = 0; i < f->n_params; i++) {
+            number(h, f->params[i]);
+            acc = sup_hash_mix(acc, type_hash(h, f->params[i]->ann));
+        }
+        acc = sup_hash_mix(acc, f->n_tparams);
+        acc = sup_hash_mix(acc, type_hash(h, f->ret_type));
+        return sup_hash_mix(acc, attrs_hash(h, f->attrs));
+    }
+    case EXPR_CALL: {
+        Call *c = (Call *)e;
+        acc = sup_hash_mix(acc, attrs_hash(h, c->attrs));
+        return types_hash(h, acc, c->n_type_args, c->type_args);
+    }
+    case EXPR_MATCH: {
+        Match *m = (Match *)e;
+        acc = sup_hash_mix(acc, m->complete);
+        for (uint32_t i = 0; i < m->n_clauses; i++)
+            acc = sup_hash_mix(acc, pattern_hash(h, m->clauses[i].lhs));
+        return acc;
+    }
+    case EXPR_CONSTRUCTOR: return sup_hash_mix(acc, hstr(((Constructor *)e)->name));
+    case EXPR_OP: return sup_hash_mix(acc, hstr(((Op *)e)->name));
+    default: return acc;
+    }
+}
+
+typedef struct HFrame {
+    Expr *e;
+    uint32_t next;
+    uint64_t acc;
+} HFrame;
+
+static uint64_t expr_hash(Hs *h, Expr *root) {
+    Vec(HFrame) st = {0};
+    HFrame f0 = {root, 0, 0};
+    vec_push(&st, f0);
+    uint64_t result = 0;
+    while (st.len) {
+        HFrame *f = &vec_last(&st);
+        if (f->next == 0 && f->acc == 0) {
+            uintptr_t memo = (uintptr_t)ptrmap_get(&h->memo, f->e);
+            if (memo && f->e->kind != EXPR_VAR) {
+                result = memo - 1;
+                st.len--;
+                goto deliver;
+            }
+            f->acc = local_hash(h, f->e) | 1;
+        }
+        if (f->next < ir_expr_n_children(f->e)) {
+            HFrame c = {ir_expr_child(f->e, f->next++), 0, 0};
+            vec_push(&st, c);
+            continue;
+        }
+        result = f->acc;
+        if (f->e->kind != EXPR_VAR) ptrmap_put(&h->memo, f->e, (void *)(uintptr_t)(result + 1));
+        st.len--;
+    deliver:
+        if (st.len) vec_last(&st).acc = sup_hash_mix(vec_last(&st).acc, result) | 1;
+    }
+    vec_free(&st);
+    return result;
+}
+
+static void hs_free(Hs *h) {
+    ptrmap_free(&h->binder_no);
+    ptrmap_free(&h->memo);
+}
+
+uint64_t ir_expr_hash(Expr *e) {
+    Hs h = {0};
+    uint64_t r = expr_hash(&h, e);
+    hs_free(&h);
+    return r;
+}
+
+uint64_t ir_type_hash(Type *t) {
+    Hs h = {0};
+    uint64_t r = type_hash(&h, t);
+    hs_free(&h);
+    return r;
+}
+
+uint64_t ir_module_hash(const Module *m) {
+    Hs h = {0};
+    uint64_t acc = sup_hash_mix(m->is_expr, m->types.len);
+    for (size_t i = 0; i < m->types.len; i++) {
+        TypeData *td = m->types.data[i];
+        acc = sup_hash_mix(acc, hstr(td->header->name));
+        for (uint32_t j = 0; j < td->n_tvars; j++) number(&h, td->tvars[j]);
+        for (uint32_t j = 0; j < td->n_ctors; j++) {
+            acc = sup_hash_mix(acc, hstr(td->ctors[j]->name));
+            acc = types_hash(&h, acc, td->ctors[j]->n_inputs, td->ctors[j]->inputs);
+        }
+    }
+    for (size_t i = 0; i < m->funcs.len; i++) {
+        acc = sup_hash_mix(acc, hstr(m->funcs.data[i].gvar->name));
+        if (m->funcs.data[i].func) acc = sup_hash_mix(acc, expr_hash(&h, &m->funcs.data[i].func->base));
+    }
+    if (m->expr) acc = sup_hash_mix(acc, expr_hash(&h, m->expr));
+    hs_free(&h);
+    return acc;
+}

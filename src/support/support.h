@@ -1,0 +1,244 @@
+/* support.h - the support layer: checks, arenas, growable vectors, string buffers, hash maps,
+ * string interning and diagnostics. Everything else in rly builds on these; nothing here knows
+ * about the IR.
+ *
+ * Memory: compiler objects live in an Arena (pointer bump, freed all at once). Out of memory in
+ * an arena longjmps to the OomHandler installed by the public entry point (rly_try in api.c);
+ * with no handler installed it aborts. Vec/StrBuf/PtrMap use malloc and must be freed by their
+ * owner; they report OOM the same way. */
+#ifndef RLY_SUPPORT_H
+#define RLY_SUPPORT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rly/rly.h"
+
+/* ---- checks: internal bugs only, never user input ------------------------------------ */
+
+#if defined(__GNUC__)
+#define RLY_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define RLY_NORETURN __attribute__((noreturn))
+#else
+#define RLY_PRINTF(a, b)
+#define RLY_NORETURN
+#endif
+
+RLY_NORETURN void rly_panic(const char *file, int line, const char *fmt, ...) RLY_PRINTF(3, 4);
+#define RLY_CHECK(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) rly_panic(__FILE__, __LINE__, __VA_ARGS__);                                   \
+    } while (0)
+#ifndef NDEBUG
+#define RLY_ASSERT(cond) RLY_CHECK(cond, "assertion failed: %s", #cond)
+#else
+#define RLY_ASSERT(cond) ((void)0)
+#endif
+#define RLY_UNREACHABLE() rly_panic(__FILE__, __LINE__, "unreachable")
+#define RLY_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- out of memory --------------------------------------------------------------------- */
+
+/* The innermost protected region of this thread; sup_oom() longjmps to it. */
+typedef struct OomHandler {
+    jmp_buf jb;
+    struct OomHandler *prev;
+} OomHandler;
+extern _Thread_local OomHandler *sup_oom_handler;
+RLY_NORETURN void sup_oom(void);
+/* malloc/realloc/calloc that call sup_oom() on failure (never return NULL for n > 0). Fault
+ * injection: sup_fail_after(n) makes the (n+1)-th following allocation fail; -1 disables. */
+void *sup_malloc(size_t n);
+void *sup_realloc(void *p, size_t n);
+void *sup_calloc(size_t count, size_t size);
+void sup_fail_after(long n);
+/* sizes multiplied with an overflow check (overflow is treated as out of memory). */
+size_t sup_mul(size_t a, size_t b);
+
+/* ---- arena ----------------------------------------------------------------------------- */
+
+typedef struct ArenaChunk ArenaChunk;
+typedef struct Arena {
+    ArenaChunk *head; /* newest chunk first */
+    char *cur, *end;  /* free space in head */
+    size_t total;     /* bytes requested from malloc, for statistics */
+} Arena;
+
+void arena_init(Arena *a);
+void arena_free(Arena *a);                       /* frees all chunks; the arena can be reused */
+void *arena_alloc(Arena *a, size_t n);           /* zeroed, 16-byte aligned; never NULL */
+void *arena_array(Arena *a, size_t n, size_t size); /* zeroed array with overflow check */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+void *arena_memdup(Arena *a, const void *p, size_t n);
+
+/* ---- growable vector (type-generic through macros) --------------------------------------- */
+
+#define Vec(T)                                                                                     \
+    struct {                                                                                       \
+        T *data;                                                                                   \
+        size_t len, cap;                                                                           \
+    }
+void sup_vec_grow(void **data, size_t *cap, size_t elem, size_t need);
+#define vec_push(v, x)                                                                             \
+    do {                                                                                           \
+        if ((v)->len == (v)->cap)                                                                  \
+            sup_vec_grow((void **)&(v)->data, &(v)->cap, sizeof(*(v)->data), (v)->len + 1);        \
+        (v)->data[(v)->len++] = (x);                                                               \
+    } while (0)
+#define vec_reserve(v, n)                                                                          \
+    do {                                                                                           \
+        if ((v)->cap < (n)) sup_vec_grow((void **)&(v)->data, &(v)->cap, sizeof(*(v)->data), (n)); \
+    } while (0)
+#define vec_pop(v) ((v)->data[--(v)->len])
+#define vec_last(v) ((v)->data[(v)->len - 1])
+#define vec_free(v)                                                                                \
+    do {                                                                                           \
+        free((v)->data);                                                                           \
+        (v)->data = NULL;                                                                          \
+        (v)->len = (v)->cap = 0;                                                                   \
+    } while (0)
+
+typedef Vec(void *) PtrVec;
+
+/* ---- string buffer ---------------------------------------------------------------------- */
+
+typedef struct StrBuf {
+    char *data; /* always NUL-terminated when len > 0 or after sb_cstr */
+    size_t len, cap;
+} StrBuf;
+
+void sb_putc(StrBuf *sb, char c);
+void sb_puts(StrBuf *sb, const char *s);
+void sb_putn(StrBuf *sb, const char *s, size_t n);
+void sb_printf(StrBuf *sb, const char *fmt, ...) RLY_PRINTF(2, 3);
+void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
+void sb_indent(StrBuf *sb, int n); /* n spaces */
+const char *sb_cstr(StrBuf *sb);   /* "" for an empty buffer; pointer owned by sb */
+char *sb_take(StrBuf *sb);         /* malloc'ed string; sb is reset */
+void sb_free(StrBuf *sb);
+
+/* ---- hashing and maps --------------------------------------------------------------------- */
+
+uint64_t sup_hash_bytes(const void *p, size_t n, uint64_t seed);
+static inline uint64_t sup_hash_mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+/* Open-addressing map from a non-NULL pointer key to a pointer value. A zeroed PtrMap is empty.
+ * Never iterate one to produce output: the order depends on addresses. */
+typedef struct PtrMap {
+    void **keys, **vals;
+    size_t len, cap; /* cap is 0 or a power of two */
+} PtrMap;
+void *ptrmap_get(const PtrMap *m, const void *key); /* NULL when absent */
+bool ptrmap_has(const PtrMap *m, const void *key);
+void ptrmap_put(PtrMap *m, const void *key, void *val);
+void ptrmap_free(PtrMap *m);
+
+/* Map from a string (bytes, length) to a pointer. Keys are copied into the map's own storage. */
+typedef struct StrMap {
+    struct StrMapEntry *slots;
+    size_t len, cap;
+    Arena keys;
+} StrMap;
+void *strmap_get(const StrMap *m, const char *s, size_t n); /* NULL when absent */
+void strmap_put(StrMap *m, const char *s, size_t n, void *val);
+void strmap_free(StrMap *m);
+
+/* String interning: equal strings give the same pointer (so names compare with ==). The
+ * strings live in the interner's arena and stay valid until intern_free. */
+typedef struct Interner {
+    StrMap map;
+    Arena arena;
+} Interner;
+const char *intern(Interner *in, const char *s, size_t n);
+const char *intern_cstr(Interner *in, const char *s);
+void intern_free(Interner *in);
+
+/* ---- source files and diagnostics -------------------------------------------------------- */
+
+/* A byte range [lo, hi) in source file `file` (index into the Diags' files; 0 = none). */
+typedef struct Span {
+    uint32_t file, lo, hi;
+} Span;
+#define SPAN_NONE ((Span){0, 0, 0})
+static inline Span span_join(Span a, Span b) {
+    if (a.file == 0) return b;
+    if (b.file == 0) return a;
+    return (Span){a.file, a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+}
+
+typedef struct SourceFile {
+    char *name;          /* path or label, owned */
+    char *text;          /* owned copy, NUL-terminated */
+    size_t len;
+    uint32_t *line_starts; /* byte offset of each line start, computed on first render */
+    size_t n_lines;
+} SourceFile;
+
+typedef enum DiagLevel { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
+
+typedef struct Diag {
+    DiagLevel level;
+    Span span;
+    char *msg; /* owned */
+} Diag;
+
+typedef struct Diags {
+    Vec(SourceFile) files; /* files.data[0] is a placeholder so that file 0 means "no file" */
+    Vec(Diag) items;
+    size_t n_errors;
+} Diags;
+
+void diags_init(Diags *ds);
+void diags_free(Diags *ds);
+/* Register a source; returns its file index (>= 1). The text is copied. */
+uint32_t diags_add_file(Diags *ds, const char *name, const char *text, size_t len);
+const SourceFile *diags_file(const Diags *ds, uint32_t file);
+void diag_error(Diags *ds, Span span, const char *fmt, ...) RLY_PRINTF(3, 4);
+void diag_note(Diags *ds, Span span, const char *fmt, ...) RLY_PRINTF(3, 4);
+void diag_add(Diags *ds, DiagLevel level, Span span, const char *fmt, va_list ap);
+static inline bool diags_has_errors(const Diags *ds) { return ds->n_errors > 0; }
+/* 1-based line and column (column counts bytes) of byte offset `off` in `file`. */
+void diags_line_col(Diags *ds, uint32_t file, uint32_t off, uint32_t *line, uint32_t *col);
+/* Render every diagnostic from index `from` on:
+ *   name:line:col: error: message
+ *     source line
+ *     ^~~~ */
+void diags_render(Diags *ds, size_t from, StrBuf *out);
+void diags_clear(Diags *ds); /* drop the diagnostics, keep the files */
+
+/* ---- dtypes ------------------------------------------------------------------------------- */
+
+int sup_dtype_bits(rly_dtype dt);   /* 8, 16, 32, 64 (bool: 8 as stored) */
+size_t sup_dtype_size(rly_dtype dt); /* bytes per element as stored */
+const char *sup_dtype_name(rly_dtype dt);
+/* Parse a dtype name ("float32", "int8", "bool", "bfloat16", ...); -1 if unknown. */
+int sup_dtype_parse(const char *s, size_t n);
+bool sup_dtype_is_float(rly_dtype dt);
+bool sup_dtype_is_int(rly_dtype dt);  /* signed integer */
+bool sup_dtype_is_uint(rly_dtype dt); /* unsigned integer */
+
+/* IEEE half and bfloat16 conversions (round to nearest even). */
+uint16_t sup_f32_to_f16(float f);
+float sup_f16_to_f32(uint16_t h);
+uint16_t sup_f32_to_bf16(float f);
+float sup_bf16_to_f32(uint16_t h);
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+/* Read a whole file ("-" = stdin) into a malloc'ed NUL-terminated buffer. Returns false and
+ * fills `err` (a static-ish message buffer of `errlen`) on failure. */
+bool sup_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
+/* Write bytes to `path` atomically: a temporary file beside it, then rename. */
+bool sup_write_file_atomic(const char *path, const void *data, size_t len, char *err,
+                           size_t errlen);
+
+#endif /* RLY_SUPPORT_H */

@@ -1,0 +1,178 @@
+/* golden.c - the data-driven golden suites. Adding a test is adding a file.
+ *
+ *   golden parse DIR   each DIR/NAME.rly: print(parse(x)) must equal DIR/NAME.rly.out; the
+ *                      printed text must re-parse to a structurally equal module with the same
+ *                      hash, and print to the same text again (a fixpoint); the module must be
+ *                      well-formed.
+ *   golden errors DIR  each DIR/NAME.rly must fail to parse or fail the well-formedness check;
+ *                      the rendered diagnostic must equal DIR/NAME.err.
+ *
+ * RLY_UPDATE_GOLDEN=1 writes the expectations instead of comparing (review them in git).
+ * Closes with `N passed, N failed`; exit status 1 when anything failed. */
+#include <dirent.h>
+#include <stdio.h>
+
+#include "frontend/text/text.h"
+#include "ir/ir.h"
+
+static bool update;
+
+static char *read_all(const char *path, size_t *len) {
+    char err[256], *data;
+    if (!sup_read_file(path, &data, len, err, sizeof err)) return NULL;
+    return data;
+}
+
+static void write_all(const char *path, const char *s) {
+    char err[256];
+    if (!sup_write_file_atomic(path, s, strlen(s), err, sizeof err)) fprintf(stderr, "%s\n", err);
+}
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted list of DIR entries ending in .rly. */
+static size_t list_dir(const char *dir, char ***out) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return 0;
+    PtrVec names = {0};
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t n = strlen(ent->d_name);
+        if (n > 4 && strcmp(ent->d_name + n - 4, ".rly") == 0) vec_push(&names, strdup(ent->d_name));
+    }
+    closedir(d);
+    qsort(names.data, names.len, sizeof(char *), cmp_names);
+    *out = (char **)names.data;
+    return names.len;
+}
+
+static char *render(Ctx *ctx) {
+    StrBuf sb = {0};
+    diags_render(&ctx->diags, 0, &sb);
+    diags_clear(&ctx->diags);
+    return sb_take(&sb);
+}
+
+static char *print_mod(Module *m) {
+    StrBuf sb = {0};
+    ir_print_module(m, NULL, &sb);
+    return sb_take(&sb);
+}
+
+static bool check_expect(const char *path, const char *got, const char *what, const char *name) {
+    if (update) {
+        write_all(path, got);
+        return true;
+    }
+    size_t len;
+    char *want = read_all(path, &len);
+    bool ok = want != NULL && strcmp(want, got) == 0;
+    if (!ok) {
+        fprintf(stderr, "FAIL %s: %s differs from %s\n--- expected\n%s--- got\n%s---\n", name,
+                what, path, want ? want : "(missing file)\n", got);
+    }
+    free(want);
+    return ok;
+}
+
+static bool run_parse_case(const char *dir, const char *name) {
+    char path[4096], out_path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(out_path, sizeof out_path, "%s.out", path);
+    size_t len;
+    char *text = read_all(path, &len);
+    if (text == NULL) return false;
+    Ctx *ctx = ir_ctx_new();
+    bool ok = false;
+    Module *m = text_parse(ctx, name, text, len, NULL, 0);
+    char *p1 = NULL, *p2 = NULL, *msg = NULL;
+    if (m == NULL) {
+        msg = render(ctx);
+        fprintf(stderr, "FAIL %s: does not parse:\n%s", name, msg);
+        goto done;
+    }
+    if (!ir_well_formed(m)) {
+        msg = render(ctx);
+        fprintf(stderr, "FAIL %s: not well-formed:\n%s", name, msg);
+        goto done;
+    }
+    p1 = print_mod(m);
+    if (!check_expect(out_path, p1, "printed text", name)) goto done;
+    Module *m2 = text_parse(ctx, "printed", p1, strlen(p1), m->meta.data, (uint32_t)m->meta.len);
+    if (m2 == NULL) {
+        msg = render(ctx);
+        fprintf(stderr, "FAIL %s: printed text does not re-parse:\n%s", name, msg);
+        goto done;
+    }
+    if (!ir_module_equal(m, m2)) {
+        fprintf(stderr, "FAIL %s: re-parsed module is not structurally equal\n", name);
+        goto done;
+    }
+    if (ir_module_hash(m) != ir_module_hash(m2)) {
+        fprintf(stderr, "FAIL %s: structural hashes differ after re-parse\n", name);
+        goto done;
+    }
+    p2 = print_mod(m2);
+    if (strcmp(p1, p2) != 0) {
+        fprintf(stderr, "FAIL %s: printing is not a fixpoint\n--- first\n%s--- second\n%s", name,
+                p1, p2);
+        goto done;
+    }
+    ok = true;
+done:
+    free(p1);
+    free(p2);
+    free(msg);
+    free(text);
+    ir_ctx_free(ctx);
+    return ok;
+}
+
+static bool run_error_case(const char *dir, const char *name) {
+    char path[4096], err_path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(err_path, sizeof err_path, "%.*s.err", (int)(strlen(path) - 4), path);
+    size_t len;
+    char *text = read_all(path, &len);
+    if (text == NULL) return false;
+    Ctx *ctx = ir_ctx_new();
+    bool ok = false;
+    Module *m = text_parse(ctx, name, text, len, NULL, 0);
+    if (m != NULL && ir_well_formed(m)) {
+        fprintf(stderr, "FAIL %s: expected an error, but it parsed and is well-formed\n", name);
+    } else {
+        char *msg = render(ctx);
+        ok = msg[0] != '\0' && check_expect(err_path, msg, "diagnostic", name);
+        if (msg[0] == '\0') fprintf(stderr, "FAIL %s: failed without a diagnostic\n", name);
+        free(msg);
+    }
+    free(text);
+    ir_ctx_free(ctx);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 || (strcmp(argv[1], "parse") != 0 && strcmp(argv[1], "errors") != 0)) {
+        fprintf(stderr, "usage: golden parse|errors DIR\n");
+        return 2;
+    }
+    update = getenv("RLY_UPDATE_GOLDEN") && strcmp(getenv("RLY_UPDATE_GOLDEN"), "1") == 0;
+    bool errors = strcmp(argv[1], "errors") == 0;
+    char **names = NULL;
+    size_t n = list_dir(argv[2], &names);
+    size_t passed = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool ok = errors ? run_error_case(argv[2], names[i]) : run_parse_case(argv[2], names[i]);
+        ok ? passed++ : failed++;
+        free(names[i]);
+    }
+    free(names);
+    if (n == 0) {
+        fprintf(stderr, "no .rly files in %s\n", argv[2]);
+        failed = 1;
+    }
+    printf("%zu passed, %zu failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

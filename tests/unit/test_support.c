@@ -1,0 +1,159 @@
+/* test_support.c - unit tests of the support layer: arena, string buffer, maps, interning,
+ * diagnostics (line/col and rendering), dtypes and half-precision conversions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "support/support.h"
+
+static void test_arena(void **state) {
+    (void)state;
+    Arena a;
+    arena_init(&a);
+    char *prev = NULL;
+    for (int i = 0; i < 10000; i++) {
+        char *p = arena_alloc(&a, (size_t)(i % 100) + 1);
+        assert_true(((uintptr_t)p & 15) == 0);
+        assert_int_equal(p[0], 0);
+        p[0] = 'x';
+        assert_true(p != prev);
+        prev = p;
+    }
+    char *big = arena_alloc(&a, 1 << 20);
+    big[(1 << 20) - 1] = 1;
+    assert_string_equal(arena_strndup(&a, "hello", 3), "hel");
+    arena_free(&a);
+}
+
+static void test_strbuf(void **state) {
+    (void)state;
+    StrBuf sb = {0};
+    assert_string_equal(sb_cstr(&sb), "");
+    for (int i = 0; i < 1000; i++) sb_printf(&sb, "%d,", i);
+    assert_int_equal(sb.len, strlen(sb.data));
+    sb.len = 0;
+    sb_puts(&sb, "ab");
+    sb_indent(&sb, 3);
+    sb_putc(&sb, 'c');
+    assert_string_equal(sb_cstr(&sb), "ab   c");
+    char *s = sb_take(&sb);
+    assert_string_equal(s, "ab   c");
+    assert_null(sb.data);
+    free(s);
+}
+
+static void test_ptrmap(void **state) {
+    (void)state;
+    PtrMap m = {0};
+    int xs[5000];
+    for (int i = 0; i < 5000; i++) ptrmap_put(&m, &xs[i], (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < 5000; i++) assert_int_equal((uintptr_t)ptrmap_get(&m, &xs[i]), i + 1);
+    assert_int_equal(m.len, 5000);
+    ptrmap_put(&m, &xs[7], NULL);
+    assert_null(ptrmap_get(&m, &xs[7]));
+    assert_true(ptrmap_has(&m, &xs[7]));
+    int other;
+    assert_false(ptrmap_has(&m, &other));
+    ptrmap_free(&m);
+}
+
+static void test_strmap_intern(void **state) {
+    (void)state;
+    Interner in = {0};
+    const char *a = intern_cstr(&in, "conv2d");
+    const char *b = intern(&in, "nn.conv2d" + 3, 6);
+    assert_ptr_equal(a, b);
+    assert_ptr_not_equal(a, intern_cstr(&in, "conv3d"));
+    char key[32];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        intern_cstr(&in, key);
+    }
+    assert_ptr_equal(a, intern_cstr(&in, "conv2d"));
+    assert_ptr_equal(intern(&in, "", 0), intern(&in, "", 0));
+    intern_free(&in);
+}
+
+static void test_diag_render(void **state) {
+    (void)state;
+    Diags ds;
+    diags_init(&ds);
+    const char *src = "line one\n  %x = add(%y);\nlast";
+    uint32_t f = diags_add_file(&ds, "t.rly", src, strlen(src));
+    uint32_t line, col;
+    diags_line_col(&ds, f, 0, &line, &col);
+    assert_int_equal(line, 1);
+    assert_int_equal(col, 1);
+    uint32_t off = (uint32_t)(strstr(src, "%y") - src);
+    diags_line_col(&ds, f, off, &line, &col);
+    assert_int_equal(line, 2);
+    assert_int_equal(col, 12);
+    diag_error(&ds, (Span){f, off, off + 2}, "unbound variable %s", "%y");
+    diag_note(&ds, (Span){f, 25, 29}, "here");
+    assert_int_equal(ds.n_errors, 1);
+    StrBuf sb = {0};
+    diags_render(&ds, 0, &sb);
+    assert_string_equal(sb_cstr(&sb), "t.rly:2:12: error: unbound variable %y\n"
+                                      "    %x = add(%y);\n"
+                                      "             ^~\n"
+                                      "t.rly:3:1: note: here\n"
+                                      "  last\n"
+                                      "  ^~~~\n");
+    sb_free(&sb);
+    diags_free(&ds);
+}
+
+static void test_dtypes(void **state) {
+    (void)state;
+    assert_int_equal(sup_dtype_parse("float32", 7), RLY_DTYPE_F32);
+    assert_int_equal(sup_dtype_parse("bfloat16", 8), RLY_DTYPE_BF16);
+    assert_int_equal(sup_dtype_parse("float", 5), -1);
+    assert_string_equal(sup_dtype_name(RLY_DTYPE_U16), "uint16");
+    assert_int_equal(sup_dtype_size(RLY_DTYPE_I64), 8);
+    assert_true(sup_dtype_is_float(RLY_DTYPE_F16));
+    assert_true(sup_dtype_is_uint(RLY_DTYPE_U8));
+    assert_false(sup_dtype_is_int(RLY_DTYPE_U8));
+}
+
+static void test_half(void **state) {
+    (void)state;
+    assert_int_equal(sup_f32_to_f16(1.0f), 0x3c00);
+    assert_int_equal(sup_f32_to_f16(65504.0f), 0x7bff);
+    assert_int_equal(sup_f32_to_f16(65520.0f), 0x7c00); /* rounds to inf */
+    assert_int_equal(sup_f32_to_f16(-2.0f), 0xc000);
+    assert_int_equal(sup_f32_to_f16(5.9604645e-8f), 0x0001); /* smallest subnormal */
+    for (uint32_t h = 0; h < 0x7c00; h++) /* every finite half round-trips */
+        assert_int_equal(sup_f32_to_f16(sup_f16_to_f32((uint16_t)h)), h);
+    assert_int_equal(sup_f32_to_bf16(1.0f), 0x3f80);
+    assert_true(sup_bf16_to_f32(sup_f32_to_bf16(3.140625f)) == 3.140625f);
+}
+
+static void test_files(void **state) {
+    (void)state;
+    char err[256], *data;
+    size_t len;
+    const char *path = "test_support_tmp.txt";
+    assert_true(sup_write_file_atomic(path, "abc\0def", 7, err, sizeof err));
+    assert_true(sup_read_file(path, &data, &len, err, sizeof err));
+    assert_int_equal(len, 7);
+    assert_memory_equal(data, "abc\0def", 7);
+    free(data);
+    remove(path);
+    assert_false(sup_read_file("/nonexistent/x", &data, &len, err, sizeof err));
+    assert_non_null(strstr(err, "cannot open"));
+    assert_false(sup_write_file_atomic("/nonexistent/dir/x", "a", 1, err, sizeof err));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arena),      cmocka_unit_test(test_strbuf),
+        cmocka_unit_test(test_ptrmap),     cmocka_unit_test(test_strmap_intern),
+        cmocka_unit_test(test_diag_render), cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_half),       cmocka_unit_test(test_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
