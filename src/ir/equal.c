@@ -19,16 +19,6 @@ typedef struct Eq {
 
 static bool same_name(const char *a, const char *b) { return a == b || strcmp(a, b) == 0; }
 
-static bool map_pair(PtrMap *fwd, PtrMap *rev, void *a, void *b) {
-    void *x = ptrmap_get(fwd, a), *y = ptrmap_get(rev, b);
-    if (x == NULL && y == NULL) {
-        ptrmap_put(fwd, a, b);
-        ptrmap_put(rev, b, a);
-        return true;
-    }
-    return x == b && y == a;
-}
-
 static bool dims_equal(int64_t a, int64_t b) { return a == b; } /* same ctx: symbolic ids */
 
 static bool type_eq(Eq *q, Type *a, Type *b);
@@ -43,8 +33,12 @@ static bool types_eq(Eq *q, uint32_t n, Type **a, uint32_t m, Type **b) {
 static bool bind_tvars(Eq *q, uint32_t n, TypeVar **a, uint32_t m, TypeVar **b) {
     if (n != m) return false;
     for (uint32_t i = 0; i < n; i++)
-        if (a[i]->tkind != b[i]->tkind || !map_pair(&q->tvars, &q->tvars_rev, a[i], b[i]))
-            return false;
+    {
+        void *rb = ptrmap_get(&q->tvars_rev, b[i]);
+        if (a[i]->tkind != b[i]->tkind || (rb != NULL && rb != a[i])) return false;
+        ptrmap_put(&q->tvars, a[i], b[i]); /* (re)bound here, as bind_var does */
+        ptrmap_put(&q->tvars_rev, b[i], a[i]);
+    }
     return true;
 }
 
@@ -128,8 +122,14 @@ static bool attrs_eq(Eq *q, const Attrs *a, const Attrs *b) {
     return true;
 }
 
+/* At a binding site the mapping is (re)established: a subexpression shared in one term may be
+ * printed, and so re-parsed, as two copies in the other, whose binders are distinct. */
 static bool bind_var(Eq *q, Var *a, Var *b) {
-    return map_pair(&q->vars, &q->vars_rev, a, b) && type_eq(q, a->ann, b->ann);
+    void *rb = ptrmap_get(&q->vars_rev, b);
+    if (rb != NULL && rb != a) return false;
+    ptrmap_put(&q->vars, a, b);
+    ptrmap_put(&q->vars_rev, b, a);
+    return type_eq(q, a->ann, b->ann);
 }
 
 static bool ctor_eq(const Constructor *a, const Constructor *b) {

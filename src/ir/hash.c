@@ -1,21 +1,14 @@
 /* hash.c - structural hashing consistent with equal.c: alpha-equivalent terms hash alike.
- * Bound variables hash by the order in which their binders are met in a pre-order walk (the
- * same for alpha-equivalent terms); free variables hash alike; names of globals, constructors,
- * ADTs and operators are hashed. The walk is iterative and memoized over the DAG. */
+ * Variables (local and type) all hash alike, since equality matches them by binding position
+ * and may match one shared binder with several copies; names of globals, constructors, ADTs and
+ * operators are hashed. The walk is iterative and memoized over the DAG. */
 #include "ir/ir.h"
 
 typedef struct Hs {
-    PtrMap binder_no; /* Var or TypeVar -> number + 1 */
-    uint64_t next_no;
     PtrMap memo; /* Expr -> hash + 1 */
 } Hs;
 
 static uint64_t hstr(const char *s) { return sup_hash_bytes(s, strlen(s), 7); }
-
-static void number(Hs *h, const void *binder) {
-    if (!ptrmap_has(&h->binder_no, binder))
-        ptrmap_put(&h->binder_no, binder, (void *)(uintptr_t)(++h->next_no));
-}
 
 static uint64_t type_hash(Hs *h, Type *t);
 
@@ -37,13 +30,12 @@ static uint64_t type_hash(Hs *h, Type *t) {
     case TYPE_TUPLE: return types_hash(h, acc, ((TupleType *)t)->n, ((TupleType *)t)->fields);
     case TYPE_FUNC: {
         FuncType *f = (FuncType *)t;
-        for (uint32_t i = 0; i < f->n_tparams; i++) number(h, f->tparams[i]);
         acc = sup_hash_mix(acc, f->n_tparams);
         acc = types_hash(h, acc, f->n_params, f->params);
         acc = sup_hash_mix(acc, type_hash(h, f->ret));
         return types_hash(h, acc, f->n_constraints, f->constraints);
     }
-    case TYPE_VAR: return sup_hash_mix(acc, (uint64_t)(uintptr_t)ptrmap_get(&h->binder_no, t));
+    case TYPE_VAR: return acc;
     case TYPE_GLOBAL_VAR: return sup_hash_mix(acc, hstr(((GlobalTypeVar *)t)->name));
     case TYPE_CALL: {
         TypeCall *c = (TypeCall *)t;
@@ -89,23 +81,18 @@ static uint64_t attrs_hash(Hs *h, const Attrs *a) {
 
 static uint64_t pattern_hash(Hs *h, Pattern *p) {
     uint64_t acc = sup_hash_mix(0x9a, p->kind);
-    if (p->kind == PAT_VAR) {
-        number(h, p->var);
-        return sup_hash_mix(acc, type_hash(h, p->var->ann));
-    }
+    if (p->kind == PAT_VAR) return sup_hash_mix(acc, type_hash(h, p->var->ann));
     if (p->kind == PAT_CTOR) acc = sup_hash_mix(acc, hstr(p->ctor->name));
     for (uint32_t i = 0; i < p->n; i++) acc = sup_hash_mix(acc, pattern_hash(h, p->pats[i]));
     return acc;
 }
 
-/* Node-local part of the hash; binders are numbered here, before the children are hashed. */
+/* Node-local part of the hash (children are mixed in by expr_hash). */
 static uint64_t local_hash(Hs *h, Expr *e) {
     uint64_t acc = sup_hash_mix(0xe0, e->kind);
     switch ((ExprKind)e->kind) {
-    case EXPR_VAR: {
-        uint64_t no = (uint64_t)(uintptr_t)ptrmap_get(&h->binder_no, e);
-        return sup_hash_mix(acc, no); /* 0 for free variables */
-    }
+    case EXPR_VAR: /* all variables hash alike: equality may map one binder to several */
+        return acc;
     case EXPR_GLOBAL_VAR: return sup_hash_mix(acc, hstr(((GlobalVar *)e)->name));
     case EXPR_CONSTANT: {
         Constant *c = (Constant *)e;
@@ -116,16 +103,12 @@ static uint64_t local_hash(Hs *h, Expr *e) {
     case EXPR_TUPLE_GET_ITEM: return sup_hash_mix(acc, ((TupleGetItem *)e)->index);
     case EXPR_LET: {
         Let *l = (Let *)e;
-        number(h, l->var);
         return sup_hash_mix(acc, type_hash(h, l->var->ann));
     }
     case EXPR_FUNCTION: {
         Function *f = (Function *)e;
-        for (uint32_t i = 0; i < f->n_tparams; i++) number(h, f->tparams[i]);
-        for (uint32_t i = 0; i < f->n_params; i++) {
-            number(h, f->params[i]);
+        for (uint32_t i = 0; i < f->n_params; i++)
             acc = sup_hash_mix(acc, type_hash(h, f->params[i]->ann));
-        }
         acc = sup_hash_mix(acc, f->n_tparams);
         acc = sup_hash_mix(acc, type_hash(h, f->ret_type));
         return sup_hash_mix(acc, attrs_hash(h, f->attrs));
@@ -186,7 +169,6 @@ static uint64_t expr_hash(Hs *h, Expr *root) {
 }
 
 static void hs_free(Hs *h) {
-    ptrmap_free(&h->binder_no);
     ptrmap_free(&h->memo);
 }
 
@@ -210,7 +192,6 @@ uint64_t ir_module_hash(const Module *m) {
     for (size_t i = 0; i < m->types.len; i++) {
         TypeData *td = m->types.data[i];
         acc = sup_hash_mix(acc, hstr(td->header->name));
-        for (uint32_t j = 0; j < td->n_tvars; j++) number(&h, td->tvars[j]);
         for (uint32_t j = 0; j < td->n_ctors; j++) {
             acc = sup_hash_mix(acc, hstr(td->ctors[j]->name));
             acc = types_hash(&h, acc, td->ctors[j]->n_inputs, td->ctors[j]->inputs);

@@ -471,10 +471,16 @@ static void do_inline(Printer *p, Expr *e) {
         sb_puts(out, t->n == 1 ? ",)" : ")");
         return;
     }
-    case EXPR_TUPLE_GET_ITEM:
-        print_operand(p, ((TupleGetItem *)e)->tuple);
+    case EXPR_TUPLE_GET_ITEM: {
+        /* `1.0` would read back as a float: literal operands go in parentheses */
+        Expr *t = ((TupleGetItem *)e)->tuple;
+        bool paren = t->kind != EXPR_VAR && !has_name(p, t);
+        if (paren) sb_putc(out, '(');
+        print_operand(p, t);
+        if (paren) sb_putc(out, ')');
         sb_printf(out, ".%u", ((TupleGetItem *)e)->index);
         return;
+    }
     case EXPR_CALL: {
         Call *c = (Call *)e;
         print_operand(p, c->op);
