@@ -67,8 +67,8 @@ RLY_API void rly_ctx_free(rly_ctx *ctx);
  * any other text is a bare expression, held as a module with no definitions (see
  * rly_module_is_expr). `name` names the source in diagnostics (e.g. a file path). Tensors
  * referenced as meta[relay.Constant][i] need a side file, so here they are an error (use
- * rly_module_parse_file; see docs/text-format.md). On error, returns RLY_STATUS_ERROR and rly_last_error() holds the
- * rendered diagnostic (file:line:col, source line, caret). */
+ * rly_module_parse_file; see docs/text-format.md). On error, returns RLY_STATUS_ERROR and
+ * rly_last_error() holds the rendered diagnostic (file:line:col, source line, caret). */
 RLY_API rly_status rly_module_parse(rly_ctx *ctx, const char *text, size_t len, const char *name,
                                     rly_module **out);
 

@@ -108,12 +108,14 @@ static rly_status load_side(Ctx *ctx, const char *spath, PtrVec *consts) {
         for (size_t j = 0; j < z.n; j++)
             if (strcmp(z.items[j].name, want) == 0) e = &z.items[j];
         if (e == NULL) {
-            st = fail(RLY_STATUS_ERROR, "%s: no array '%s' (tensor constants are named constant_0, "
-                      "constant_1, ... in order)", spath, want);
+            st = fail(RLY_STATUS_ERROR,
+                      "%s: no array '%s' (tensor constants are named constant_0, "
+                      "constant_1, ... in order)",
+                      spath, want);
             break;
         }
-        Expr *c = ir_constant_new(ctx, e->arr.dtype, e->arr.ndim, e->arr.shape, e->arr.data,
-                                  SPAN_NONE);
+        Expr *c =
+            ir_constant_new(ctx, e->arr.dtype, e->arr.ndim, e->arr.shape, e->arr.data, SPAN_NONE);
         vec_push(consts, c);
     }
     rt_npz_free(&z);
@@ -135,9 +137,16 @@ RLY_API rly_status rly_module_parse_file(rly_ctx *ctx, const char *path, rly_mod
         spath = side_path(path);
         if (file_exists(spath)) st = load_side(ctx, spath, &consts);
     }
+    bool side_missing = spath != NULL && consts.len == 0 && !file_exists(spath);
     if (st == RLY_STATUS_OK)
         st = parse(ctx, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
                    (Constant *const *)consts.data, (uint32_t)consts.len, out);
+    if (st == RLY_STATUS_ERROR && side_missing) {
+        size_t n = strlen(last_error);
+        snprintf(last_error + n, sizeof last_error - n,
+                 "\nnote: tensor constants are read from the side file '%s', which does not exist",
+                 spath);
+    }
     RLY_END_TRY;
     vec_free(&consts);
     free(spath);
@@ -156,7 +165,8 @@ RLY_API rly_status rly_module_check_well_formed(rly_module *mod) {
 }
 
 RLY_API rly_status rly_module_print(rly_module *mod, char **out) {
-    if (mod == NULL || out == NULL) return fail(RLY_STATUS_INVALID, "rly_module_print: NULL argument");
+    if (mod == NULL || out == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_print: NULL argument");
     StrBuf sb = {0};
     RLY_TRY;
     ir_print_module(mod, NULL, &sb);
@@ -166,7 +176,8 @@ RLY_API rly_status rly_module_print(rly_module *mod, char **out) {
 }
 
 RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
-    if (mod == NULL || path == NULL) return fail(RLY_STATUS_INVALID, "rly_module_save: NULL argument");
+    if (mod == NULL || path == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_save: NULL argument");
     StrBuf sb = {0};
     char err[512];
     rly_status st = RLY_STATUS_OK;
@@ -177,8 +188,8 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
     if (mod->meta.len) {
         spath = side_path(path);
         if (strcmp(spath, path) == 0) {
-            st = fail(RLY_STATUS_INVALID, "'%s': the text and its side file would have the same name",
-                      path);
+            st = fail(RLY_STATUS_INVALID,
+                      "'%s': the text and its side file would have the same name", path);
         } else {
             z.n = mod->meta.len;
             z.items = sup_calloc(z.n, sizeof(NpzEntry));
@@ -189,17 +200,20 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
                 z.items[i].name = strdup(name);
                 z.items[i].arr.dtype = c->dtype;
                 z.items[i].arr.ndim = c->ndim;
-                for (uint32_t d = 0; d < c->ndim; d++) z.items[i].arr.shape[d] = c->shape[d];
+                for (uint32_t d = 0; d < c->ndim; d++)
+                    z.items[i].arr.shape[d] = c->shape[d];
                 z.items[i].arr.data = c->data; /* borrowed: not freed below */
                 z.items[i].arr.nbytes = c->nbytes;
             }
-            if (!rt_npz_save(spath, &z, false, err, sizeof err)) st = fail(RLY_STATUS_IO, "%s", err);
+            if (!rt_npz_save(spath, &z, false, err, sizeof err))
+                st = fail(RLY_STATUS_IO, "%s", err);
         }
     }
     if (st == RLY_STATUS_OK && !sup_write_file_atomic(path, sb_cstr(&sb), sb.len, err, sizeof err))
         st = fail(RLY_STATUS_IO, "%s", err);
     RLY_END_TRY;
-    for (size_t i = 0; i < z.n; i++) free(z.items[i].name);
+    for (size_t i = 0; i < z.n; i++)
+        free(z.items[i].name);
     free(z.items);
     free(spath);
     sb_free(&sb);

@@ -23,13 +23,16 @@ static VisitResult vars_pre(Visitor *vis, Expr *e) {
     case EXPR_VAR: vec_push(&s->seen, e); break;
     case EXPR_LET: bind(s, ((Let *)e)->var); break;
     case EXPR_FUNCTION:
-        for (uint32_t i = 0; i < ((Function *)e)->n_params; i++) bind(s, ((Function *)e)->params[i]);
+        for (uint32_t i = 0; i < ((Function *)e)->n_params; i++)
+            bind(s, ((Function *)e)->params[i]);
         break;
     case EXPR_MATCH: {
         Match *m = (Match *)e;
         PtrVec pv = {0};
-        for (uint32_t i = 0; i < m->n_clauses; i++) ir_pattern_vars(m->clauses[i].lhs, &pv);
-        for (size_t i = 0; i < pv.len; i++) bind(s, pv.data[i]);
+        for (uint32_t i = 0; i < m->n_clauses; i++)
+            ir_pattern_vars(m->clauses[i].lhs, &pv);
+        for (size_t i = 0; i < pv.len; i++)
+            bind(s, pv.data[i]);
         vec_free(&pv);
         break;
     }
@@ -60,7 +63,8 @@ void ir_free_vars(Expr *e, PtrVec *out) {
 void ir_bound_vars(Expr *e, PtrVec *out) {
     VarsState s = {0};
     collect_vars(e, &s);
-    for (size_t i = 0; i < s.bound_order.len; i++) vec_push(out, s.bound_order.data[i]);
+    for (size_t i = 0; i < s.bound_order.len; i++)
+        vec_push(out, s.bound_order.data[i]);
     vars_state_free(&s);
 }
 
@@ -116,7 +120,8 @@ static void wf_expr(Wf *w, Expr *root) {
     PtrVec bound = {0};
     ir_bound_vars(root, &bound);
     PtrMap all_bound = {0};
-    for (size_t i = 0; i < bound.len; i++) ptrmap_put(&all_bound, bound.data[i], bound.data[i]);
+    for (size_t i = 0; i < bound.len; i++)
+        ptrmap_put(&all_bound, bound.data[i], bound.data[i]);
     vec_free(&bound);
 
     WfStack st = {0};
@@ -162,7 +167,8 @@ static void wf_expr(Wf *w, Expr *root) {
                 }
                 push(&st, fn->body);
             } else {
-                for (uint32_t i = 0; i < fn->n_params; i++) scope(w, fn->params[i], false);
+                for (uint32_t i = 0; i < fn->n_params; i++)
+                    scope(w, fn->params[i], false);
                 st.len--;
             }
             break;
@@ -172,7 +178,8 @@ static void wf_expr(Wf *w, Expr *root) {
             if (s > 1) { /* leave the previous clause's scope */
                 PtrVec pv = {0};
                 ir_pattern_vars(m->clauses[s - 2].lhs, &pv);
-                for (size_t i = 0; i < pv.len; i++) scope(w, pv.data[i], false);
+                for (size_t i = 0; i < pv.len; i++)
+                    scope(w, pv.data[i], false);
                 vec_free(&pv);
             }
             if (s == 0) {
@@ -193,8 +200,10 @@ static void wf_expr(Wf *w, Expr *root) {
         }
         default: {
             uint32_t n = ir_expr_n_children(e);
-            if (s < n) push(&st, ir_expr_child(e, s));
-            else st.len--;
+            if (s < n)
+                push(&st, ir_expr_child(e, s));
+            else
+                st.len--;
             break;
         }
         }

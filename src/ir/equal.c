@@ -32,8 +32,7 @@ static bool types_eq(Eq *q, uint32_t n, Type **a, uint32_t m, Type **b) {
 
 static bool bind_tvars(Eq *q, uint32_t n, TypeVar **a, uint32_t m, TypeVar **b) {
     if (n != m) return false;
-    for (uint32_t i = 0; i < n; i++)
-    {
+    for (uint32_t i = 0; i < n; i++) {
         void *rb = ptrmap_get(&q->tvars_rev, b[i]);
         if (a[i]->tkind != b[i]->tkind || (rb != NULL && rb != a[i])) return false;
         ptrmap_put(&q->tvars, a[i], b[i]); /* (re)bound here, as bind_var does */
@@ -69,8 +68,7 @@ static bool type_eq(Eq *q, Type *a, Type *b) {
         if (m) return m == b;
         return a == b && !ptrmap_has(&q->tvars_rev, b);
     }
-    case TYPE_GLOBAL_VAR:
-        return same_name(((GlobalTypeVar *)a)->name, ((GlobalTypeVar *)b)->name);
+    case TYPE_GLOBAL_VAR: return same_name(((GlobalTypeVar *)a)->name, ((GlobalTypeVar *)b)->name);
     case TYPE_CALL: {
         TypeCall *x = (TypeCall *)a, *y = (TypeCall *)b;
         return type_eq(q, x->func, y->func) && types_eq(q, x->n_args, x->args, y->n_args, y->args);
@@ -96,8 +94,7 @@ static bool attr_eq(Eq *q, const AttrValue *a, const AttrValue *b) {
     if (a->kind != b->kind) return false;
     switch ((AttrKind)a->kind) {
     case ATTR_INT: return a->i == b->i && a->dtype == b->dtype;
-    case ATTR_FLOAT:
-        return a->dtype == b->dtype && memcmp(&a->f, &b->f, sizeof(double)) == 0;
+    case ATTR_FLOAT: return a->dtype == b->dtype && memcmp(&a->f, &b->f, sizeof(double)) == 0;
     case ATTR_BOOL: return a->b == b->b;
     case ATTR_STR: return same_name(a->s, b->s);
     case ATTR_NONE: return true;
@@ -163,7 +160,8 @@ static bool node_eq(Eq *q, Expr *a, Expr *b) {
         Constant *x = (Constant *)a, *y = (Constant *)b;
         return x->dtype == y->dtype && x->ndim == y->ndim &&
                (x->ndim == 0 || memcmp(x->shape, y->shape, x->ndim * sizeof(int64_t)) == 0) &&
-               x->nbytes == y->nbytes && (x->nbytes == 0 || memcmp(x->data, y->data, x->nbytes) == 0);
+               x->nbytes == y->nbytes &&
+               (x->nbytes == 0 || memcmp(x->data, y->data, x->nbytes) == 0);
     }
     case EXPR_TUPLE:
         if (((Tuple *)a)->n != ((Tuple *)b)->n) return false;
@@ -208,7 +206,8 @@ static bool node_eq(Eq *q, Expr *a, Expr *b) {
     }
     uint32_t n = ir_expr_n_children(a);
     if (n != ir_expr_n_children(b)) return false;
-    for (uint32_t i = n; i-- > 0;) push_pair(q, ir_expr_child(a, i), ir_expr_child(b, i));
+    for (uint32_t i = n; i-- > 0;)
+        push_pair(q, ir_expr_child(a, i), ir_expr_child(b, i));
     return true;
 }
 
@@ -256,8 +255,7 @@ bool ir_module_equal(const Module *a, const Module *b) {
     for (size_t i = 0; ok && i < a->types.len; i++) {
         TypeData *x = a->types.data[i], *y = b->types.data[i];
         ok = same_name(x->header->name, y->header->name) && x->is_extern == y->is_extern &&
-             x->n_ctors == y->n_ctors &&
-             bind_tvars(&q, x->n_tvars, x->tvars, y->n_tvars, y->tvars);
+             x->n_ctors == y->n_ctors && bind_tvars(&q, x->n_tvars, x->tvars, y->n_tvars, y->tvars);
         for (uint32_t j = 0; ok && j < x->n_ctors; j++)
             ok = ctor_eq(x->ctors[j], y->ctors[j]) &&
                  types_eq(&q, x->ctors[j]->n_inputs, x->ctors[j]->inputs, y->ctors[j]->n_inputs,

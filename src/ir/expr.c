@@ -23,7 +23,8 @@ Ctx *ir_ctx_new(void) {
 
 void ir_ctx_free(Ctx *ctx) {
     if (ctx == NULL) return;
-    for (size_t i = 0; i < ctx->modules.len; i++) ir_module_free(ctx->modules.data[i]);
+    for (size_t i = 0; i < ctx->modules.len; i++)
+        ir_module_free(ctx->modules.data[i]);
     vec_free(&ctx->modules);
     free(ctx->types.slots);
     strmap_free(&ctx->ops);
@@ -278,12 +279,14 @@ void ir_pattern_vars(Pattern *p, PtrVec *out) {
     while (stack.len) {
         Pattern *q = vec_pop(&stack);
         if (q->kind == PAT_VAR) vec_push(out, q->var);
-        for (uint32_t i = q->n; i-- > 0;) vec_push(&stack, q->pats[i]);
+        for (uint32_t i = q->n; i-- > 0;)
+            vec_push(&stack, q->pats[i]);
     }
     vec_free(&stack);
 }
 
-/* ---- attributes -------------------------------------------------------------------------------- */
+/* ---- attributes --------------------------------------------------------------------------------
+ */
 
 static AttrValue *new_attr(Ctx *ctx, AttrKind kind, Span span) {
     AttrValue *a = arena_alloc(&ctx->arena, sizeof(AttrValue));
@@ -340,8 +343,7 @@ AttrValue *ir_attr_type(Ctx *ctx, Type *t, Span span) {
     return a;
 }
 
-const Attrs *ir_attrs_new(Ctx *ctx, uint32_t n, const char *const *keys,
-                          AttrValue *const *values) {
+const Attrs *ir_attrs_new(Ctx *ctx, uint32_t n, const char *const *keys, AttrValue *const *values) {
     if (n == 0) return NULL;
     Attrs *a = arena_alloc(&ctx->arena, sizeof(Attrs));
     a->n = n;

@@ -14,7 +14,8 @@ static uint64_t type_hash(Hs *h, Type *t);
 
 static uint64_t types_hash(Hs *h, uint64_t acc, uint32_t n, Type **ts) {
     acc = sup_hash_mix(acc, n);
-    for (uint32_t i = 0; i < n; i++) acc = sup_hash_mix(acc, type_hash(h, ts[i]));
+    for (uint32_t i = 0; i < n; i++)
+        acc = sup_hash_mix(acc, type_hash(h, ts[i]));
     return acc;
 }
 
@@ -63,7 +64,8 @@ static uint64_t attr_hash(Hs *h, const AttrValue *a) {
     case ATTR_TYPE: return sup_hash_mix(acc, type_hash(h, a->type));
     case ATTR_EXPR: return sup_hash_mix(acc, a->expr->kind); /* shallow: attrs hold atoms */
     case ATTR_LIST:
-        for (uint32_t i = 0; i < a->list.n; i++) acc = sup_hash_mix(acc, attr_hash(h, a->list.items[i]));
+        for (uint32_t i = 0; i < a->list.n; i++)
+            acc = sup_hash_mix(acc, attr_hash(h, a->list.items[i]));
         return acc;
     }
     return acc;
@@ -83,7 +85,8 @@ static uint64_t pattern_hash(Hs *h, Pattern *p) {
     uint64_t acc = sup_hash_mix(0x9a, p->kind);
     if (p->kind == PAT_VAR) return sup_hash_mix(acc, type_hash(h, p->var->ann));
     if (p->kind == PAT_CTOR) acc = sup_hash_mix(acc, hstr(p->ctor->name));
-    for (uint32_t i = 0; i < p->n; i++) acc = sup_hash_mix(acc, pattern_hash(h, p->pats[i]));
+    for (uint32_t i = 0; i < p->n; i++)
+        acc = sup_hash_mix(acc, pattern_hash(h, p->pats[i]));
     return acc;
 }
 
@@ -168,9 +171,7 @@ static uint64_t expr_hash(Hs *h, Expr *root) {
     return result;
 }
 
-static void hs_free(Hs *h) {
-    ptrmap_free(&h->memo);
-}
+static void hs_free(Hs *h) { ptrmap_free(&h->memo); }
 
 uint64_t ir_expr_hash(Expr *e) {
     Hs h = {0};
@@ -199,7 +200,8 @@ uint64_t ir_module_hash(const Module *m) {
     }
     for (size_t i = 0; i < m->funcs.len; i++) {
         acc = sup_hash_mix(acc, hstr(m->funcs.data[i].gvar->name));
-        if (m->funcs.data[i].func) acc = sup_hash_mix(acc, expr_hash(&h, &m->funcs.data[i].func->base));
+        if (m->funcs.data[i].func)
+            acc = sup_hash_mix(acc, expr_hash(&h, &m->funcs.data[i].func->base));
     }
     if (m->expr) acc = sup_hash_mix(acc, expr_hash(&h, m->expr));
     hs_free(&h);

@@ -213,8 +213,7 @@ AttrValue *ir_attr_none(Ctx *ctx, Span span);
 AttrValue *ir_attr_expr(Ctx *ctx, Expr *e, Span span);
 AttrValue *ir_attr_type(Ctx *ctx, Type *t, Span span);
 /* Copies the arrays; keys must be interned in ctx. NULL when n == 0. */
-const Attrs *ir_attrs_new(Ctx *ctx, uint32_t n, const char *const *keys,
-                          AttrValue *const *values);
+const Attrs *ir_attrs_new(Ctx *ctx, uint32_t n, const char *const *keys, AttrValue *const *values);
 const AttrValue *ir_attrs_get(const Attrs *a, const char *key); /* NULL if absent */
 
 /* ======================================================================================
@@ -345,8 +344,8 @@ typedef struct Constructor {
 
 typedef struct Op {
     Expr base;
-    const char *name;   /* interned, e.g. "nn.conv2d"; one node per name per context */
-    const void *info;   /* the operator-table row, NULL for unknown operators */
+    const char *name; /* interned, e.g. "nn.conv2d"; one node per name per context */
+    const void *info; /* the operator-table row, NULL for unknown operators */
 } Op;
 
 #define IR_DOWNCAST(T, KIND, e) ((T *)ir_expr_cast((e), (KIND)))
@@ -375,8 +374,9 @@ static inline Expr *ir_expr_cast(Expr *e, ExprKind k) {
 Var *ir_var_new(Ctx *ctx, const char *name, Type *ann, Span span);
 Expr *ir_constant_new(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *shape,
                       const void *data, Span span); /* copies the data */
-Expr *ir_scalar_i64(Ctx *ctx, rly_dtype dtype, int64_t v, Span span);  /* any integer or bool dtype */
-Expr *ir_scalar_f64(Ctx *ctx, rly_dtype dtype, double v, Span span);   /* any float dtype */
+Expr *ir_scalar_i64(Ctx *ctx, rly_dtype dtype, int64_t v,
+                    Span span);                                      /* any integer or bool dtype */
+Expr *ir_scalar_f64(Ctx *ctx, rly_dtype dtype, double v, Span span); /* any float dtype */
 Expr *ir_tuple_new(Ctx *ctx, uint32_t n, Expr *const *fields, Span span);
 Expr *ir_tuple_get_item_new(Ctx *ctx, Expr *tuple, uint32_t index, Span span);
 Expr *ir_let_new(Ctx *ctx, Var *var, Expr *value, Expr *body, Span span);
@@ -453,7 +453,7 @@ struct rly_module {
     StrMap type_by_name;   /* name -> TypeData* */
     StrMap ctor_by_name;   /* name -> Constructor* */
     int32_t next_tag;
-    bool is_expr;   /* parsed from a bare expression: `expr` holds it */
+    bool is_expr; /* parsed from a bare expression: `expr` holds it */
     Expr *expr;
     Vec(Constant *) meta; /* tensor constants referenced as meta[relay.Constant][i] */
 };
@@ -462,7 +462,7 @@ Module *ir_module_new(Ctx *ctx);
 /* Find or declare the global @name (declared globals have func == NULL). */
 GlobalVar *ir_module_global(Module *m, const char *name, size_t len, Span span);
 FuncDef *ir_module_lookup(const Module *m, const char *name, size_t len); /* NULL if absent */
-FuncDef *ir_module_def_of(const Module *m, const GlobalVar *gv);         /* NULL if absent */
+FuncDef *ir_module_def_of(const Module *m, const GlobalVar *gv);          /* NULL if absent */
 /* Define (or redefine) the body of a global. */
 void ir_module_define(Module *m, GlobalVar *gv, Function *f, Span span);
 /* Declare an ADT; constructors are added with ir_module_add_ctor. */
@@ -479,14 +479,14 @@ void ir_module_free(Module *m); /* frees the module's maps and vectors (nodes st
  * ====================================================================================== */
 
 struct rly_ctx {
-    Arena arena;     /* every node */
-    Interner strs;   /* names */
+    Arena arena;   /* every node */
+    Interner strs; /* names */
     struct TypeTable {
         Type **slots;
         size_t len, cap;
-    } types;         /* hash-consed types */
-    StrMap ops;      /* name -> Op */
-    StrMap dims;     /* symbolic dim name -> index + 1 */
+    } types;     /* hash-consed types */
+    StrMap ops;  /* name -> Op */
+    StrMap dims; /* symbolic dim name -> index + 1 */
     Vec(const char *) dim_names;
     Diags diags;
     uint32_t next_id; /* ids of Expr, Pattern and Type, shared */
@@ -529,7 +529,7 @@ struct Rewriter {
     Ctx *ctx;
     Expr *(*pre)(Rewriter *rw, Expr *e); /* optional: non-NULL replaces e, children skipped */
     Expr *(*post)(Rewriter *rw, Expr *orig, Expr *e); /* optional: e == orig if no child changed */
-    PtrMap memo; /* orig -> result; keeps DAG sharing */
+    PtrMap memo;                                      /* orig -> result; keeps DAG sharing */
     void *state;
 };
 /* Rewrite e bottom-up. The memo persists across calls on the same Rewriter until

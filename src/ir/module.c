@@ -83,7 +83,8 @@ Constructor *ir_module_add_ctor(Module *m, TypeData *td, const char *name, size_
     uint32_t n = td->n_ctors;
     if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
         Constructor **ctors = arena_array(&ctx->arena, n < 4 ? 4 : (size_t)n * 2, sizeof *ctors);
-        for (uint32_t i = 0; i < n; i++) ctors[i] = td->ctors[i];
+        for (uint32_t i = 0; i < n; i++)
+            ctors[i] = td->ctors[i];
         td->ctors = ctors;
     }
     td->ctors[td->n_ctors++] = c;

@@ -68,7 +68,8 @@ static const char *alloc_name(Printer *p, const char *hint) {
     StrBuf sb = {0};
     if (hint == NULL || hint[0] == '\0') hint = "x";
     if (hint[0] >= '0' && hint[0] <= '9') sb_putc(&sb, 'v');
-    for (const char *c = hint; *c; c++) sb_putc(&sb, ident_char(*c, sb.len == 0) ? *c : '_');
+    for (const char *c = hint; *c; c++)
+        sb_putc(&sb, ident_char(*c, sb.len == 0) ? *c : '_');
     size_t base = sb.len;
     /* p->used maps a taken name to the first suffix not yet known to be taken, so that n
      * variables with one hint cost O(n) lookups, not O(n^2) */
@@ -166,22 +167,30 @@ static void print_float(double v, rly_dtype dt, StrBuf *out) {
 }
 
 static void print_int(int64_t v, rly_dtype dt, StrBuf *out) {
-    if (dt == RLY_DTYPE_U64) sb_printf(out, "%llu", (unsigned long long)v);
-    else sb_printf(out, "%lld", (long long)v);
+    if (dt == RLY_DTYPE_U64)
+        sb_printf(out, "%llu", (unsigned long long)v);
+    else
+        sb_printf(out, "%lld", (long long)v);
     sb_puts(out, int_suffix(dt));
 }
 
 void ir_print_scalar(const Constant *c, StrBuf *out) {
     RLY_CHECK(c->ndim == 0, "ir_print_scalar: not a scalar");
-    if (c->dtype == RLY_DTYPE_BOOL) sb_puts(out, ir_constant_as_i64(c) ? "True" : "False");
-    else if (sup_dtype_is_float(c->dtype)) print_float(ir_constant_as_f64(c), c->dtype, out);
-    else print_int(ir_constant_as_i64(c), c->dtype, out);
+    if (c->dtype == RLY_DTYPE_BOOL)
+        sb_puts(out, ir_constant_as_i64(c) ? "True" : "False");
+    else if (sup_dtype_is_float(c->dtype))
+        print_float(ir_constant_as_f64(c), c->dtype, out);
+    else
+        print_int(ir_constant_as_i64(c), c->dtype, out);
 }
 
 static void print_dim(const Ctx *ctx, int64_t d, StrBuf *out) {
-    if (d == DIM_ANY) sb_putc(out, '?');
-    else if (dim_is_sym(d)) sb_puts(out, ir_dim_sym_name(ctx, d));
-    else sb_printf(out, "%lld", (long long)d);
+    if (d == DIM_ANY)
+        sb_putc(out, '?');
+    else if (dim_is_sym(d))
+        sb_puts(out, ir_dim_sym_name(ctx, d));
+    else
+        sb_printf(out, "%lld", (long long)d);
 }
 
 static void print_type(Printer *p, const Ctx *ctx, Type *t, StrBuf *out);
@@ -352,20 +361,23 @@ static void print_attrs(Printer *p, const Attrs *a, bool comma_first) {
 static void collect_attr_exprs(const AttrValue *a, PtrVec *out) {
     if (a->kind == ATTR_EXPR) vec_push(out, a->expr);
     if (a->kind == ATTR_LIST)
-        for (uint32_t i = 0; i < a->list.n; i++) collect_attr_exprs(a->list.items[i], out);
+        for (uint32_t i = 0; i < a->list.n; i++)
+            collect_attr_exprs(a->list.items[i], out);
 }
 
 /* The operands of e printed inline (not nested blocks), in print order. */
 static void operands(Expr *e, PtrVec *out) {
     switch ((ExprKind)e->kind) {
     case EXPR_TUPLE:
-        for (uint32_t i = 0; i < ((Tuple *)e)->n; i++) vec_push(out, ((Tuple *)e)->fields[i]);
+        for (uint32_t i = 0; i < ((Tuple *)e)->n; i++)
+            vec_push(out, ((Tuple *)e)->fields[i]);
         break;
     case EXPR_TUPLE_GET_ITEM: vec_push(out, ((TupleGetItem *)e)->tuple); break;
     case EXPR_CALL: {
         Call *c = (Call *)e;
         vec_push(out, c->op);
-        for (uint32_t i = 0; i < c->n_args; i++) vec_push(out, c->args[i]);
+        for (uint32_t i = 0; i < c->n_args; i++)
+            vec_push(out, c->args[i]);
         if (c->attrs)
             for (uint32_t i = 0; i < c->attrs->n; i++)
                 collect_attr_exprs(c->attrs->entries[i].value, out);
@@ -536,7 +548,8 @@ static void do_inline(Printer *p, Expr *e) {
         print_operand(p, m->data);
         sb_puts(out, ") {\n");
         push_task(p, T_TEXT, NULL, 1, "}");
-        for (uint32_t i = m->n_clauses; i-- > 0;) push_task(p, T_CLAUSE, e, (int32_t)i, NULL);
+        for (uint32_t i = m->n_clauses; i-- > 0;)
+            push_task(p, T_CLAUSE, e, (int32_t)i, NULL);
         return;
     }
     case EXPR_LET: /* a let in operand position prints as a scoped block */
@@ -622,7 +635,8 @@ static void run(Printer *p) {
         case T_PUSH_SCOPE: vec_push(&p->marks, p->bound_log.len); break;
         case T_POP_SCOPE: {
             size_t mark = vec_pop(&p->marks);
-            while (p->bound_log.len > mark) ptrmap_put(&p->temp_of, vec_pop(&p->bound_log), NULL);
+            while (p->bound_log.len > mark)
+                ptrmap_put(&p->temp_of, vec_pop(&p->bound_log), NULL);
             break;
         }
         case T_CLAUSE: {
@@ -679,7 +693,8 @@ static void print_def(Printer *p, FuncDef *d) {
     vec_push(&p->marks, p->bound_log.len);
     print_block(p, d->func->body);
     size_t mark = vec_pop(&p->marks);
-    while (p->bound_log.len > mark) ptrmap_put(&p->temp_of, vec_pop(&p->bound_log), NULL);
+    while (p->bound_log.len > mark)
+        ptrmap_put(&p->temp_of, vec_pop(&p->bound_log), NULL);
     p->indent = 0;
     sb_puts(p->out, "}\n");
 }

@@ -7,7 +7,8 @@
 
 static uint64_t hash_ptrs(uint64_t h, uint32_t n, void *const *p) {
     h = sup_hash_mix(h, n);
-    for (uint32_t i = 0; i < n; i++) h = sup_hash_mix(h, ((Type *)p[i])->hash);
+    for (uint32_t i = 0; i < n; i++)
+        h = sup_hash_mix(h, ((Type *)p[i])->hash);
     return h;
 }
 
@@ -58,7 +59,8 @@ static Type *intern_type(Ctx *ctx, Type *t, size_t size) {
             Type *x = tt->slots[i];
             if (x == NULL) continue;
             size_t j = (size_t)x->hash & (cap - 1);
-            while (slots[j] != NULL) j = (j + 1) & (cap - 1);
+            while (slots[j] != NULL)
+                j = (j + 1) & (cap - 1);
             slots[j] = x;
         }
         free(tt->slots);
@@ -106,16 +108,16 @@ Type *ir_type_tuple(Ctx *ctx, uint32_t n, Type *const *fields) {
 
 Type *ir_type_func(Ctx *ctx, uint32_t n_params, Type *const *params, Type *ret, uint32_t n_tparams,
                    TypeVar *const *tparams, uint32_t n_constraints, Type *const *constraints) {
-    FuncType t = {{TYPE_FUNC, 0, 0}, n_params,      (Type **)params,
-                  ret,               n_tparams,     (TypeVar **)tparams,
-                  n_constraints,     (Type **)constraints};
+    FuncType t = {{TYPE_FUNC, 0, 0},   n_params,      (Type **)params,     ret, n_tparams,
+                  (TypeVar **)tparams, n_constraints, (Type **)constraints};
     uint64_t h = hash_ptrs(TYPE_FUNC, n_params, (void *const *)params);
     h = sup_hash_mix(h, ret->hash);
     h = hash_ptrs(h, n_tparams, (void *const *)tparams);
     h = hash_ptrs(h, n_constraints, (void *const *)constraints);
     t.base.hash = h;
     FuncType *r = (FuncType *)intern_type(ctx, &t.base, sizeof t);
-    if (r->params == params && n_params) r->params = dup_array(ctx, params, n_params, sizeof(Type *));
+    if (r->params == params && n_params)
+        r->params = dup_array(ctx, params, n_params, sizeof(Type *));
     if (r->tparams == tparams && n_tparams)
         r->tparams = dup_array(ctx, tparams, n_tparams, sizeof(TypeVar *));
     if (r->constraints == constraints && n_constraints)

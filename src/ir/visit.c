@@ -60,8 +60,7 @@ Expr *ir_expr_child(const Expr *e, uint32_t i) {
 }
 
 static Var *as_binder(Expr *e) {
-    RLY_CHECK(e->kind == EXPR_VAR, "a binder was rewritten into a %s",
-              ir_expr_kind_names[e->kind]);
+    RLY_CHECK(e->kind == EXPR_VAR, "a binder was rewritten into a %s", ir_expr_kind_names[e->kind]);
     return (Var *)e;
 }
 
@@ -76,7 +75,8 @@ Expr *ir_expr_with_children(Ctx *ctx, Expr *e, Expr *const *k) {
     case EXPR_FUNCTION: {
         Function *f = (Function *)e;
         Var **params = f->n_params ? arena_array(&ctx->arena, f->n_params, sizeof(Var *)) : NULL;
-        for (uint32_t i = 0; i < f->n_params; i++) params[i] = as_binder(k[i]);
+        for (uint32_t i = 0; i < f->n_params; i++)
+            params[i] = as_binder(k[i]);
         r = ir_function_new(ctx, f->n_params, params, k[f->n_params], f->ret_type, f->n_tparams,
                             f->tparams, f->attrs, e->span);
         break;
@@ -106,7 +106,8 @@ Expr *ir_expr_with_children(Ctx *ctx, Expr *e, Expr *const *k) {
     return r;
 }
 
-/* ---- Visitor ---------------------------------------------------------------------------------- */
+/* ---- Visitor ----------------------------------------------------------------------------------
+ */
 
 typedef struct VisitFrame {
     Expr *e;
@@ -150,7 +151,8 @@ bool ir_visit(Visitor *v, Expr *root) {
     return ok;
 }
 
-/* ---- Rewriter --------------------------------------------------------------------------------- */
+/* ---- Rewriter ---------------------------------------------------------------------------------
+ */
 
 typedef struct RwFrame {
     Expr *e;
@@ -234,7 +236,8 @@ Module *ir_rewrite_module(Rewriter *rw, Module *m) {
     }
     out->is_expr = m->is_expr;
     if (m->expr) out->expr = ir_rewrite(rw, m->expr);
-    for (size_t i = 0; i < m->meta.len; i++) vec_push(&out->meta, m->meta.data[i]);
+    for (size_t i = 0; i < m->meta.len; i++)
+        vec_push(&out->meta, m->meta.data[i]);
     return out;
 }
 

@@ -13,7 +13,8 @@ void diags_init(Diags *ds) {
 }
 
 void diags_clear(Diags *ds) {
-    for (size_t i = 0; i < ds->items.len; i++) free(ds->items.data[i].msg);
+    for (size_t i = 0; i < ds->items.len; i++)
+        free(ds->items.data[i].msg);
     ds->items.len = 0;
     ds->n_errors = 0;
 }
@@ -74,7 +75,8 @@ void diag_note(Diags *ds, Span span, const char *fmt, ...) {
 static void compute_lines(SourceFile *f) {
     if (f->line_starts != NULL) return;
     size_t n = 1;
-    for (size_t i = 0; i < f->len; i++) n += f->text[i] == '\n';
+    for (size_t i = 0; i < f->len; i++)
+        n += f->text[i] == '\n';
     f->line_starts = sup_malloc(sup_mul(n, sizeof(uint32_t)));
     f->n_lines = n;
     size_t k = 0;
@@ -92,8 +94,10 @@ void diags_line_col(Diags *ds, uint32_t file, uint32_t off, uint32_t *line, uint
     size_t lo = 0, hi = f->n_lines; /* last line start <= off */
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (f->line_starts[mid] <= off) lo = mid;
-        else hi = mid;
+        if (f->line_starts[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
     }
     *line = (uint32_t)lo + 1;
     *col = off - f->line_starts[lo] + 1;
@@ -120,7 +124,8 @@ static void render_one(Diags *ds, const Diag *d, StrBuf *out) {
     sb_printf(out, "%s:%u:%u: %s: %s\n", f->name, line, col, level_name(d->level), d->msg);
     uint32_t start = f->line_starts[line - 1];
     uint32_t end = start;
-    while (end < f->len && f->text[end] != '\n') end++;
+    while (end < f->len && f->text[end] != '\n')
+        end++;
     const uint32_t max_shown = 200;
     uint32_t show_lo = start, lo = d->span.lo < start ? start : d->span.lo;
     if (lo > f->len) lo = (uint32_t)f->len;
@@ -137,10 +142,12 @@ static void render_one(Diags *ds, const Diag *d, StrBuf *out) {
     sb_putc(out, '^');
     uint32_t hi = d->span.hi < end ? d->span.hi : end;
     if (hi > show_hi) hi = show_hi;
-    for (uint32_t i = lo + 1; i < hi; i++) sb_putc(out, '~');
+    for (uint32_t i = lo + 1; i < hi; i++)
+        sb_putc(out, '~');
     sb_putc(out, '\n');
 }
 
 void diags_render(Diags *ds, size_t from, StrBuf *out) {
-    for (size_t i = from; i < ds->items.len; i++) render_one(ds, &ds->items.data[i], out);
+    for (size_t i = from; i < ds->items.len; i++)
+        render_one(ds, &ds->items.data[i], out);
 }

@@ -8,12 +8,12 @@ static const struct {
     const char *name;
     uint8_t bits;
 } dtypes[RLY_DTYPE_COUNT] = {
-    [RLY_DTYPE_BOOL] = {"bool", 8},     [RLY_DTYPE_I8] = {"int8", 8},
-    [RLY_DTYPE_I16] = {"int16", 16},    [RLY_DTYPE_I32] = {"int32", 32},
-    [RLY_DTYPE_I64] = {"int64", 64},    [RLY_DTYPE_U8] = {"uint8", 8},
-    [RLY_DTYPE_U16] = {"uint16", 16},   [RLY_DTYPE_U32] = {"uint32", 32},
-    [RLY_DTYPE_U64] = {"uint64", 64},   [RLY_DTYPE_F16] = {"float16", 16},
-    [RLY_DTYPE_F32] = {"float32", 32},  [RLY_DTYPE_F64] = {"float64", 64},
+    [RLY_DTYPE_BOOL] = {"bool", 8},      [RLY_DTYPE_I8] = {"int8", 8},
+    [RLY_DTYPE_I16] = {"int16", 16},     [RLY_DTYPE_I32] = {"int32", 32},
+    [RLY_DTYPE_I64] = {"int64", 64},     [RLY_DTYPE_U8] = {"uint8", 8},
+    [RLY_DTYPE_U16] = {"uint16", 16},    [RLY_DTYPE_U32] = {"uint32", 32},
+    [RLY_DTYPE_U64] = {"uint64", 64},    [RLY_DTYPE_F16] = {"float16", 16},
+    [RLY_DTYPE_F32] = {"float32", 32},   [RLY_DTYPE_F64] = {"float64", 64},
     [RLY_DTYPE_BF16] = {"bfloat16", 16},
 };
 _Static_assert(RLY_DTYPE_COUNT == 13, "update the dtype table");
@@ -55,7 +55,7 @@ uint16_t sup_f32_to_f16(float f) {
     if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0)); /* inf / nan */
     int e = (int)exp - 127 + 15;
     if (e >= 31) return (uint16_t)(sign | 0x7c00u); /* overflow to inf */
-    if (e <= 0) {                                    /* subnormal or zero */
+    if (e <= 0) {                                   /* subnormal or zero */
         if (e < -10) return (uint16_t)sign;
         mant |= 0x800000u;
         uint32_t shift = (uint32_t)(14 - e);

@@ -17,7 +17,8 @@ bool sup_read_file(const char *path, char **data, size_t *len, char *err, size_t
     StrBuf sb = {0};
     char buf[65536];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sb_putn(&sb, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_putn(&sb, buf, n);
     bool failed = ferror(f) != 0;
     if (f != stdin) fclose(f);
     if (failed) {

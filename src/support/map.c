@@ -28,7 +28,8 @@ static inline size_t ptr_hash(const void *p) {
 
 static size_t ptrmap_slot(const PtrMap *m, const void *key) {
     size_t mask = m->cap - 1, i = ptr_hash(key) & mask;
-    while (m->keys[i] != NULL && m->keys[i] != key) i = (i + 1) & mask;
+    while (m->keys[i] != NULL && m->keys[i] != key)
+        i = (i + 1) & mask;
     return i;
 }
 

@@ -70,8 +70,8 @@ typedef struct Arena {
 } Arena;
 
 void arena_init(Arena *a);
-void arena_free(Arena *a);                       /* frees all chunks; the arena can be reused */
-void *arena_alloc(Arena *a, size_t n);           /* zeroed, 16-byte aligned; never NULL */
+void arena_free(Arena *a);                          /* frees all chunks; the arena can be reused */
+void *arena_alloc(Arena *a, size_t n);              /* zeroed, 16-byte aligned; never NULL */
 void *arena_array(Arena *a, size_t n, size_t size); /* zeroed array with overflow check */
 char *arena_strndup(Arena *a, const char *s, size_t n);
 void *arena_memdup(Arena *a, const void *p, size_t n);
@@ -176,8 +176,8 @@ static inline Span span_join(Span a, Span b) {
 }
 
 typedef struct SourceFile {
-    char *name;          /* path or label, owned */
-    char *text;          /* owned copy, NUL-terminated */
+    char *name; /* path or label, owned */
+    char *text; /* owned copy, NUL-terminated */
     size_t len;
     uint32_t *line_starts; /* byte offset of each line start, computed on first render */
     size_t n_lines;
@@ -217,7 +217,7 @@ void diags_clear(Diags *ds); /* drop the diagnostics, keep the files */
 
 /* ---- dtypes ------------------------------------------------------------------------------- */
 
-int sup_dtype_bits(rly_dtype dt);   /* 8, 16, 32, 64 (bool: 8 as stored) */
+int sup_dtype_bits(rly_dtype dt);    /* 8, 16, 32, 64 (bool: 8 as stored) */
 size_t sup_dtype_size(rly_dtype dt); /* bytes per element as stored */
 const char *sup_dtype_name(rly_dtype dt);
 /* Parse a dtype name ("float32", "int8", "bool", "bfloat16", ...); -1 if unknown. */

@@ -40,7 +40,8 @@ static size_t list_dir(const char *dir, char ***out) {
     struct dirent *ent;
     while ((ent = readdir(d)) != NULL) {
         size_t n = strlen(ent->d_name);
-        if (n > 4 && strcmp(ent->d_name + n - 4, ".rly") == 0) vec_push(&names, strdup(ent->d_name));
+        if (n > 4 && strcmp(ent->d_name + n - 4, ".rly") == 0)
+            vec_push(&names, strdup(ent->d_name));
     }
     closedir(d);
     qsort(names.data, names.len, sizeof(char *), cmp_names);
@@ -70,8 +71,8 @@ static bool check_expect(const char *path, const char *got, const char *what, co
     char *want = read_all(path, &len);
     bool ok = want != NULL && strcmp(want, got) == 0;
     if (!ok) {
-        fprintf(stderr, "FAIL %s: %s differs from %s\n--- expected\n%s--- got\n%s---\n", name,
-                what, path, want ? want : "(missing file)\n", got);
+        fprintf(stderr, "FAIL %s: %s differs from %s\n--- expected\n%s--- got\n%s---\n", name, what,
+                path, want ? want : "(missing file)\n", got);
     }
     free(want);
     return ok;

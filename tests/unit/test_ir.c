@@ -71,14 +71,12 @@ static void test_alpha_equal(void **state) {
     (void)state;
     /* fn (%x) { let %y = add(%x, %x); %y }  vs the same with other vars */
     Var *x1 = var("x"), *y1 = var("y"), *x2 = var("a"), *y2 = var("b");
-    Expr *f1 = ir_function_new(ctx, 1, &x1,
-                               ir_let_new(ctx, y1, call2("add", &x1->base, &x1->base), &y1->base,
-                                          SPAN_NONE),
-                               NULL, 0, NULL, NULL, SPAN_NONE);
-    Expr *f2 = ir_function_new(ctx, 1, &x2,
-                               ir_let_new(ctx, y2, call2("add", &x2->base, &x2->base), &y2->base,
-                                          SPAN_NONE),
-                               NULL, 0, NULL, NULL, SPAN_NONE);
+    Expr *f1 = ir_function_new(
+        ctx, 1, &x1, ir_let_new(ctx, y1, call2("add", &x1->base, &x1->base), &y1->base, SPAN_NONE),
+        NULL, 0, NULL, NULL, SPAN_NONE);
+    Expr *f2 = ir_function_new(
+        ctx, 1, &x2, ir_let_new(ctx, y2, call2("add", &x2->base, &x2->base), &y2->base, SPAN_NONE),
+        NULL, 0, NULL, NULL, SPAN_NONE);
     assert_true(ir_expr_equal(f1, f2, false));
     assert_int_equal(ir_expr_hash(f1), ir_expr_hash(f2));
     /* a different use pattern is not equal: add(%x, %y) inside vs add(%x, %x) */
@@ -92,8 +90,8 @@ static void test_alpha_equal(void **state) {
     Var *u = var("u"), *v = var("v");
     assert_false(ir_expr_equal(&u->base, &v->base, false));
     assert_true(ir_expr_equal(&u->base, &v->base, true));
-    assert_false(ir_expr_equal(call2("add", &u->base, &v->base), call2("add", &u->base, &u->base),
-                               true));
+    assert_false(
+        ir_expr_equal(call2("add", &u->base, &v->base), call2("add", &u->base, &u->base), true));
     /* constants compare by value, ops by name */
     Expr *c1 = ir_scalar_f64(ctx, RLY_DTYPE_F32, 1.5, SPAN_NONE);
     Expr *c2 = ir_scalar_f64(ctx, RLY_DTYPE_F32, 1.5, SPAN_NONE);
@@ -121,7 +119,8 @@ static void test_visit_dag(void **state) {
     /* a chain %i = add(%i-1, %i-1) of 60 nodes: 2^60 paths, 61 nodes + the op */
     Var *x = var("x");
     Expr *e = &x->base;
-    for (int i = 0; i < 60; i++) e = call2("add", e, e);
+    for (int i = 0; i < 60; i++)
+        e = call2("add", e, e);
     Visitor v = {.pre = count_pre, .post = count_post};
     n_pre = n_post = 0;
     assert_true(ir_visit(&v, e));
@@ -164,7 +163,8 @@ static void test_deep_chain(void **state) {
     enum { N = 100000 };
     Var *x = var("x");
     Var **vs = malloc(N * sizeof(Var *));
-    for (int i = 0; i < N; i++) vs[i] = var("v");
+    for (int i = 0; i < N; i++)
+        vs[i] = var("v");
     Expr *body = &vs[N - 1]->base;
     for (int i = N - 1; i >= 0; i--) {
         Expr *prev = i == 0 ? &x->base : &vs[i - 1]->base;
@@ -217,9 +217,9 @@ static void test_well_formed_errors(void **state) {
     Var *z = var("z");
     Module *g = ir_module_new(ctx);
     GlobalVar *gv = ir_module_global(g, "f", 1, SPAN_NONE);
-    ir_module_define(g, gv, AS_FUNCTION(ir_function_new(ctx, 0, NULL, &z->base, NULL, 0, NULL,
-                                                        NULL, SPAN_NONE)),
-                     SPAN_NONE);
+    ir_module_define(
+        g, gv, AS_FUNCTION(ir_function_new(ctx, 0, NULL, &z->base, NULL, 0, NULL, NULL, SPAN_NONE)),
+        SPAN_NONE);
     assert_false(ir_well_formed(g));
     assert_non_null(strstr(ctx->diags.items.data[0].msg, "free variable %z in @f"));
     diags_clear(&ctx->diags);
@@ -245,11 +245,11 @@ static void test_printer(void **state) {
         double v;
         const char *text;
     } cases[] = {
-        {RLY_DTYPE_I32, 42, "42"},     {RLY_DTYPE_I64, -7, "-7i64"},
-        {RLY_DTYPE_I8, 3, "3i8"},      {RLY_DTYPE_U8, 255, "255u8"},
-        {RLY_DTYPE_F32, 3, "3f"},      {RLY_DTYPE_F32, 0.1, "0.1f"},
-        {RLY_DTYPE_F16, 3, "3f16"},    {RLY_DTYPE_F64, 3, "3f64"},
-        {RLY_DTYPE_F64, 0.1, "0.1f64"}, {RLY_DTYPE_BF16, 1.5, "1.5bf16"},
+        {RLY_DTYPE_I32, 42, "42"},       {RLY_DTYPE_I64, -7, "-7i64"},
+        {RLY_DTYPE_I8, 3, "3i8"},        {RLY_DTYPE_U8, 255, "255u8"},
+        {RLY_DTYPE_F32, 3, "3f"},        {RLY_DTYPE_F32, 0.1, "0.1f"},
+        {RLY_DTYPE_F16, 3, "3f16"},      {RLY_DTYPE_F64, 3, "3f64"},
+        {RLY_DTYPE_F64, 0.1, "0.1f64"},  {RLY_DTYPE_BF16, 1.5, "1.5bf16"},
         {RLY_DTYPE_F32, 1e-5, "1e-05f"}, {RLY_DTYPE_BOOL, 1, "True"},
     };
     for (size_t i = 0; i < RLY_ARRAY_LEN(cases); i++) {

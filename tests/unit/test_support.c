@@ -33,7 +33,8 @@ static void test_strbuf(void **state) {
     (void)state;
     StrBuf sb = {0};
     assert_string_equal(sb_cstr(&sb), "");
-    for (int i = 0; i < 1000; i++) sb_printf(&sb, "%d,", i);
+    for (int i = 0; i < 1000; i++)
+        sb_printf(&sb, "%d,", i);
     assert_int_equal(sb.len, strlen(sb.data));
     sb.len = 0;
     sb_puts(&sb, "ab");
@@ -50,8 +51,10 @@ static void test_ptrmap(void **state) {
     (void)state;
     PtrMap m = {0};
     int xs[5000];
-    for (int i = 0; i < 5000; i++) ptrmap_put(&m, &xs[i], (void *)(uintptr_t)(i + 1));
-    for (int i = 0; i < 5000; i++) assert_int_equal((uintptr_t)ptrmap_get(&m, &xs[i]), i + 1);
+    for (int i = 0; i < 5000; i++)
+        ptrmap_put(&m, &xs[i], (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < 5000; i++)
+        assert_int_equal((uintptr_t)ptrmap_get(&m, &xs[i]), i + 1);
     assert_int_equal(m.len, 5000);
     ptrmap_put(&m, &xs[7], NULL);
     assert_null(ptrmap_get(&m, &xs[7]));
@@ -126,7 +129,7 @@ static void test_half(void **state) {
     assert_int_equal(sup_f32_to_f16(65520.0f), 0x7c00); /* rounds to inf */
     assert_int_equal(sup_f32_to_f16(-2.0f), 0xc000);
     assert_int_equal(sup_f32_to_f16(5.9604645e-8f), 0x0001); /* smallest subnormal */
-    for (uint32_t h = 0; h < 0x7c00; h++) /* every finite half round-trips */
+    for (uint32_t h = 0; h < 0x7c00; h++)                    /* every finite half round-trips */
         assert_int_equal(sup_f32_to_f16(sup_f16_to_f32((uint16_t)h)), h);
     assert_int_equal(sup_f32_to_bf16(1.0f), 0x3f80);
     assert_true(sup_bf16_to_f32(sup_f32_to_bf16(3.140625f)) == 3.140625f);
@@ -150,10 +153,10 @@ static void test_files(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena),      cmocka_unit_test(test_strbuf),
-        cmocka_unit_test(test_ptrmap),     cmocka_unit_test(test_strmap_intern),
+        cmocka_unit_test(test_arena),       cmocka_unit_test(test_strbuf),
+        cmocka_unit_test(test_ptrmap),      cmocka_unit_test(test_strmap_intern),
         cmocka_unit_test(test_diag_render), cmocka_unit_test(test_dtypes),
-        cmocka_unit_test(test_half),       cmocka_unit_test(test_files),
+        cmocka_unit_test(test_half),        cmocka_unit_test(test_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

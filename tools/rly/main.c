@@ -8,14 +8,15 @@
 #include "demo_rly.h" /* generated from examples/demo.rly: const char rly_demo_text[] */
 
 static int usage(FILE *f) {
-    fputs("usage: rly <command> [args]\n"
-          "\n"
-          "commands:\n"
-          "  print FILE|- [-o OUT]   parse a module or expression, check it, print canonical text\n"
-          "                          (-o writes OUT, plus OUT's .npz side file of tensor constants)\n"
-          "  demo                    parse, check and print the bundled example program\n"
-          "  version                 print the version\n",
-          f);
+    fputs(
+        "usage: rly <command> [args]\n"
+        "\n"
+        "commands:\n"
+        "  print FILE|- [-o OUT]   parse a module or expression, check it, print canonical text\n"
+        "                          (-o writes OUT, plus OUT's .npz side file of tensor constants)\n"
+        "  demo                    parse, check and print the bundled example program\n"
+        "  version                 print the version\n",
+        f);
     return f == stdout ? 0 : 2;
 }
 
@@ -45,8 +46,10 @@ static int print_module(rly_ctx *ctx, rly_module *mod, const char *out_path) {
 static int cmd_print(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
-        else if (in == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) in = argv[i];
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (in == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
+            in = argv[i];
         else {
             fprintf(stderr, "rly print: unexpected argument '%s'\n", argv[i]);
             return 2;
@@ -60,7 +63,7 @@ static int cmd_print(int argc, char **argv) {
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
     rly_module *mod;
     int rc = rly_module_parse_file(ctx, in, &mod) == RLY_STATUS_OK ? print_module(ctx, mod, out)
-                                                                    : report(NULL);
+                                                                   : report(NULL);
     rly_ctx_free(ctx);
     return rc;
 }

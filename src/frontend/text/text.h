@@ -10,8 +10,8 @@
  * bare expression (Module.is_expr, Module.expr). `meta` (may be NULL when n_meta is 0) gives the
  * tensors that meta[relay.Constant][i] refers to; the same Constant node is returned for every
  * reference to index i. Stops at the first error: returns NULL with one error in ctx->diags. */
-Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len,
-                   Constant *const *meta, uint32_t n_meta);
+Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Constant *const *meta,
+                   uint32_t n_meta);
 
 /* Deepest syntactic nesting (parentheses, blocks, nested functions, patterns, types) the parser
  * accepts; deeper input is a located error, never a C stack overflow. Sequences (let chains,
