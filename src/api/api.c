@@ -137,7 +137,8 @@ RLY_API rly_status rly_module_parse_file(rly_ctx *ctx, const char *path, rly_mod
         spath = side_path(path);
         if (file_exists(spath)) st = load_side(ctx, spath, &consts);
     }
-    bool side_missing = spath != NULL && consts.len == 0 && !file_exists(spath);
+    bool side_missing = spath != NULL && consts.len == 0 && !file_exists(spath) &&
+                        memmem(text, len, "#[metadata]", 11) == NULL;
     if (st == RLY_STATUS_OK)
         st = parse(ctx, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
                    (Constant *const *)consts.data, (uint32_t)consts.len, out);

@@ -1544,6 +1544,24 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
         return NULL;
     }
     uint32_t file = diags_add_file(&ctx->diags, name, text, len);
+    /* TVM's astext() appends the tensors as a `#[metadata]` JSON section at a line start */
+    PtrVec inline_meta = {0};
+    if (n_meta == 0) {
+        static const char tag[] = "#[metadata]";
+        const size_t tl = sizeof tag - 1;
+        for (size_t i = 0; i + tl <= len; i++) {
+            if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, tag, tl) == 0) {
+                if (!text_metadata_decode(ctx, file, text, (uint32_t)(i + tl), (uint32_t)len,
+                                          &inline_meta)) {
+                    vec_free(&inline_meta);
+                    return NULL;
+                }
+                meta = (Constant *const *)inline_meta.data;
+                n_meta = (uint32_t)inline_meta.len;
+                break;
+            }
+        }
+    }
     Module *const m = ir_module_new(ctx);
     for (uint32_t i = 0; i < n_meta; i++)
         vec_push(&m->meta, meta[i]);
@@ -1565,12 +1583,14 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
         sup_oom_handler = p->oom.prev;
         parser_free(p);
         drop_module(ctx, m);
+        vec_free(&inline_meta);
         sup_oom();
     }
     if (setjmp(p->fail)) {
         sup_oom_handler = p->oom.prev;
         parser_free(p);
         drop_module(ctx, m);
+        vec_free(&inline_meta);
         return NULL;
     }
     p->tok = text_lex_next(&p->lx);
@@ -1585,5 +1605,6 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
     check_globals(p);
     sup_oom_handler = p->oom.prev;
     parser_free(p);
+    vec_free(&inline_meta);
     return m;
 }

@@ -19,4 +19,10 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
  * and have no such limit. */
 #define TEXT_MAX_NESTING 1000
 
+/* Decode TVM's `#[metadata]` JSON (text[off, len)) into the Constants that
+ * meta[relay.Constant][i] refers to, appended to consts in index order. On malformed input
+ * reports a located error in ctx->diags and returns false. */
+bool text_metadata_decode(Ctx *ctx, uint32_t file, const char *text, uint32_t off, uint32_t len,
+                          PtrVec *consts);
+
 #endif
