@@ -150,7 +150,7 @@ static bool float_roundtrips(const char *s, double v, rly_dtype dt) {
 /* The shortest decimal form that reads back as the same value, with its suffix. */
 static void print_float(double v, rly_dtype dt, StrBuf *out) {
     if (isnan(v)) {
-        sb_printf(out, "nan%s", float_suffix(dt));
+        sb_printf(out, "%snan%s", signbit(v) ? "-" : "", float_suffix(dt));
         return;
     }
     if (isinf(v)) {
@@ -158,9 +158,13 @@ static void print_float(double v, rly_dtype dt, StrBuf *out) {
         return;
     }
     char buf[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (float_roundtrips(buf, v, dt)) break;
+    if (v == floor(v) && fabs(v) < 1e16) { /* whole numbers as digits: `10f`, not `1e+01f` */
+        snprintf(buf, sizeof buf, "%.0f", v);
+    } else {
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, v);
+            if (float_roundtrips(buf, v, dt)) break;
+        }
     }
     if (v == 0 && signbit(v)) snprintf(buf, sizeof buf, "-0");
     sb_printf(out, "%s%s", buf, float_suffix(dt));
