@@ -3,8 +3,10 @@
  * Layout: a block (function body, let body, if branch, clause, top-level expression) prints its
  * result expression last; every non-atomic operand of an expression is first bound on its own
  * line as a graph binding `%N = ...;` (Graph Normal Form), so a shared subexpression prints
- * once. Let nodes print as `let %x = v;`. Bindings are scoped to the block that printed them:
- * a node shared between two sibling blocks is printed in each, so the text always parses.
+ * once. Let nodes print as `let %x = v;`. A subexpression used from several blocks (branches,
+ * closures, clauses) is bound once, in the innermost block that encloses all its uses (as
+ * Relay's conversion to A-normal form places it), just before the first line that needs it;
+ * a planning pass (plan) finds those blocks before printing.
  * Variables get distinct names per definition (`%x`, `%x1`, ...); graph bindings are numbered
  * per definition in order of emission.
  *
@@ -37,6 +39,22 @@ typedef struct Task {
     const char *s;
 } Task;
 
+/* Where a non-atomic node prints. Use kinds: as an operand (always bound to a `%N`), as the
+ * result of a block, or as the value of a let; a node with a single non-operand use prints
+ * inline there, any other is bound in `home`, the lowest common block of its uses. */
+enum { USE_OPERAND, USE_RESULT, USE_LETVAL };
+typedef struct NodeInfo {
+    uint32_t n_uses;
+    uint8_t first_kind;
+    bool multi_block; /* used from more than one block */
+    int32_t first_block, home;
+    int32_t block_base; /* the first block this node opens (fn body, branches, clauses, let) */
+} NodeInfo;
+typedef struct PBlock {
+    int32_t parent, depth;
+    bool deep; /* some node bound here is used inside a nested block */
+} PBlock;
+
 typedef struct Printer {
     Ctx *ctx;
     Module *m;
@@ -53,6 +71,10 @@ typedef struct Printer {
     Vec(size_t) marks; /* bound_log lengths at scope starts */
     uint32_t next_temp;
     PtrMap meta_index; /* Constant -> index + 1 */
+    /* the plan of the definition being printed */
+    PtrMap info;             /* non-atomic Expr -> NodeInfo */
+    Vec(struct PBlock) blocks;
+    Vec(int32_t) cur;        /* the blocks being printed, innermost last */
 } Printer;
 
 /* ---- names -------------------------------------------------------------------------------- */
@@ -406,14 +428,59 @@ static void operands(Expr *e, PtrVec *out) {
     }
 }
 
-static void do_prep(Printer *p, Expr *e) {
-    PtrVec ops = {0};
-    operands(e, &ops);
-    for (size_t i = ops.len; i-- > 0;) {
-        Expr *c = ops.data[i];
-        if (!is_atomic(c) && !has_name(p, c)) push_task(p, T_BIND, c, 0, NULL);
+static NodeInfo *info_of(Printer *p, const Expr *e) { return ptrmap_get(&p->info, e); }
+
+static bool is_bound_here(Printer *p, Expr *e) {
+    NodeInfo *in = info_of(p, e);
+    int32_t cur = p->cur.len ? vec_last(&p->cur) : -1;
+    return in != NULL && !(in->n_uses == 1 && in->first_kind != USE_OPERAND) && in->home == cur;
+}
+
+/* Bind, before the current line, what it needs: the unnamed non-atomic operands of e, and, in a
+ * block where shared nodes are used from nested blocks, every node homed here that e's nested
+ * blocks use. With `self`, e itself when it is bound here (a line whose expression is shared). */
+static void do_prep(Printer *p, Expr *e, bool self) {
+    if (self && !is_atomic(e) && !has_name(p, e) && is_bound_here(p, e)) {
+        push_task(p, T_BIND, e, 0, NULL);
+        return;
     }
-    vec_free(&ops);
+    int32_t cur = p->cur.len ? vec_last(&p->cur) : -1;
+    PtrVec found = {0};
+    if (cur < 0 || !p->blocks.data[cur].deep) {
+        PtrVec ops = {0};
+        operands(e, &ops);
+        for (size_t i = 0; i < ops.len; i++) {
+            Expr *c = ops.data[i];
+            if (!is_atomic(c) && !has_name(p, c)) vec_push(&found, c);
+        }
+        vec_free(&ops);
+    } else { /* walk into nested blocks too, stopping at nodes homed here */
+        PtrMap seen = {0};
+        PtrVec stack = {0};
+        for (uint32_t i = ir_expr_n_children(e); i-- > 0;) vec_push(&stack, ir_expr_child(e, i));
+        const Attrs *at = e->kind == EXPR_CALL       ? ((Call *)e)->attrs
+                          : e->kind == EXPR_FUNCTION ? ((Function *)e)->attrs
+                                                     : NULL;
+        for (uint32_t i = 0; at && i < at->n; i++) /* attribute expressions are not children */
+            collect_attr_exprs(at->entries[i].value, &stack);
+        while (stack.len) {
+            Expr *x = vec_pop(&stack);
+            if (is_atomic(x) || has_name(p, x) || ptrmap_has(&seen, x)) continue;
+            ptrmap_put(&seen, x, x);
+            NodeInfo *in = info_of(p, x);
+            bool bound = in == NULL || !(in->n_uses == 1 && in->first_kind != USE_OPERAND);
+            if (bound && (in == NULL || in->home == cur || p->blocks.data[in->home].depth <=
+                                                               p->blocks.data[cur].depth)) {
+                vec_push(&found, x); /* homed here (or, defensively, outside and unnamed) */
+                continue;
+            }
+            for (uint32_t i = ir_expr_n_children(x); i-- > 0;) vec_push(&stack, ir_expr_child(x, i));
+        }
+        vec_free(&stack);
+        ptrmap_free(&seen);
+    }
+    for (size_t i = found.len; i-- > 0;) push_task(p, T_BIND, found.data[i], 0, NULL);
+    vec_free(&found);
 }
 
 static void print_var_binder(Printer *p, Var *v) {
@@ -445,12 +512,18 @@ static void print_pattern(Printer *p, Pattern *pat) {
 
 /* Tasks that print `{`-less block contents: indent, a new scope, the block, and back. The
  * caller has already written the opening text and pushes the closing text before this. */
-static void push_nested_block(Printer *p, Expr *body) {
+static void push_nested_block(Printer *p, Expr *body, int32_t block) {
     push_task(p, T_INDENT, NULL, -1, NULL);
     push_task(p, T_POP_SCOPE, NULL, 0, NULL);
     push_task(p, T_BLOCK, body, 0, NULL);
-    push_task(p, T_PUSH_SCOPE, NULL, 0, NULL);
+    push_task(p, T_PUSH_SCOPE, NULL, block, NULL);
     push_task(p, T_INDENT, NULL, 1, NULL);
+}
+
+/* The first block e opens; -1 (no plan) keeps the enclosing block. */
+static int32_t block_of(Printer *p, const Expr *e, int32_t k) {
+    NodeInfo *in = info_of(p, e);
+    return in ? in->block_base + k : -1;
 }
 
 static void print_fn_header(Printer *p, Function *f) {
@@ -533,9 +606,9 @@ static void do_inline(Printer *p, Expr *e) {
         print_operand(p, x->cond);
         sb_puts(out, ") {\n");
         push_task(p, T_TEXT, NULL, 1, "}");
-        push_nested_block(p, x->else_branch);
+        push_nested_block(p, x->else_branch, block_of(p, e, 1));
         push_task(p, T_TEXT, NULL, 1, "} else {\n");
-        push_nested_block(p, x->then_branch);
+        push_nested_block(p, x->then_branch, block_of(p, e, 0));
         return;
     }
     case EXPR_FUNCTION: {
@@ -543,7 +616,7 @@ static void do_inline(Printer *p, Expr *e) {
         sb_puts(out, "fn ");
         print_fn_header(p, f);
         push_task(p, T_TEXT, NULL, 1, "}");
-        push_nested_block(p, f->body);
+        push_nested_block(p, f->body, block_of(p, e, 0));
         return;
     }
     case EXPR_MATCH: {
@@ -559,7 +632,11 @@ static void do_inline(Printer *p, Expr *e) {
     case EXPR_LET: /* a let in operand position prints as a scoped block */
         sb_puts(out, "{\n");
         push_task(p, T_TEXT, NULL, 1, "}");
-        push_nested_block(p, e);
+        push_task(p, T_INDENT, NULL, -1, NULL);
+        push_task(p, T_POP_SCOPE, NULL, 0, NULL);
+        push_task(p, T_BLOCK, e, 2, NULL); /* 2: print as a let line even though it is bound */
+        push_task(p, T_PUSH_SCOPE, NULL, block_of(p, e, 0), NULL);
+        push_task(p, T_INDENT, NULL, 1, NULL);
         return;
     default: RLY_UNREACHABLE();
     }
@@ -572,23 +649,33 @@ static void type_comment(Printer *p, Expr *e) {
     sb_puts(p->out, " */");
 }
 
-static void do_block(Printer *p, Expr *e) {
-    if (e->kind == EXPR_LET) {
-        Let *l = (Let *)e;
-        put_indent(p);
-        sb_puts(p->out, "let ");
-        print_var_binder(p, l->var);
-        sb_puts(p->out, " = ");
-        /* the value's operands are bound before this line is started: see T_PREP below */
-        push_task(p, T_BLOCK, l->body, 0, NULL);
-        push_task(p, T_TEXT, NULL, 0, ";\n");
-        push_task(p, T_INLINE, l->value, 0, NULL);
-        return;
-    }
+/* `let %x = <value>;`, then the body continues the same block. */
+static void do_let_line(Printer *p, Expr *e) {
+    Let *l = (Let *)e;
+    put_indent(p);
+    sb_puts(p->out, "let ");
+    print_var_binder(p, l->var);
+    sb_puts(p->out, " = ");
+    /* what the value needs is bound before this line is started: see T_BLOCK */
+    push_task(p, T_BLOCK, l->body, 0, NULL);
+    push_task(p, T_TEXT, NULL, 0, ";\n");
+    push_task(p, T_INLINE, l->value, 0, NULL);
+}
+
+static void do_result(Printer *p, Expr *e) {
     push_task(p, T_RESULT_END, e, 0, NULL);
     push_task(p, T_INLINE, e, 0, NULL);
     push_task(p, T_TEXT, NULL, 1, "");
-    push_task(p, T_PREP, e, 0, NULL);
+    push_task(p, T_PREP, e, 1, NULL);
+}
+
+/* A let prints as a line of its block when it has a single use as a block's result (or when
+ * it is the contents of its own `{ }` block, aux 2); otherwise it is a shared value. */
+static bool let_is_line(Printer *p, Expr *e, int32_t aux) {
+    if (e->kind != EXPR_LET) return false;
+    if (aux == 2) return true;
+    NodeInfo *in = info_of(p, e);
+    return in == NULL || (in->n_uses == 1 && in->first_kind == USE_RESULT);
 }
 
 static void run(Printer *p) {
@@ -596,15 +683,17 @@ static void run(Printer *p) {
         Task t = vec_pop(&p->tasks);
         switch ((TaskKind)t.kind) {
         case T_BLOCK:
-            if (t.e->kind == EXPR_LET && t.aux == 0) {
-                /* bind the value's operands first, then come back to print the let line */
+            if (t.aux != 1 && let_is_line(p, t.e, t.aux)) {
+                /* bind what the value needs first, then come back to print the let line */
                 push_task(p, T_BLOCK, t.e, 1, NULL);
-                push_task(p, T_PREP, ((Let *)t.e)->value, 0, NULL);
+                push_task(p, T_PREP, ((Let *)t.e)->value, 1, NULL);
+            } else if (t.aux == 1) {
+                do_let_line(p, t.e);
             } else {
-                do_block(p, t.e);
+                do_result(p, t.e);
             }
             break;
-        case T_PREP: do_prep(p, t.e); break;
+        case T_PREP: do_prep(p, t.e, t.aux == 1); break;
         case T_BIND:
             if (has_name(p, t.e)) break;
             push_task(p, T_BIND_END, t.e, 0, NULL);
@@ -636,8 +725,15 @@ static void run(Printer *p) {
             sb_puts(p->out, t.s);
             break;
         case T_INDENT: p->indent += t.aux; break;
-        case T_PUSH_SCOPE: vec_push(&p->marks, p->bound_log.len); break;
+        case T_PUSH_SCOPE:
+            vec_push(&p->marks, p->bound_log.len);
+        {
+            int32_t blk = t.aux >= 0 ? t.aux : (p->cur.len ? vec_last(&p->cur) : -1);
+            vec_push(&p->cur, blk);
+        }
+            break;
         case T_POP_SCOPE: {
+            p->cur.len--;
             size_t mark = vec_pop(&p->marks);
             while (p->bound_log.len > mark)
                 ptrmap_put(&p->temp_of, vec_pop(&p->bound_log), NULL);
@@ -652,11 +748,127 @@ static void run(Printer *p) {
             sb_puts(p->out, " => {\n");
             push_task(p, T_INDENT, NULL, -1, NULL);
             push_task(p, T_TEXT, NULL, 1, "},\n");
-            push_nested_block(p, c->rhs);
+            push_nested_block(p, c->rhs, block_of(p, t.e, t.aux));
             break;
         }
         }
     }
+}
+
+/* ---- the plan: where each shared node is bound ------------------------------------------- */
+
+static int32_t new_block(Printer *p, int32_t parent) {
+    struct PBlock b = {parent, parent < 0 ? 0 : p->blocks.data[parent].depth + 1, false};
+    vec_push(&p->blocks, b);
+    return (int32_t)p->blocks.len - 1;
+}
+
+static int32_t lca(Printer *p, int32_t a, int32_t b) {
+    while (a != b) {
+        if (p->blocks.data[a].depth >= p->blocks.data[b].depth) a = p->blocks.data[a].parent;
+        else b = p->blocks.data[b].parent;
+    }
+    return a;
+}
+
+static void use(Printer *p, Expr *e, int32_t block, int kind) {
+    if (is_atomic(e)) return;
+    NodeInfo *in = info_of(p, e);
+    if (in == NULL) {
+        in = arena_alloc(&p->scratch, sizeof(NodeInfo));
+        in->first_kind = (uint8_t)kind;
+        in->first_block = in->home = block;
+        ptrmap_put(&p->info, e, in);
+    } else {
+        in->multi_block |= block != in->first_block;
+        in->home = lca(p, in->home, block);
+    }
+    in->n_uses++;
+}
+
+/* Parents are planned before their children (reverse post-order), so a node's home is final
+ * when its own parts are placed: operands in its home, bodies in the blocks it opens. */
+static void plan(Printer *p, Expr *root) {
+    ptrmap_free(&p->info);
+    p->blocks.len = 0;
+    int32_t top = new_block(p, -1);
+    PtrVec order = {0}, stack = {0};
+    PtrMap seen = {0};
+    Vec(uint32_t) next = {0};
+    vec_push(&stack, root);
+    vec_push(&next, 0);
+    ptrmap_put(&seen, root, root);
+    while (stack.len) { /* iterative post-order */
+        Expr *e = vec_last(&stack);
+        uint32_t i = vec_last(&next);
+        if (i < ir_expr_n_children(e)) {
+            vec_last(&next)++;
+            Expr *c = ir_expr_child(e, i);
+            if (!is_atomic(c) && !ptrmap_has(&seen, c)) {
+                ptrmap_put(&seen, c, c);
+                vec_push(&stack, c);
+                vec_push(&next, 0);
+            }
+            continue;
+        }
+        vec_push(&order, e);
+        stack.len--;
+        next.len--;
+    }
+    use(p, root, top, USE_RESULT);
+    for (size_t k = order.len; k-- > 0;) {
+        Expr *e = order.data[k];
+        NodeInfo *in = info_of(p, e);
+        if (in == NULL) continue;
+        int32_t h = in->home;
+        if (in->multi_block) p->blocks.data[h].deep = true;
+        bool inline_use = in->n_uses == 1 && in->first_kind != USE_OPERAND;
+        switch ((ExprKind)e->kind) {
+        case EXPR_LET: {
+            Let *l = (Let *)e;
+            int32_t b = h;
+            if (!(inline_use && in->first_kind == USE_RESULT)) b = in->block_base = new_block(p, h);
+            use(p, l->value, b, USE_LETVAL);
+            use(p, l->body, b, USE_RESULT);
+            break;
+        }
+        case EXPR_FUNCTION:
+            in->block_base = new_block(p, h);
+            use(p, ((Function *)e)->body, in->block_base, USE_RESULT);
+            break;
+        case EXPR_IF: {
+            If *x = (If *)e;
+            use(p, x->cond, h, USE_OPERAND);
+            in->block_base = new_block(p, h);
+            new_block(p, h);
+            use(p, x->then_branch, in->block_base, USE_RESULT);
+            use(p, x->else_branch, in->block_base + 1, USE_RESULT);
+            break;
+        }
+        case EXPR_MATCH: {
+            Match *m = (Match *)e;
+            use(p, m->data, h, USE_OPERAND);
+            for (uint32_t i = 0; i < m->n_clauses; i++) {
+                int32_t b = new_block(p, h);
+                if (i == 0) in->block_base = b;
+                use(p, m->clauses[i].rhs, b, USE_RESULT);
+            }
+            break;
+        }
+        default: break;
+        }
+        PtrVec ops = {0};
+        operands(e, &ops);
+        for (size_t i = 0; i < ops.len; i++)
+            if (e->kind != EXPR_IF && e->kind != EXPR_MATCH) use(p, ops.data[i], h, USE_OPERAND);
+        vec_free(&ops);
+    }
+    vec_free(&order);
+    vec_free(&stack);
+    vec_free(&next);
+    ptrmap_free(&seen);
+    p->cur.len = 0;
+    vec_push(&p->cur, top);
 }
 
 static void print_block(Printer *p, Expr *e) {
@@ -695,6 +907,7 @@ static void print_def(Printer *p, FuncDef *d) {
     print_fn_header(p, d->func);
     p->indent = 1;
     vec_push(&p->marks, p->bound_log.len);
+    plan(p, d->func->body);
     print_block(p, d->func->body);
     size_t mark = vec_pop(&p->marks);
     while (p->bound_log.len > mark)
@@ -716,7 +929,10 @@ void ir_print_module(Module *m, const PrintOptions *opts, StrBuf *out) {
             sb_puts(out, ";\n");
         }
         vec_free(&fv);
-        if (m->expr) print_block(&p, m->expr);
+        if (m->expr) {
+            plan(&p, m->expr);
+            print_block(&p, m->expr);
+        }
     } else {
         sb_puts(out, "#[version = \"0.0.5\"]\n");
         bool first = true;
@@ -740,4 +956,7 @@ void ir_print_module(Module *m, const PrintOptions *opts, StrBuf *out) {
     vec_free(&p.bound_log);
     vec_free(&p.marks);
     ptrmap_free(&p.meta_index);
+    ptrmap_free(&p.info);
+    vec_free(&p.blocks);
+    vec_free(&p.cur);
 }
