@@ -183,6 +183,7 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
     char err[512];
     rly_status st = RLY_STATUS_OK;
     char *spath = NULL;
+    bool side_existed = false;
     Npz z = {0};
     RLY_TRY;
     ir_print_module(mod, NULL, &sb);
@@ -192,6 +193,7 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
             st = fail(RLY_STATUS_INVALID,
                       "'%s': the text and its side file would have the same name", path);
         } else {
+            side_existed = file_exists(spath);
             z.n = mod->meta.len;
             z.items = sup_calloc(z.n, sizeof(NpzEntry));
             for (size_t i = 0; i < z.n; i++) {
@@ -210,8 +212,11 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
                 st = fail(RLY_STATUS_IO, "%s", err);
         }
     }
-    if (st == RLY_STATUS_OK && !sup_write_file_atomic(path, sb_cstr(&sb), sb.len, err, sizeof err))
+    if (st == RLY_STATUS_OK &&
+        !sup_write_file_atomic(path, sb_cstr(&sb), sb.len, err, sizeof err)) {
         st = fail(RLY_STATUS_IO, "%s", err);
+        if (spath && !side_existed) remove(spath); /* no half of a new pair is left behind */
+    }
     RLY_END_TRY;
     for (size_t i = 0; i < z.n; i++)
         free(z.items[i].name);

@@ -304,6 +304,12 @@ AttrValue *ir_attr_int(Ctx *ctx, int64_t v, rly_dtype dt, Span span) {
 
 AttrValue *ir_attr_float(Ctx *ctx, double v, rly_dtype dt, Span span) {
     AttrValue *a = new_attr(ctx, ATTR_FLOAT, span);
+    switch (dt) { /* hold the value as its type rounds it, so printing is exact */
+    case RLY_DTYPE_F16: v = sup_f16_to_f32(sup_f32_to_f16((float)v)); break;
+    case RLY_DTYPE_BF16: v = sup_bf16_to_f32(sup_f32_to_bf16((float)v)); break;
+    case RLY_DTYPE_F32: v = (float)v; break;
+    default: break;
+    }
     a->f = v;
     a->dtype = dt;
     return a;

@@ -72,9 +72,9 @@ typedef struct Printer {
     uint32_t next_temp;
     PtrMap meta_index; /* Constant -> index + 1 */
     /* the plan of the definition being printed */
-    PtrMap info;             /* non-atomic Expr -> NodeInfo */
+    PtrMap info; /* non-atomic Expr -> NodeInfo */
     Vec(struct PBlock) blocks;
-    Vec(int32_t) cur;        /* the blocks being printed, innermost last */
+    Vec(int32_t) cur; /* the blocks being printed, innermost last */
 } Printer;
 
 /* ---- names -------------------------------------------------------------------------------- */
@@ -457,7 +457,8 @@ static void do_prep(Printer *p, Expr *e, bool self) {
     } else { /* walk into nested blocks too, stopping at nodes homed here */
         PtrMap seen = {0};
         PtrVec stack = {0};
-        for (uint32_t i = ir_expr_n_children(e); i-- > 0;) vec_push(&stack, ir_expr_child(e, i));
+        for (uint32_t i = ir_expr_n_children(e); i-- > 0;)
+            vec_push(&stack, ir_expr_child(e, i));
         const Attrs *at = e->kind == EXPR_CALL       ? ((Call *)e)->attrs
                           : e->kind == EXPR_FUNCTION ? ((Function *)e)->attrs
                                                      : NULL;
@@ -469,17 +470,19 @@ static void do_prep(Printer *p, Expr *e, bool self) {
             ptrmap_put(&seen, x, x);
             NodeInfo *in = info_of(p, x);
             bool bound = in == NULL || !(in->n_uses == 1 && in->first_kind != USE_OPERAND);
-            if (bound && (in == NULL || in->home == cur || p->blocks.data[in->home].depth <=
-                                                               p->blocks.data[cur].depth)) {
+            if (bound && (in == NULL || in->home == cur ||
+                          p->blocks.data[in->home].depth <= p->blocks.data[cur].depth)) {
                 vec_push(&found, x); /* homed here (or, defensively, outside and unnamed) */
                 continue;
             }
-            for (uint32_t i = ir_expr_n_children(x); i-- > 0;) vec_push(&stack, ir_expr_child(x, i));
+            for (uint32_t i = ir_expr_n_children(x); i-- > 0;)
+                vec_push(&stack, ir_expr_child(x, i));
         }
         vec_free(&stack);
         ptrmap_free(&seen);
     }
-    for (size_t i = found.len; i-- > 0;) push_task(p, T_BIND, found.data[i], 0, NULL);
+    for (size_t i = found.len; i-- > 0;)
+        push_task(p, T_BIND, found.data[i], 0, NULL);
     vec_free(&found);
 }
 
@@ -727,10 +730,10 @@ static void run(Printer *p) {
         case T_INDENT: p->indent += t.aux; break;
         case T_PUSH_SCOPE:
             vec_push(&p->marks, p->bound_log.len);
-        {
-            int32_t blk = t.aux >= 0 ? t.aux : (p->cur.len ? vec_last(&p->cur) : -1);
-            vec_push(&p->cur, blk);
-        }
+            {
+                int32_t blk = t.aux >= 0 ? t.aux : (p->cur.len ? vec_last(&p->cur) : -1);
+                vec_push(&p->cur, blk);
+            }
             break;
         case T_POP_SCOPE: {
             p->cur.len--;
@@ -765,8 +768,10 @@ static int32_t new_block(Printer *p, int32_t parent) {
 
 static int32_t lca(Printer *p, int32_t a, int32_t b) {
     while (a != b) {
-        if (p->blocks.data[a].depth >= p->blocks.data[b].depth) a = p->blocks.data[a].parent;
-        else b = p->blocks.data[b].parent;
+        if (p->blocks.data[a].depth >= p->blocks.data[b].depth)
+            a = p->blocks.data[a].parent;
+        else
+            b = p->blocks.data[b].parent;
     }
     return a;
 }

@@ -68,7 +68,8 @@ static void test_strmap_intern(void **state) {
     (void)state;
     Interner in = {0};
     const char *a = intern_cstr(&in, "conv2d");
-    const char *b = intern(&in, "nn.conv2d" + 3, 6);
+    static const char qualified[] = "nn.conv2d";
+    const char *b = intern(&in, qualified + 3, 6);
     assert_ptr_equal(a, b);
     assert_ptr_not_equal(a, intern_cstr(&in, "conv3d"));
     char key[32];

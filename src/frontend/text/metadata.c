@@ -18,9 +18,9 @@ typedef struct JVal {
     double num;
     const char *str; /* J_STR (unescaped, arena); object keys too */
     size_t len;
-    uint32_t n;           /* J_ARR, J_OBJ */
-    struct JVal **items;  /* values */
-    const char **keys;    /* J_OBJ */
+    uint32_t n;          /* J_ARR, J_OBJ */
+    struct JVal **items; /* values */
+    const char **keys;   /* J_OBJ */
 } JVal;
 
 typedef struct JParser {
@@ -216,14 +216,22 @@ static bool base64_decode(const char *s, size_t n, StrBuf *out) {
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         int v;
-        if (c >= 'A' && c <= 'Z') v = c - 'A';
-        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9') v = c - '0' + 52;
-        else if (c == '+') v = 62;
-        else if (c == '/') v = 63;
-        else if (c == '=') break;
-        else if (c == '\n' || c == '\r' || c == ' ') continue;
-        else return false;
+        if (c >= 'A' && c <= 'Z')
+            v = c - 'A';
+        else if (c >= 'a' && c <= 'z')
+            v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9')
+            v = c - '0' + 52;
+        else if (c == '+')
+            v = 62;
+        else if (c == '/')
+            v = 63;
+        else if (c == '=')
+            break;
+        else if (c == '\n' || c == '\r' || c == ' ')
+            continue;
+        else
+            return false;
         acc = (acc << 6) | (uint32_t)v;
         bits += 6;
         if (bits >= 8) {
@@ -247,10 +255,10 @@ static int dl_dtype(uint8_t code, uint8_t bits) {
         uint8_t code, bits;
         rly_dtype dt;
     } map[] = {
-        {0, 8, RLY_DTYPE_I8},   {0, 16, RLY_DTYPE_I16}, {0, 32, RLY_DTYPE_I32},
-        {0, 64, RLY_DTYPE_I64}, {1, 1, RLY_DTYPE_BOOL}, {1, 8, RLY_DTYPE_U8},
-        {1, 16, RLY_DTYPE_U16}, {1, 32, RLY_DTYPE_U32}, {1, 64, RLY_DTYPE_U64},
-        {2, 16, RLY_DTYPE_F16}, {2, 32, RLY_DTYPE_F32}, {2, 64, RLY_DTYPE_F64},
+        {0, 8, RLY_DTYPE_I8},    {0, 16, RLY_DTYPE_I16}, {0, 32, RLY_DTYPE_I32},
+        {0, 64, RLY_DTYPE_I64},  {1, 1, RLY_DTYPE_BOOL}, {1, 8, RLY_DTYPE_U8},
+        {1, 16, RLY_DTYPE_U16},  {1, 32, RLY_DTYPE_U32}, {1, 64, RLY_DTYPE_U64},
+        {2, 16, RLY_DTYPE_F16},  {2, 32, RLY_DTYPE_F32}, {2, 64, RLY_DTYPE_F64},
         {4, 16, RLY_DTYPE_BF16},
     };
     for (size_t i = 0; i < RLY_ARRAY_LEN(map); i++)
@@ -265,6 +273,7 @@ static const char *decode_ndarray(Ctx *ctx, const char *b64, size_t n, Expr **ou
         sb_free(&raw);
         return "invalid base64 in b64ndarrays";
     }
+    if (raw.len == 0) return "empty tensor in b64ndarrays";
     const unsigned char *p = (const unsigned char *)raw.data, *end = p + raw.len;
     uint64_t magic, reserved, nbytes;
     int32_t dev[2], ndim;
@@ -285,10 +294,12 @@ static const char *decode_ndarray(Ctx *ctx, const char *b64, size_t n, Expr **ou
         rly_dtype dt = (rly_dtype)dl_dtype(code, bits);
         size_t count = 1;
         for (int32_t i = 0; i < ndim && err == NULL; i++) {
-            if (!rd(&p, end, &shape[i], 8) || shape[i] < 0) err = "bad tensor shape in b64ndarrays";
+            if (!rd(&p, end, &shape[i], 8) || shape[i] < 0)
+                err = "bad tensor shape in b64ndarrays";
             else if (shape[i] && count > (size_t)(end - p) / (size_t)shape[i])
                 err = "tensor larger than its data in b64ndarrays";
-            else count *= (size_t)shape[i];
+            else
+                count *= (size_t)shape[i];
         }
         if (err == NULL && (!rd(&p, end, &nbytes, 8) || nbytes != count * sup_dtype_size(dt) ||
                             (size_t)(end - p) != nbytes))
@@ -317,10 +328,14 @@ bool text_metadata_decode(Ctx *ctx, uint32_t file, const char *text, uint32_t of
         ok = fail_at(ctx, file, j.err_off, j.err);
         goto done;
     }
+    jskip(&j);
+    if (j.pos < j.end) {
+        ok = fail_at(ctx, file, j.pos, "unexpected text after the metadata JSON");
+        goto done;
+    }
     JVal *nodes = jget(root, "nodes"), *arrays = jget(root, "b64ndarrays");
     int64_t r;
-    if (nodes == NULL || nodes->kind != J_ARR || !jint(jget(root, "root"), &r) ||
-        r >= nodes->n) {
+    if (nodes == NULL || nodes->kind != J_ARR || !jint(jget(root, "root"), &r) || r >= nodes->n) {
         ok = fail_at(ctx, file, root->off, "expected TVM's JSON graph: {\"root\", \"nodes\", ...}");
         goto done;
     }
@@ -331,8 +346,8 @@ bool text_metadata_decode(Ctx *ctx, uint32_t file, const char *text, uint32_t of
         if (keys->items[k]->kind != J_STR || strcmp(keys->items[k]->str, "relay.Constant") != 0)
             continue;
         int64_t ai;
-        JVal *arr = jint(data->items[k], &ai) && ai < nodes->n ? jget(nodes->items[ai], "data")
-                                                              : NULL;
+        JVal *arr =
+            jint(data->items[k], &ai) && ai < nodes->n ? jget(nodes->items[ai], "data") : NULL;
         if (arr == NULL || arr->kind != J_ARR) {
             ok = fail_at(ctx, file, data->off, "relay.Constant must map to an array node");
             break;
@@ -348,9 +363,12 @@ bool text_metadata_decode(Ctx *ctx, uint32_t file, const char *text, uint32_t of
                 break;
             }
             Expr *c = NULL;
-            const char *err = decode_ndarray(ctx, arrays->items[di]->str, arrays->items[di]->len, &c);
-            if (err) ok = fail_at(ctx, file, arrays->items[di]->off, err);
-            else vec_push(consts, c);
+            const char *err =
+                decode_ndarray(ctx, arrays->items[di]->str, arrays->items[di]->len, &c);
+            if (err)
+                ok = fail_at(ctx, file, arrays->items[di]->off, err);
+            else
+                vec_push(consts, c);
         }
     }
 done:

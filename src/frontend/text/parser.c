@@ -1451,15 +1451,12 @@ static void parse_header(Parser *p) {
     expect(p, TK_RBRACKET);
 }
 
-/* At `#`: true when it opens `#[metadata]`, which runs to the end of the input and is not read
- * (tables come from the caller). Stops on the `]` without lexing past it. */
+/* At `#` after the header: text_parse cut the text at a `#[metadata]` that starts a line, so any
+ * other `#` here is misplaced. */
 static bool at_metadata(Parser *p) {
     if (p->tok.kind != TK_HASH) return false;
-    advance(p);
-    expect(p, TK_LBRACKET);
-    if (p->tok.kind != TK_IDENT || !tok_is(p, p->tok, "metadata")) fail_expected(p, "'metadata'");
-    advance(p);
-    if (p->tok.kind != TK_RBRACKET) fail_expected(p, "']'");
+    fail_at(p, tok_span(p, p->tok),
+            "unexpected '#': a #[metadata] section must start a line and end the text");
     return true;
 }
 
@@ -1544,13 +1541,14 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
         return NULL;
     }
     uint32_t file = diags_add_file(&ctx->diags, name, text, len);
-    /* TVM's astext() appends the tensors as a `#[metadata]` JSON section at a line start */
+    /* TVM's astext() appends the tensors as a `#[metadata]` JSON section at a line start; the
+     * program is the text before it. The caller's table, when given, wins over the section. */
     PtrVec inline_meta = {0};
-    if (n_meta == 0) {
-        static const char tag[] = "#[metadata]";
-        const size_t tl = sizeof tag - 1;
-        for (size_t i = 0; i + tl <= len; i++) {
-            if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, tag, tl) == 0) {
+    static const char tag[] = "#[metadata]";
+    const size_t tl = sizeof tag - 1;
+    for (size_t i = 0; i + tl <= len; i++) {
+        if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, tag, tl) == 0) {
+            if (n_meta == 0) {
                 if (!text_metadata_decode(ctx, file, text, (uint32_t)(i + tl), (uint32_t)len,
                                           &inline_meta)) {
                     vec_free(&inline_meta);
@@ -1558,8 +1556,9 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
                 }
                 meta = (Constant *const *)inline_meta.data;
                 n_meta = (uint32_t)inline_meta.len;
-                break;
             }
+            len = i;
+            break;
         }
     }
     Module *const m = ir_module_new(ctx);
