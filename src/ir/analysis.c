@@ -17,8 +17,21 @@ static void bind(VarsState *s, Var *v) {
     }
 }
 
+/* Variables named in attribute values (attributes hold atoms only, and are not children). */
+static void attr_vars(VarsState *s, const AttrValue *a) {
+    if (a->kind == ATTR_EXPR && a->expr->kind == EXPR_VAR) vec_push(&s->seen, a->expr);
+    if (a->kind == ATTR_LIST)
+        for (uint32_t i = 0; i < a->list.n; i++)
+            attr_vars(s, a->list.items[i]);
+}
+
 static VisitResult vars_pre(Visitor *vis, Expr *e) {
     VarsState *s = vis->state;
+    const Attrs *at = e->kind == EXPR_CALL       ? ((Call *)e)->attrs
+                      : e->kind == EXPR_FUNCTION ? ((Function *)e)->attrs
+                                                 : NULL;
+    for (uint32_t i = 0; at && i < at->n; i++)
+        attr_vars(s, at->entries[i].value);
     switch (e->kind) {
     case EXPR_VAR: vec_push(&s->seen, e); break;
     case EXPR_LET: bind(s, ((Let *)e)->var); break;
@@ -55,8 +68,14 @@ static void vars_state_free(VarsState *s) {
 void ir_free_vars(Expr *e, PtrVec *out) {
     VarsState s = {0};
     collect_vars(e, &s);
-    for (size_t i = 0; i < s.seen.len; i++)
-        if (!ptrmap_has(&s.bound, s.seen.data[i])) vec_push(out, s.seen.data[i]);
+    PtrMap emitted = {0};
+    for (size_t i = 0; i < s.seen.len; i++) {
+        Var *v = s.seen.data[i];
+        if (ptrmap_has(&s.bound, v) || ptrmap_has(&emitted, v)) continue;
+        ptrmap_put(&emitted, v, v);
+        vec_push(out, v);
+    }
+    ptrmap_free(&emitted);
     vars_state_free(&s);
 }
 

@@ -85,7 +85,7 @@ static const Case cases[] = {
     {"free_var %t; %t.99999999999", "too large"},
     {"f(1)(2)(3)", NULL},
     {"nn.conv2d(1, 2, padding=[1, 1], data_layout=\"NCHW\", strides=(1, 1), a=None, b=nullptr, "
-     "c=True, d=1.5f, e=[[1, 2], [3]], f=(2), g=meta[relay.Constant][0], h=add(1, 2), i.j=3)",
+     "c=True, d=1.5f, e=[[1, 2], [3]], f=(2), g=meta[relay.Constant][0], h=nn.relu, i.j=3)",
      NULL},
     {"f(a=1, a=2)", "duplicate attribute 'a'"},
     {"f(a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9, j=10, b=11)", "duplicate attribute 'b'"},

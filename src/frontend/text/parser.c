@@ -776,7 +776,16 @@ static AttrValue *parse_attr_value(Parser *p) {
             v = ir_attr_none(p->ctx, sp);
         } else {
             Expr *e = parse_expr(p);
-            v = ir_attr_expr(p->ctx, e, span_of(p, t.lo, p->last_hi));
+            Span esp = span_of(p, t.lo, p->last_hi);
+            /* attributes are data, not computation: only atoms (variables, globals, constants,
+             * meta references, operator and constructor names) */
+            if (e->kind != EXPR_VAR && e->kind != EXPR_GLOBAL_VAR && e->kind != EXPR_CONSTANT &&
+                e->kind != EXPR_OP && e->kind != EXPR_CONSTRUCTOR)
+                fail_at(p, esp,
+                        "an attribute value must be a literal, a string, a list, None, or a "
+                        "variable, global, constant or name; found a %s",
+                        ir_expr_kind_names[e->kind]);
+            v = ir_attr_expr(p->ctx, e, esp);
         }
         break;
     }
