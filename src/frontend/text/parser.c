@@ -785,7 +785,15 @@ static AttrValue *parse_attr_value(Parser *p) {
                         "an attribute value must be a literal, a string, a list, None, or a "
                         "variable, global, constant or name; found a %s",
                         ir_expr_kind_names[e->kind]);
-            v = ir_attr_expr(p->ctx, e, esp);
+            Constant *c = e->kind == EXPR_CONSTANT ? (Constant *)e : NULL;
+            if (c && c->ndim == 0 && c->dtype == RLY_DTYPE_BOOL) /* as if written as a literal */
+                v = ir_attr_bool(p->ctx, ir_constant_as_i64(c) != 0, esp);
+            else if (c && c->ndim == 0 && sup_dtype_is_float(c->dtype))
+                v = ir_attr_float(p->ctx, ir_constant_as_f64(c), c->dtype, esp);
+            else if (c && c->ndim == 0)
+                v = ir_attr_int(p->ctx, ir_constant_as_i64(c), c->dtype, esp);
+            else
+                v = ir_attr_expr(p->ctx, e, esp);
         }
         break;
     }
