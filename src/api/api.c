@@ -131,14 +131,16 @@ RLY_API rly_status rly_module_parse_file(rly_ctx *ctx, const char *path, rly_mod
     if (!sup_read_file(path, &text, &len, err, sizeof err)) return fail(RLY_STATUS_IO, "%s", err);
     PtrVec consts = {0};
     char *spath = NULL;
+    bool side_missing = false;
     RLY_TRY;
     rly_status st = RLY_STATUS_OK;
     if (strcmp(path, "-") != 0 && memmem(text, len, "meta[relay.Constant]", 20) != NULL) {
         spath = side_path(path);
-        if (file_exists(spath)) st = load_side(ctx, spath, &consts);
+        if (file_exists(spath))
+            st = load_side(ctx, spath, &consts);
+        else
+            side_missing = memmem(text, len, "#[metadata]", 11) == NULL;
     }
-    bool side_missing = spath != NULL && consts.len == 0 && !file_exists(spath) &&
-                        memmem(text, len, "#[metadata]", 11) == NULL;
     if (st == RLY_STATUS_OK)
         st = parse(ctx, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
                    (Constant *const *)consts.data, (uint32_t)consts.len, out);

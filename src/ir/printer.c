@@ -383,14 +383,6 @@ static void print_attrs(Printer *p, const Attrs *a, bool comma_first) {
     }
 }
 
-/* Expressions inside attribute values are operands too. */
-static void collect_attr_exprs(const AttrValue *a, PtrVec *out) {
-    if (a->kind == ATTR_EXPR) vec_push(out, a->expr);
-    if (a->kind == ATTR_LIST)
-        for (uint32_t i = 0; i < a->list.n; i++)
-            collect_attr_exprs(a->list.items[i], out);
-}
-
 /* The operands of e printed inline (not nested blocks), in print order. */
 static void operands(Expr *e, PtrVec *out) {
     switch ((ExprKind)e->kind) {
@@ -404,17 +396,7 @@ static void operands(Expr *e, PtrVec *out) {
         vec_push(out, c->op);
         for (uint32_t i = 0; i < c->n_args; i++)
             vec_push(out, c->args[i]);
-        if (c->attrs)
-            for (uint32_t i = 0; i < c->attrs->n; i++)
-                collect_attr_exprs(c->attrs->entries[i].value, out);
-        break;
-    }
-    case EXPR_FUNCTION: {
-        Function *f = (Function *)e;
-        if (f->attrs)
-            for (uint32_t i = 0; i < f->attrs->n; i++)
-                collect_attr_exprs(f->attrs->entries[i].value, out);
-        break;
+        break; /* attribute values are atoms (the parser enforces it): nothing to bind */
     }
     case EXPR_IF: vec_push(out, ((If *)e)->cond); break;
     case EXPR_MATCH: vec_push(out, ((Match *)e)->data); break;
@@ -430,10 +412,15 @@ static void operands(Expr *e, PtrVec *out) {
 
 static NodeInfo *info_of(Printer *p, const Expr *e) { return ptrmap_get(&p->info, e); }
 
+/* Bound to a `%N` (not printed inline at its single use); unplanned nodes are bound. */
+static bool is_bound(const NodeInfo *in) {
+    return in == NULL || in->n_uses != 1 || in->first_kind == USE_OPERAND;
+}
+
 static bool is_bound_here(Printer *p, Expr *e) {
     NodeInfo *in = info_of(p, e);
     int32_t cur = p->cur.len ? vec_last(&p->cur) : -1;
-    return in != NULL && !(in->n_uses == 1 && in->first_kind != USE_OPERAND) && in->home == cur;
+    return in != NULL && is_bound(in) && in->home == cur;
 }
 
 /* Bind, before the current line, what it needs: the unnamed non-atomic operands of e, and, in a
@@ -459,19 +446,13 @@ static void do_prep(Printer *p, Expr *e, bool self) {
         PtrVec stack = {0};
         for (uint32_t i = ir_expr_n_children(e); i-- > 0;)
             vec_push(&stack, ir_expr_child(e, i));
-        const Attrs *at = e->kind == EXPR_CALL       ? ((Call *)e)->attrs
-                          : e->kind == EXPR_FUNCTION ? ((Function *)e)->attrs
-                                                     : NULL;
-        for (uint32_t i = 0; at && i < at->n; i++) /* attribute expressions are not children */
-            collect_attr_exprs(at->entries[i].value, &stack);
         while (stack.len) {
             Expr *x = vec_pop(&stack);
             if (is_atomic(x) || has_name(p, x) || ptrmap_has(&seen, x)) continue;
             ptrmap_put(&seen, x, x);
             NodeInfo *in = info_of(p, x);
-            bool bound = in == NULL || !(in->n_uses == 1 && in->first_kind != USE_OPERAND);
-            if (bound && (in == NULL || in->home == cur ||
-                          p->blocks.data[in->home].depth <= p->blocks.data[cur].depth)) {
+            if (is_bound(in) && (in == NULL || in->home == cur ||
+                                 p->blocks.data[in->home].depth <= p->blocks.data[cur].depth)) {
                 vec_push(&found, x); /* homed here (or, defensively, outside and unnamed) */
                 continue;
             }
@@ -678,7 +659,7 @@ static bool let_is_line(Printer *p, Expr *e, int32_t aux) {
     if (e->kind != EXPR_LET) return false;
     if (aux == 2) return true;
     NodeInfo *in = info_of(p, e);
-    return in == NULL || (in->n_uses == 1 && in->first_kind == USE_RESULT);
+    return in == NULL || (!is_bound(in) && in->first_kind == USE_RESULT);
 }
 
 static void run(Printer *p) {
@@ -827,12 +808,11 @@ static void plan(Printer *p, Expr *root) {
         if (in == NULL) continue;
         int32_t h = in->home;
         if (in->multi_block) p->blocks.data[h].deep = true;
-        bool inline_use = in->n_uses == 1 && in->first_kind != USE_OPERAND;
         switch ((ExprKind)e->kind) {
         case EXPR_LET: {
             Let *l = (Let *)e;
             int32_t b = h;
-            if (!(inline_use && in->first_kind == USE_RESULT)) b = in->block_base = new_block(p, h);
+            if (is_bound(in) || in->first_kind != USE_RESULT) b = in->block_base = new_block(p, h);
             use(p, l->value, b, USE_LETVAL);
             use(p, l->body, b, USE_RESULT);
             break;
@@ -843,7 +823,6 @@ static void plan(Printer *p, Expr *root) {
             break;
         case EXPR_IF: {
             If *x = (If *)e;
-            use(p, x->cond, h, USE_OPERAND);
             in->block_base = new_block(p, h);
             new_block(p, h);
             use(p, x->then_branch, in->block_base, USE_RESULT);
@@ -852,7 +831,6 @@ static void plan(Printer *p, Expr *root) {
         }
         case EXPR_MATCH: {
             Match *m = (Match *)e;
-            use(p, m->data, h, USE_OPERAND);
             for (uint32_t i = 0; i < m->n_clauses; i++) {
                 int32_t b = new_block(p, h);
                 if (i == 0) in->block_base = b;
@@ -865,7 +843,7 @@ static void plan(Printer *p, Expr *root) {
         PtrVec ops = {0};
         operands(e, &ops);
         for (size_t i = 0; i < ops.len; i++)
-            if (e->kind != EXPR_IF && e->kind != EXPR_MATCH) use(p, ops.data[i], h, USE_OPERAND);
+            use(p, ops.data[i], h, USE_OPERAND);
         vec_free(&ops);
     }
     vec_free(&order);

@@ -21,22 +21,8 @@
 #include "frontend/text/text.h"
 #include "ir/ir.h"
 
-static int n_pass, n_fail;
+#include "../check.h"
 static long deep_n = 100000;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            n_pass++;                                                                              \
-        } else {                                                                                   \
-            n_fail++;                                                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
-
-#define HDR "#[version = \"0.0.5\"]\n"
 
 static double now(void) {
     struct timespec ts;
@@ -286,6 +272,5 @@ int main(void) {
     case_parens_ok();
     case_parens_deep();
     printf("total %.3f s\n", now() - t0);
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_summary();
 }

@@ -9,21 +9,7 @@
 
 #include "frontend/text/text.h"
 
-static int n_pass, n_fail;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            n_pass++;                                                                              \
-        } else {                                                                                   \
-            n_fail++;                                                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
-
-#define HDR "#[version = \"0.0.5\"]\n"
+#include "../check.h"
 
 #define LIST_ADT "type List[A] { Cons(A, List[A]), Nil, }\n"
 
@@ -706,6 +692,5 @@ int main(void) {
     ir_ctx_free(ctx);
     ir_ctx_free(meta_ctx);
 
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail == 0 ? 0 : 1;
+    return check_summary();
 }
