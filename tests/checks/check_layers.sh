@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dependency rule: support <- ir <- {types, ops} <- {frontend, passes, eval, backend};
+# The dependency rule: support <- ir <- ops <- types <- {frontend, passes, eval, backend};
 # support <- kernels <- runtime. runtime/, kernels/ and support/ never include the compiler.
 set -u
 cd "$1"
@@ -13,4 +13,6 @@ check support 'ir|types|ops|frontend|passes|eval|backend|runtime|kernels|api'
 check runtime 'ir|types|ops|frontend|passes|eval|backend|api'
 check kernels 'ir|types|ops|frontend|passes|eval|backend|runtime|api'
 check ir 'types|ops|frontend|passes|eval|backend|api'
-if [ $fail -eq 0 ]; then echo "4 passed, 0 failed"; else echo "$((4-fail)) passed, $fail failed"; exit 1; fi
+check ops 'types|frontend|passes|eval|backend|api'
+check types 'frontend|passes|eval|backend|api'
+if [ $fail -eq 0 ]; then echo "6 passed, 0 failed"; else echo "$((6-fail)) passed, $fail failed"; exit 1; fi

@@ -1,0 +1,192 @@
+/* ops.h - the operator table: one row (OpDef) per operator, with its arity, attribute schema
+ * (types, defaults, allowed values), type relation, fusion pattern and a doc line. The
+ * interface of src/ops/.
+ *
+ * Rows live in per-category tables (op_unary.c, op_binary.c, op_reduce.c, op_transform.c,
+ * op_nn.c, op_conv_pool.c, op_image_vision.c, op_qnn.c, ...), each next to the relations it
+ * uses; ops.c collects them into one registry at first use. Users add rows at run time through
+ * rly_op_register (include/rly/rly.h).
+ *
+ * A type relation is a function of the argument types (and the attributes) that computes the
+ * result type. It is run by the type solver (src/types) whenever its arguments may have become
+ * known, until a fixpoint:
+ *   - REL_OK: rc->out holds the result type;
+ *   - REL_DEFER: an argument's type is not known yet (an IncompleteType): try again later;
+ *   - REL_ERROR: the arguments are invalid; rc->msg says why, in words, without the op name
+ *     (the solver prefixes it: "nn.conv2d: data has 3 channels but weight expects 4").
+ * Relations never see the solver's error type: a call with an erroneous argument is not run.
+ *
+ * Dimensions follow ir.h: d >= 0 constant, DIM_ANY (`?`), d <= DIM_SYM_BASE symbolic. Every
+ * relation accepts `?` and symbolic dims: a check that cannot be decided passes, and a result
+ * that cannot be computed is `?` (the dim_* helpers below do this). */
+#ifndef RLY_OPS_H
+#define RLY_OPS_H
+
+#include "ir/ir.h"
+
+/* Fusion patterns, numbered as Relay numbers TOpPattern. */
+typedef enum OpPattern {
+    OP_ELEMWISE = 0,
+    OP_BROADCAST = 1,
+    OP_INJECTIVE = 2,
+    OP_COMM_REDUCE = 3,
+    OP_OUT_EWISE_FUSABLE = 4,
+    OP_TUPLE = 7,
+    OP_OPAQUE = 8,
+} OpPattern;
+const char *op_pattern_name(OpPattern p); /* "elemwise", "broadcast", ... */
+
+/* ---- attribute schema ------------------------------------------------------------------ */
+
+typedef enum AttrType {
+    AT_INT,       /* integer literal (bool literals accepted as 0/1) */
+    AT_FLOAT,     /* number literal */
+    AT_BOOL,      /* True/False (integer literals accepted) */
+    AT_STR,       /* string; `choices` restricts it */
+    AT_DTYPE,     /* string naming a dtype ("float32"), or "" for "same as input" */
+    AT_INTS,      /* list of integers (a single integer is taken as a list of one) */
+    AT_FLOATS,    /* list of numbers */
+    AT_STRS,      /* list of strings */
+    AT_OPT_INT,   /* integer or None */
+    AT_OPT_INTS,  /* list of integers, or None */
+    AT_OPT_FLOAT, /* number or None */
+    AT_ANY,       /* any attribute value (not interpreted by the relation) */
+} AttrType;
+
+typedef struct AttrSpec {
+    const char *name;
+    AttrType type;
+    const char *dflt;    /* default, written as in Relay text: "0", "[1, 1]", "\"NCHW\"", "None",
+                          * "True", "\"\""; NULL means the attribute is required */
+    const char *choices; /* AT_STR: allowed values separated by '|', NULL for any */
+} AttrSpec;
+
+/* ---- relations --------------------------------------------------------------------------- */
+
+typedef enum RelResult { REL_OK, REL_DEFER, REL_ERROR } RelResult;
+
+typedef struct OpDef OpDef;
+typedef struct RelCall {
+    Ctx *ctx;
+    const OpDef *op;
+    uint32_t n_args;
+    Type *const *args; /* resolved argument types; IncompleteType where not yet known */
+    const AttrValue *const *attrs; /* one per schema row: the given value or the default */
+    Type *out;                     /* REL_OK: the result type */
+    StrBuf *msg;                   /* REL_ERROR: the reason */
+    int err_arg;                   /* REL_ERROR: the argument at fault, or -1 for the call */
+    RelResult status;              /* set by the rel_* helpers that fail */
+} RelCall;
+
+typedef RelResult (*RelFn)(RelCall *rc);
+
+struct OpDef {
+    const char *name;     /* TVM's name: "add", "nn.conv2d", "image.resize2d", "qnn.dense" */
+    int n_args;           /* number of arguments, or OP_VARIADIC */
+    uint8_t pattern;      /* OpPattern */
+    RelFn rel;            /* the type relation */
+    const AttrSpec *attrs; /* schema, terminated by a row with name NULL; NULL when none */
+    const char *arg_names; /* "data, weight" (for messages and docs) */
+    const char *doc;       /* one line */
+    /* filled by the registry */
+    uint32_t n_attrs;
+    const AttrValue **defaults; /* per schema row; NULL for required attributes */
+    /* user-registered operators (rly_op_register) */
+    const void *user_rel;
+    const void *user_kernel;
+    void *user_data;
+};
+#define OP_VARIADIC (-1)
+
+/* Each category file defines one table, terminated by a row with name NULL. */
+extern OpDef ops_unary_table[], ops_binary_table[], ops_reduce_table[], ops_transform_table[],
+    ops_nn_table[], ops_conv_pool_table[], ops_image_vision_table[], ops_qnn_table[],
+    ops_misc_table[], ops_index_table[];
+
+/* ---- the registry --------------------------------------------------------------------------- */
+
+/* The row for `name` (builtin or registered), NULL when unknown. Thread-safe after first use. */
+const OpDef *op_lookup(const char *name, size_t len);
+/* Every operator, builtin rows first in table order, then registered ones. */
+size_t op_count(void);
+const OpDef *op_at(size_t i);
+/* Add a row at run time; the row and what it points to must outlive the process's use of it.
+ * Returns false (with a message) when the name is taken or the schema's defaults are invalid. */
+bool op_register(OpDef *def, StrBuf *msg);
+/* The operator names closest to `name` (for "did you mean"): writes up to one suggestion. */
+const char *op_suggest(const char *name, size_t len);
+
+/* Validate a call's attributes against the schema and fill vals[0..op->n_attrs) with the given
+ * values or the defaults. On error returns false, writes the reason to msg and the offending
+ * value's span (or SPAN_NONE) to *where. */
+bool op_bind_attrs(const OpDef *op, const Attrs *attrs, const AttrValue **vals, StrBuf *msg,
+                   Span *where);
+
+/* Run the relation of `op` on resolved argument types. */
+RelResult op_relate(Ctx *ctx, const OpDef *op, const AttrValue *const *vals, uint32_t n_args,
+                    Type *const *args, Type **out, StrBuf *msg, int *err_arg);
+
+/* ---- helpers for relations ------------------------------------------------------------------ */
+
+/* Argument i as a tensor type. NULL (and rc->status set) when it is not known yet or not a
+ * tensor; the caller returns rc->status. */
+TensorType *rel_tensor(RelCall *rc, uint32_t i);
+#define REL_TENSOR(var, rc, i)                                                                     \
+    TensorType *var = rel_tensor((rc), (i));                                                       \
+    if (var == NULL) return (rc)->status
+/* Argument i as a tuple of tensors (n fields written to *n); NULL like rel_tensor. */
+TensorType **rel_tensor_tuple(RelCall *rc, uint32_t i, uint32_t *n);
+/* Fail: formats the reason into rc->msg; returns REL_ERROR. */
+RelResult rel_error(RelCall *rc, const char *fmt, ...) RLY_PRINTF(2, 3);
+RelResult rel_error_arg(RelCall *rc, int arg, const char *fmt, ...) RLY_PRINTF(3, 4);
+/* Succeed with a type / a tensor type. */
+RelResult rel_out(RelCall *rc, Type *t);
+RelResult rel_out_tensor(RelCall *rc, rly_dtype dt, uint32_t ndim, const int64_t *shape);
+/* Text of a type or a shape for messages (in the ctx arena). */
+const char *rel_type_str(RelCall *rc, Type *t);
+const char *rel_shape_str(RelCall *rc, uint32_t ndim, const int64_t *shape);
+const char *rel_dim_str(RelCall *rc, int64_t d);
+/* Normalize axis (negative counts from the end) into [0, ndim); REL_ERROR message when out of
+ * range. `what` names the attribute ("axis"). Returns false on error (rc->status set). */
+bool rel_axis(RelCall *rc, int64_t axis, uint32_t ndim, const char *what, int64_t *out);
+/* Scratch array of n int64 in the ctx arena. */
+int64_t *rel_dims(RelCall *rc, uint32_t n);
+/* The dtype class checks used by many relations. */
+bool rel_is_float(rly_dtype dt);
+bool rel_is_integer(rly_dtype dt); /* signed or unsigned integer (not bool) */
+
+/* Attribute values by schema name (the name must be in the op's schema: a bug otherwise). */
+int64_t attr_int(const RelCall *rc, const char *name);
+double attr_float(const RelCall *rc, const char *name);
+bool attr_bool(const RelCall *rc, const char *name);
+const char *attr_str(const RelCall *rc, const char *name);
+bool attr_is_none(const RelCall *rc, const char *name);
+/* AT_DTYPE: the dtype, or -1 for "" (same as the input). */
+int attr_dtype(const RelCall *rc, const char *name);
+/* Lists: the number of items; the values in an arena array written to *out (never NULL). */
+uint32_t attr_ints(const RelCall *rc, const char *name, const int64_t **out);
+uint32_t attr_floats(const RelCall *rc, const char *name, const double **out);
+const AttrValue *attr_value(const RelCall *rc, const char *name);
+
+/* ---- dimension arithmetic: exact on constants, `?` when unknowable ------------------------- */
+
+static inline bool dim_known(int64_t d) { return d >= 0; }
+/* a and b may be equal at run time (equal, or either not a constant). */
+static inline bool dim_compat(int64_t a, int64_t b) {
+    return a == b || !dim_known(a) || !dim_known(b);
+}
+/* Of two compatible dims, the more precise (constant, then symbolic, then `?`). */
+int64_t dim_merge(int64_t a, int64_t b);
+/* Numpy broadcasting of one dim pair; false when they cannot broadcast. */
+bool dim_broadcast(int64_t a, int64_t b, int64_t *out);
+int64_t dim_add(int64_t a, int64_t b);
+int64_t dim_sub(int64_t a, int64_t b);
+int64_t dim_mul(int64_t a, int64_t b);
+int64_t dim_floordiv(int64_t a, int64_t b); /* b > 0 when known */
+int64_t dim_ceildiv(int64_t a, int64_t b);
+/* Broadcast two shapes (numpy rules) into out (arena); false when they do not broadcast (the
+ * message names the first failing pair). */
+bool rel_broadcast(RelCall *rc, uint32_t na, const int64_t *a, uint32_t nb, const int64_t *b,
+                   uint32_t *nout, int64_t **out);
+
+#endif /* RLY_OPS_H */
