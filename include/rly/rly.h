@@ -97,6 +97,76 @@ RLY_API int rly_module_equal(const rly_module *a, const rly_module *b);
 /* Structural hash consistent with rly_module_equal. */
 RLY_API uint64_t rly_module_hash(const rly_module *mod);
 
+/* Parse more text into an existing module: the text may use the module's globals, types and
+ * constructors (e.g. those of the prelude). On error the module may keep part of the text's
+ * definitions. */
+RLY_API rly_status rly_module_parse_into(rly_module *mod, const char *text, size_t len,
+                                         const char *name);
+RLY_API rly_status rly_module_parse_file_into(rly_module *mod, const char *path);
+
+/* A new module holding Relay's standard library: List, Option, Tree, nat and their functions
+ * (map, foldl, foldr, filter, zip, rev, tmap, size, iterate, ...). Parse a program into it with
+ * rly_module_parse_into to use them. */
+RLY_API rly_status rly_module_prelude(rly_ctx *ctx, rly_module **out);
+
+/* Type inference and checking of the whole module (after the well-formedness check). Every
+ * error is reported: RLY_STATUS_ERROR with all diagnostics rendered in rly_last_error(). On
+ * success every expression carries its type. */
+RLY_API rly_status rly_module_infer(rly_module *mod);
+
+/* Print like rly_module_print, with each expression's inferred type as a `/ * ty=... * /`
+ * comment (written without the spaces). */
+RLY_API rly_status rly_module_print_typed(rly_module *mod, char **out);
+
+/* ---- user-defined operators -------------------------------------------------------------
+ * An operator registered here is used like a builtin one: by name in Relay text, checked by its
+ * type relation, fused by its pattern; its kernel runs it. Registration is process-wide. */
+
+typedef struct rly_type rly_type; /* a type, owned by its context (interned) */
+#define RLY_DIM_ANY (-1)          /* a `?` dimension */
+#define RLY_DIM_SYMBOLIC (-2)     /* a named symbolic dimension (`n`) */
+RLY_API int rly_type_is_tensor(const rly_type *t);
+RLY_API rly_dtype rly_type_dtype(const rly_type *t); /* of a tensor type */
+RLY_API int rly_type_ndim(const rly_type *t);        /* of a tensor type */
+/* Dimension i of a tensor type: its size, RLY_DIM_ANY or RLY_DIM_SYMBOLIC. */
+RLY_API int64_t rly_type_dim(const rly_type *t, int i);
+/* The tensor type (dtype, shape[0..ndim)); dims may be RLY_DIM_ANY. NULL on bad arguments. */
+RLY_API const rly_type *rly_type_tensor(rly_ctx *ctx, rly_dtype dt, int ndim, const int64_t *shape);
+
+/* The type relation of a user operator: given the argument types (all known; tensors or tuples),
+ * set *out to the result type and return 0, or write the reason to err (err_len bytes) and
+ * return nonzero. */
+typedef int (*rly_type_rel_fn)(rly_ctx *ctx, const rly_type *const *args, int n_args,
+                               const rly_type **out, char *err, size_t err_len, void *user);
+struct DLTensor;
+/* The kernel of a user operator: compute out from args (DLPack tensors); 0 on success. */
+typedef int (*rly_kernel_fn)(const struct DLTensor *args, int n_args, struct DLTensor *out,
+                             void *user);
+
+/* Fusion patterns (Relay's TOpPattern numbering). */
+typedef enum rly_op_pattern {
+    RLY_PATTERN_ELEMWISE = 0,
+    RLY_PATTERN_BROADCAST = 1,
+    RLY_PATTERN_INJECTIVE = 2,
+    RLY_PATTERN_COMM_REDUCE = 3,
+    RLY_PATTERN_OUT_ELEMWISE_FUSABLE = 4,
+    RLY_PATTERN_OPAQUE = 8,
+} rly_op_pattern;
+
+typedef struct rly_op_def {
+    const char *name;    /* e.g. "my.scale"; must not name an existing operator */
+    int n_args;          /* number of arguments (>= 0) */
+    rly_op_pattern pattern;
+    rly_type_rel_fn rel; /* required */
+    rly_kernel_fn kernel; /* may be NULL (the operator then type-checks but cannot run) */
+    void *user;          /* passed to rel and kernel */
+    const char *doc;     /* one line, may be NULL */
+} rly_op_def;
+
+/* Register an operator (the definition is copied). RLY_STATUS_INVALID when the name is taken
+ * or the definition is incomplete. */
+RLY_API rly_status rly_op_register(const rly_op_def *def);
+
 /* Free memory returned by rly_* functions (strings). NULL is a no-op. */
 RLY_API void rly_free(void *p);
 

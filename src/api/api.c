@@ -7,8 +7,9 @@
 #include "frontend/text/text.h"
 #include "ir/ir.h"
 #include "runtime/npy.h"
+#include "types/types.h"
 
-static _Thread_local char last_error[8192];
+static _Thread_local char last_error[65536];
 
 static rly_status fail(rly_status st, const char *fmt, ...) RLY_PRINTF(2, 3);
 static rly_status fail(rly_status st, const char *fmt, ...) {
@@ -25,6 +26,14 @@ static rly_status fail_diags(Ctx *ctx) {
     diags_render(&ctx->diags, 0, &sb);
     size_t n = sb.len < sizeof last_error - 1 ? sb.len : sizeof last_error - 1;
     memcpy(last_error, sb_cstr(&sb), n);
+    if (n < sb.len) { /* cut at a line end and say so */
+        static const char more[] = "\n... (more diagnostics not shown)";
+        n = sizeof last_error - sizeof more;
+        while (n > 0 && last_error[n - 1] != '\n')
+            n--;
+        memcpy(last_error + (n ? n - 1 : 0), more, sizeof more);
+        n = strlen(last_error);
+    }
     last_error[n] = '\0';
     if (n && last_error[n - 1] == '\n') last_error[n - 1] = '\0';
     sb_free(&sb);
@@ -122,9 +131,61 @@ static rly_status load_side(Ctx *ctx, const char *spath, PtrVec *consts) {
     return st;
 }
 
+static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, rly_module **out);
+
 RLY_API rly_status rly_module_parse_file(rly_ctx *ctx, const char *path, rly_module **out) {
     if (ctx == NULL || path == NULL || out == NULL)
         return fail(RLY_STATUS_INVALID, "rly_module_parse_file: NULL argument");
+    return parse_file(ctx, NULL, path, out);
+}
+
+RLY_API rly_status rly_module_parse_file_into(rly_module *mod, const char *path) {
+    if (mod == NULL || path == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_parse_file_into: NULL argument");
+    rly_module *out;
+    return parse_file(mod->ctx, mod, path, &out);
+}
+
+RLY_API rly_status rly_module_parse_into(rly_module *mod, const char *text, size_t len,
+                                         const char *name) {
+    if (mod == NULL || text == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_parse_into: NULL argument");
+    RLY_TRY;
+    Module *m = text_parse_into(mod->ctx, mod, name ? name : "<string>", text, len, NULL, 0);
+    RLY_END_TRY;
+    return m ? RLY_STATUS_OK : fail_diags(mod->ctx);
+}
+
+RLY_API rly_status rly_module_prelude(rly_ctx *ctx, rly_module **out) {
+    if (ctx == NULL || out == NULL) return fail(RLY_STATUS_INVALID, "rly_module_prelude: NULL argument");
+    const char *t = ty_prelude_text();
+    RLY_TRY;
+    rly_status st = parse(ctx, t, strlen(t), "prelude.rly", NULL, 0, out);
+    RLY_END_TRY;
+    return st;
+}
+
+RLY_API rly_status rly_module_infer(rly_module *mod) {
+    if (mod == NULL) return fail(RLY_STATUS_INVALID, "rly_module_infer: NULL module");
+    RLY_TRY;
+    bool ok = ir_well_formed(mod) && ty_infer_module(mod);
+    RLY_END_TRY;
+    return ok ? RLY_STATUS_OK : fail_diags(mod->ctx);
+}
+
+RLY_API rly_status rly_module_print_typed(rly_module *mod, char **out) {
+    if (mod == NULL || out == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_print_typed: NULL argument");
+    StrBuf sb = {0};
+    PrintOptions po = {.show_types = true};
+    RLY_TRY;
+    ir_print_module(mod, &po, &sb);
+    RLY_END_TRY;
+    *out = sb_take(&sb);
+    return RLY_STATUS_OK;
+}
+
+static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, rly_module **out) {
     char err[512];
     char *text = NULL;
     size_t len = 0;
@@ -142,8 +203,17 @@ RLY_API rly_status rly_module_parse_file(rly_ctx *ctx, const char *path, rly_mod
             side_missing = memmem(text, len, "#[metadata]", 11) == NULL;
     }
     if (st == RLY_STATUS_OK)
-        st = parse(ctx, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
-                   (Constant *const *)consts.data, (uint32_t)consts.len, out);
+    {
+        if (into) {
+            Module *m = text_parse_into(ctx, into, strcmp(path, "-") == 0 ? "<stdin>" : path, text,
+                                        len, (Constant *const *)consts.data, (uint32_t)consts.len);
+            st = m ? RLY_STATUS_OK : fail_diags(ctx);
+            *out = m;
+        } else {
+            st = parse(ctx, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
+                       (Constant *const *)consts.data, (uint32_t)consts.len, out);
+        }
+    }
     if (st == RLY_STATUS_ERROR && side_missing) {
         size_t n = strlen(last_error);
         snprintf(last_error + n, sizeof last_error - n,
@@ -233,3 +303,84 @@ RLY_API int rly_module_equal(const rly_module *a, const rly_module *b) {
 }
 
 RLY_API uint64_t rly_module_hash(const rly_module *mod) { return mod ? ir_module_hash(mod) : 0; }
+
+/* ---- user-defined operators ------------------------------------------------------------- */
+
+RLY_API int rly_type_is_tensor(const rly_type *t) {
+    return t && ((const Type *)t)->kind == TYPE_TENSOR;
+}
+RLY_API rly_dtype rly_type_dtype(const rly_type *t) {
+    return rly_type_is_tensor(t) ? ((const TensorType *)t)->dtype : RLY_DTYPE_COUNT;
+}
+RLY_API int rly_type_ndim(const rly_type *t) {
+    return rly_type_is_tensor(t) ? (int)((const TensorType *)t)->ndim : -1;
+}
+RLY_API int64_t rly_type_dim(const rly_type *t, int i) {
+    if (!rly_type_is_tensor(t) || i < 0 || (uint32_t)i >= ((const TensorType *)t)->ndim)
+        return RLY_DIM_ANY;
+    int64_t d = ((const TensorType *)t)->shape[i];
+    return dim_is_sym(d) ? RLY_DIM_SYMBOLIC : d;
+}
+RLY_API const rly_type *rly_type_tensor(rly_ctx *ctx, rly_dtype dt, int ndim,
+                                        const int64_t *shape) {
+    if (ctx == NULL || (unsigned)dt >= RLY_DTYPE_COUNT || ndim < 0 || ndim > 64 ||
+        (ndim > 0 && shape == NULL))
+        return NULL;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < RLY_DIM_ANY) return NULL;
+    return (const rly_type *)ir_type_tensor(ctx, dt, (uint32_t)ndim, shape);
+}
+
+static bool type_known(const Type *t) {
+    if (t->kind == TYPE_INCOMPLETE) return false;
+    if (t->kind == TYPE_TUPLE)
+        for (uint32_t i = 0; i < ((const TupleType *)t)->n; i++)
+            if (!type_known(((const TupleType *)t)->fields[i])) return false;
+    return true;
+}
+
+/* The relation of every user operator: defers until the arguments are known, then calls the
+ * user's function. */
+static RelResult user_rel(RelCall *rc) {
+    for (uint32_t i = 0; i < rc->n_args; i++)
+        if (!type_known(rc->args[i])) return REL_DEFER;
+    rly_type_rel_fn fn = (rly_type_rel_fn)(uintptr_t)rc->op->user_rel;
+    char err[512] = "";
+    const rly_type *out = NULL;
+    int r = fn(rc->ctx, (const rly_type *const *)rc->args, (int)rc->n_args, &out, err, sizeof err,
+               rc->op->user_data);
+    if (r != 0 || out == NULL)
+        return rel_error(rc, "%s", err[0] ? err : "the operator's type relation rejected the call");
+    return rel_out(rc, (Type *)out);
+}
+
+RLY_API rly_status rly_op_register(const rly_op_def *def) {
+    if (def == NULL || def->name == NULL || def->name[0] == '\0' || def->rel == NULL ||
+        def->n_args < 0)
+        return fail(RLY_STATUS_INVALID, "rly_op_register: name, rel and n_args >= 0 are required");
+    int p = def->pattern;
+    if (!(p >= 0 && p <= 4) && p != 8)
+        return fail(RLY_STATUS_INVALID, "rly_op_register: invalid fusion pattern %d", p);
+    OpDef *d = calloc(1, sizeof *d);
+    char *name = strdup(def->name);
+    char *doc = strdup(def->doc ? def->doc : "user-defined operator");
+    if (d == NULL || name == NULL || doc == NULL) {
+        free(d), free(name), free(doc);
+        return fail(RLY_STATUS_NOMEM, "out of memory");
+    }
+    d->name = name;
+    d->n_args = def->n_args;
+    d->pattern = (uint8_t)p;
+    d->rel = user_rel;
+    d->arg_names = "";
+    d->doc = doc;
+    d->user_rel = (const void *)(uintptr_t)def->rel;
+    d->user_kernel = (const void *)(uintptr_t)def->kernel;
+    d->user_data = def->user;
+    StrBuf msg = {0};
+    bool ok = op_register(d, &msg);
+    rly_status st = ok ? RLY_STATUS_OK : fail(RLY_STATUS_INVALID, "rly_op_register: %s", sb_cstr(&msg));
+    sb_free(&msg);
+    if (!ok) free(d), free(name), free(doc);
+    return st;
+}

@@ -26,6 +26,7 @@ typedef enum TaskKind {
     T_INLINE,     /* e: e itself on the current line (operands are named) */
     T_RESULT_END, /* e: close the result line of a block */
     T_TEXT,       /* s: literal text; aux = 1: indent first */
+    T_TY_COMMENT, /* e: its type as a comment, when types are shown */
     T_INDENT,     /* aux: change the indentation by aux levels */
     T_PUSH_SCOPE,
     T_POP_SCOPE,
@@ -643,6 +644,7 @@ static void do_let_line(Printer *p, Expr *e) {
     /* what the value needs is bound before this line is started: see T_BLOCK */
     push_task(p, T_BLOCK, l->body, 0, NULL);
     push_task(p, T_TEXT, NULL, 0, ";\n");
+    if (p->show_types && l->value->kind != EXPR_FUNCTION) push_task(p, T_TY_COMMENT, l->value, 0, NULL);
     push_task(p, T_INLINE, l->value, 0, NULL);
 }
 
@@ -691,6 +693,7 @@ static void run(Printer *p) {
             name_expr(p, t.e, (uint32_t)t.aux);
             break;
         case T_INLINE: do_inline(p, t.e); break;
+        case T_TY_COMMENT: type_comment(p, t.e); break;
         case T_RESULT_END:
             type_comment(p, t.e);
             sb_putc(p->out, '\n');

@@ -14,6 +14,10 @@ static int usage(FILE *f) {
         "commands:\n"
         "  print FILE|- [-o OUT]   parse a module or expression, check it, print canonical text\n"
         "                          (-o writes OUT, plus OUT's .npz side file of tensor constants)\n"
+        "  check FILE|- [--prelude]\n"
+        "                          infer and check types; print the module with /*ty=...*/ types,\n"
+        "                          or every type error (exit status 1). --prelude makes the\n"
+        "                          standard library (List, Option, Tree, map, foldl, ...) visible\n"
         "  demo                    parse, check and print the bundled example program\n"
         "  version                 print the version\n",
         f);
@@ -68,6 +72,49 @@ static int cmd_print(int argc, char **argv) {
     return rc;
 }
 
+static int cmd_check(int argc, char **argv) {
+    const char *in = NULL;
+    int prelude = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--prelude") == 0)
+            prelude = 1;
+        else if (in == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
+            in = argv[i];
+        else {
+            fprintf(stderr, "rly check: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (in == NULL) {
+        fputs("rly check: missing FILE (use - for standard input)\n", stderr);
+        return 2;
+    }
+    rly_ctx *ctx;
+    if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
+    rly_module *mod = NULL;
+    int rc = 0;
+    if (prelude) {
+        if (rly_module_prelude(ctx, &mod) != RLY_STATUS_OK ||
+            rly_module_parse_file_into(mod, in) != RLY_STATUS_OK)
+            rc = report(NULL);
+    } else if (rly_module_parse_file(ctx, in, &mod) != RLY_STATUS_OK) {
+        rc = report(NULL);
+    }
+    if (rc == 0 && rly_module_infer(mod) != RLY_STATUS_OK) rc = report(NULL);
+    if (rc == 0) {
+        char *text = NULL;
+        if (rly_module_print_typed(mod, &text) != RLY_STATUS_OK) {
+            rc = report(NULL);
+        } else {
+            fputs(text, stdout);
+            rly_free(text);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+        }
+    }
+    rly_ctx_free(ctx);
+    return rc;
+}
+
 static int cmd_demo(void) {
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
@@ -88,6 +135,7 @@ int main(int argc, char **argv) {
     if (argc < 2) return usage(stderr);
     const char *cmd = argv[1];
     if (strcmp(cmd, "print") == 0) return cmd_print(argc - 2, argv + 2);
+    if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "demo") == 0) return cmd_demo();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("rly %s\n", rly_version());

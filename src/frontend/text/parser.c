@@ -1549,6 +1549,11 @@ static void drop_module(Ctx *ctx, Module *m) {
 
 Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Constant *const *meta,
                    uint32_t n_meta) {
+    return text_parse_into(ctx, NULL, name, text, len, meta, n_meta);
+}
+
+Module *text_parse_into(Ctx *ctx, Module *into, const char *name, const char *text, size_t len,
+                        Constant *const *meta, uint32_t n_meta) {
     if (name == NULL) name = "<input>";
     if (text == NULL || len == 0) text = ""; /* never NULL + 0 */
     if (len >= UINT32_MAX - 1) {             /* spans are 32-bit */
@@ -1578,7 +1583,7 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
             break;
         }
     }
-    Module *const m = ir_module_new(ctx);
+    Module *const m = into ? into : ir_module_new(ctx);
     for (uint32_t i = 0; i < n_meta; i++)
         vec_push(&m->meta, meta[i]);
     Parser *const p = sup_calloc(1, sizeof(Parser));
@@ -1598,14 +1603,14 @@ Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Con
     if (setjmp(p->oom.jb)) {
         sup_oom_handler = p->oom.prev;
         parser_free(p);
-        drop_module(ctx, m);
+        if (!into) drop_module(ctx, m);
         vec_free(&inline_meta);
         sup_oom();
     }
     if (setjmp(p->fail)) {
         sup_oom_handler = p->oom.prev;
         parser_free(p);
-        drop_module(ctx, m);
+        if (!into) drop_module(ctx, m);
         vec_free(&inline_meta);
         return NULL;
     }

@@ -13,6 +13,12 @@
 Module *text_parse(Ctx *ctx, const char *name, const char *text, size_t len, Constant *const *meta,
                    uint32_t n_meta);
 
+/* Like text_parse, but adds the definitions to `into` (whose globals, types and constructors
+ * the text may use), e.g. a module holding the prelude. Meta constants are appended to its
+ * table. On error `into` may keep some of the text's definitions. */
+Module *text_parse_into(Ctx *ctx, Module *into, const char *name, const char *text, size_t len,
+                        Constant *const *meta, uint32_t n_meta);
+
 /* Deepest syntactic nesting (parentheses, blocks, nested functions, patterns, types) the parser
  * accepts; deeper input is a located error, never a C stack overflow. Sequences (let chains,
  * graph bindings, binary operator chains, curried calls, projections) are parsed iteratively

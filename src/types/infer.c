@@ -1,0 +1,997 @@
+/* infer.c - type inference: constraint generation over the expression graph (one iterative,
+ * DAG-aware walk per function), unification with a union-find over IncompleteTypes, and a
+ * worklist of operator relations and tuple projections re-run until nothing changes.
+ *
+ * Invariants:
+ * - ety[e->id] is the type being inferred for expression e (a Var's entry is its binder's type);
+ *   it may mention IncompleteTypes until the end, when checked_type gets the resolved type.
+ * - An IncompleteType is bound at most once (bind); resolve() follows bindings.
+ * - `error` is a private IncompleteType that is never bound: it unifies with anything and a
+ *   relation with an erroneous argument is not run, so one mistake reports once.
+ * - Types are small, so the functions over types recurse; expressions never are recursed over. */
+#include <stdio.h>
+
+#include "types/types.h"
+
+typedef enum PendKind { PEND_OP, PEND_PROJ } PendKind;
+
+typedef struct Pending {
+    PendKind kind;
+    bool done;
+    Expr *at; /* the call or projection */
+    const OpDef *op;
+    const AttrValue **vals;
+    uint32_t n_args;
+    Type **args;
+    Expr **arg_exprs; /* NULL for an operator used as a value */
+    Type *out;
+} Pending;
+
+typedef struct PolyCall {
+    Call *call;
+    uint32_t n;
+    Type **targs;
+} PolyCall;
+
+typedef struct Infer {
+    Ctx *ctx;
+    Module *m;
+    Diags *ds;
+    Type **ety;
+    size_t n_ety;
+    PtrMap bind;    /* IncompleteType -> Type */
+    PtrMap schemes; /* Function -> its FuncType (from annotations and fresh types) */
+    Type *error;
+    Type *unit, *bool_scalar;
+    Vec(Pending *) pending;
+    Vec(PolyCall) polycalls;
+    PtrVec exprs;   /* every expression reached, in post order */
+    PtrVec matches; /* complete matches, for the exhaustiveness check */
+    StrBuf why;     /* the innermost reason of the last failed unification */
+    size_t n_errors_at_start;
+} Infer;
+
+/* ---- types -------------------------------------------------------------------------------- */
+
+static Type *fresh(Infer *in) { return ir_type_incomplete_new(in->ctx, KIND_TYPE); }
+
+static Type *resolve(Infer *in, Type *t) {
+    while (t->kind == TYPE_INCOMPLETE) {
+        Type *b = ptrmap_get(&in->bind, t);
+        if (b == NULL) break;
+        t = b;
+    }
+    return t;
+}
+
+/* t with every bound IncompleteType replaced (interned types). */
+static Type *deep(Infer *in, Type *t) {
+    t = resolve(in, t);
+    switch ((TypeKind)t->kind) {
+    case TYPE_TUPLE: {
+        TupleType *tt = (TupleType *)t;
+        Type *buf[16], **f = tt->n <= 16 ? buf : arena_array(&in->ctx->arena, tt->n, sizeof(Type *));
+        bool changed = false;
+        for (uint32_t i = 0; i < tt->n; i++) {
+            f[i] = deep(in, tt->fields[i]);
+            changed |= f[i] != tt->fields[i];
+        }
+        return changed ? ir_type_tuple(in->ctx, tt->n, f) : t;
+    }
+    case TYPE_FUNC: {
+        FuncType *ft = (FuncType *)t;
+        Type *buf[16], **p = ft->n_params <= 16
+                                 ? buf
+                                 : arena_array(&in->ctx->arena, ft->n_params, sizeof(Type *));
+        bool changed = false;
+        for (uint32_t i = 0; i < ft->n_params; i++) {
+            p[i] = deep(in, ft->params[i]);
+            changed |= p[i] != ft->params[i];
+        }
+        Type *r = deep(in, ft->ret);
+        changed |= r != ft->ret;
+        return changed ? ir_type_func(in->ctx, ft->n_params, p, r, ft->n_tparams, ft->tparams,
+                                      ft->n_constraints, ft->constraints)
+                       : t;
+    }
+    case TYPE_CALL: {
+        TypeCall *tc = (TypeCall *)t;
+        Type *buf[16], **a = tc->n_args <= 16
+                                 ? buf
+                                 : arena_array(&in->ctx->arena, tc->n_args, sizeof(Type *));
+        bool changed = false;
+        for (uint32_t i = 0; i < tc->n_args; i++) {
+            a[i] = deep(in, tc->args[i]);
+            changed |= a[i] != tc->args[i];
+        }
+        return changed ? ir_type_call(in->ctx, tc->func, tc->n_args, a) : t;
+    }
+    case TYPE_REF: {
+        Type *v = deep(in, ((RefType *)t)->value);
+        return v != ((RefType *)t)->value ? ir_type_ref(in->ctx, v) : t;
+    }
+    default: return t;
+    }
+}
+
+/* Does t (deeply resolved) mention `what`? what == NULL: any unbound IncompleteType. */
+static bool mentions(Infer *in, Type *t, Type *what) {
+    t = resolve(in, t);
+    switch ((TypeKind)t->kind) {
+    case TYPE_INCOMPLETE: return what == NULL ? t != in->error : t == what;
+    case TYPE_TUPLE:
+        for (uint32_t i = 0; i < ((TupleType *)t)->n; i++)
+            if (mentions(in, ((TupleType *)t)->fields[i], what)) return true;
+        return false;
+    case TYPE_FUNC: {
+        FuncType *ft = (FuncType *)t;
+        for (uint32_t i = 0; i < ft->n_params; i++)
+            if (mentions(in, ft->params[i], what)) return true;
+        return mentions(in, ft->ret, what);
+    }
+    case TYPE_CALL:
+        for (uint32_t i = 0; i < ((TypeCall *)t)->n_args; i++)
+            if (mentions(in, ((TypeCall *)t)->args[i], what)) return true;
+        return false;
+    case TYPE_REF: return mentions(in, ((RefType *)t)->value, what);
+    default: return false;
+    }
+}
+
+static bool has_error(Infer *in, Type *t) { return mentions(in, t, in->error); }
+
+/* Substitute type variables (from[i] -> to[i]) in t. */
+static Type *subst(Infer *in, Type *t, uint32_t n, TypeVar *const *from, Type *const *to) {
+    if (n == 0) return t;
+    switch ((TypeKind)t->kind) {
+    case TYPE_VAR:
+        for (uint32_t i = 0; i < n; i++)
+            if (t == &from[i]->base) return to[i];
+        return t;
+    case TYPE_TUPLE: {
+        TupleType *tt = (TupleType *)t;
+        Type **f = arena_array(&in->ctx->arena, tt->n ? tt->n : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < tt->n; i++)
+            f[i] = subst(in, tt->fields[i], n, from, to);
+        return ir_type_tuple(in->ctx, tt->n, f);
+    }
+    case TYPE_FUNC: {
+        FuncType *ft = (FuncType *)t;
+        Type **p = arena_array(&in->ctx->arena, ft->n_params ? ft->n_params : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < ft->n_params; i++)
+            p[i] = subst(in, ft->params[i], n, from, to);
+        return ir_type_func(in->ctx, ft->n_params, p, subst(in, ft->ret, n, from, to),
+                            ft->n_tparams, ft->tparams, ft->n_constraints, ft->constraints);
+    }
+    case TYPE_CALL: {
+        TypeCall *tc = (TypeCall *)t;
+        Type **a = arena_array(&in->ctx->arena, tc->n_args ? tc->n_args : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < tc->n_args; i++)
+            a[i] = subst(in, tc->args[i], n, from, to);
+        return ir_type_call(in->ctx, subst(in, tc->func, n, from, to), tc->n_args, a);
+    }
+    case TYPE_REF: return ir_type_ref(in->ctx, subst(in, ((RefType *)t)->value, n, from, to));
+    default: return t;
+    }
+}
+
+/* A polymorphic FuncType with fresh types for its parameters; the fresh types go to *targs. */
+static Type *instantiate(Infer *in, FuncType *ft, Type ***targs) {
+    Type **to = arena_array(&in->ctx->arena, ft->n_tparams, sizeof(Type *));
+    for (uint32_t i = 0; i < ft->n_tparams; i++)
+        to[i] = fresh(in);
+    Type **p = arena_array(&in->ctx->arena, ft->n_params ? ft->n_params : 1, sizeof(Type *));
+    for (uint32_t i = 0; i < ft->n_params; i++)
+        p[i] = subst(in, ft->params[i], ft->n_tparams, ft->tparams, to);
+    Type *r = subst(in, ft->ret, ft->n_tparams, ft->tparams, to);
+    if (targs) *targs = to;
+    return ir_type_func(in->ctx, ft->n_params, p, r, 0, NULL, 0, NULL);
+}
+
+static const char *type_str(Infer *in, Type *t) {
+    StrBuf sb = {0};
+    ir_print_type(in->ctx, deep(in, t), &sb);
+    const char *s = arena_strndup(&in->ctx->arena, sb_cstr(&sb), sb.len);
+    sb_free(&sb);
+    return s;
+}
+
+static void dim_text(Infer *in, StrBuf *sb, int64_t d) {
+    if (d == DIM_ANY) sb_putc(sb, '?');
+    else if (dim_is_sym(d)) sb_puts(sb, ir_dim_sym_name(in->ctx, d));
+    else sb_printf(sb, "%lld", (long long)d);
+}
+
+static Type *mismatch(Infer *in, Type *a, Type *b) {
+    in->why.len = 0;
+    sb_printf(&in->why, "%s vs %s", type_str(in, a), type_str(in, b));
+    return NULL;
+}
+
+/* Unify a and b; the common type, or NULL with in->why set. */
+static Type *unify(Infer *in, Type *a, Type *b) {
+    a = resolve(in, a);
+    b = resolve(in, b);
+    if (a == b) return a;
+    if (a == in->error) return b;
+    if (b == in->error) return a;
+    if (a->kind == TYPE_INCOMPLETE || b->kind == TYPE_INCOMPLETE) {
+        Type *v = a->kind == TYPE_INCOMPLETE ? a : b, *t = v == a ? b : a;
+        if (mentions(in, t, v)) {
+            in->why.len = 0;
+            sb_printf(&in->why, "a type cannot contain itself (%s)", type_str(in, t));
+            return NULL;
+        }
+        ptrmap_put(&in->bind, v, t);
+        return t;
+    }
+    if (a->kind == TYPE_FUNC && b->kind == TYPE_FUNC) {
+        FuncType *fa = (FuncType *)a, *fb = (FuncType *)b;
+        if (fa->n_tparams && !fb->n_tparams) fa = (FuncType *)instantiate(in, fa, NULL);
+        else if (fb->n_tparams && !fa->n_tparams) fb = (FuncType *)instantiate(in, fb, NULL);
+        else if (fa->n_tparams) return ir_type_equal(a, b) ? a : mismatch(in, a, b);
+        if (fa->n_params != fb->n_params) {
+            in->why.len = 0;
+            sb_printf(&in->why, "functions of %u and %u parameters", fa->n_params, fb->n_params);
+            return NULL;
+        }
+        Type **p = arena_array(&in->ctx->arena, fa->n_params ? fa->n_params : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < fa->n_params; i++)
+            if ((p[i] = unify(in, fa->params[i], fb->params[i])) == NULL) return NULL;
+        Type *r = unify(in, fa->ret, fb->ret);
+        if (r == NULL) return NULL;
+        return ir_type_func(in->ctx, fa->n_params, p, r, 0, NULL, 0, NULL);
+    }
+    if (a->kind != b->kind) return mismatch(in, a, b);
+    switch ((TypeKind)a->kind) {
+    case TYPE_TENSOR: {
+        TensorType *x = (TensorType *)a, *y = (TensorType *)b;
+        if (x->dtype != y->dtype || x->ndim != y->ndim) return mismatch(in, a, b);
+        int64_t buf[16], *s = x->ndim <= 16 ? buf : arena_array(&in->ctx->arena, x->ndim, 8);
+        for (uint32_t i = 0; i < x->ndim; i++) {
+            int64_t p = x->shape[i], q = y->shape[i];
+            if (p == q || q == DIM_ANY) s[i] = p == q ? p : DIM_ANY;
+            else if (p == DIM_ANY) s[i] = DIM_ANY;
+            else {
+                mismatch(in, a, b);
+                sb_printf(&in->why, " (dimension %u: ", i);
+                dim_text(in, &in->why, p);
+                sb_puts(&in->why, " vs ");
+                dim_text(in, &in->why, q);
+                sb_putc(&in->why, ')');
+                return NULL;
+            }
+        }
+        return ir_type_tensor(in->ctx, x->dtype, x->ndim, s);
+    }
+    case TYPE_TUPLE: {
+        TupleType *x = (TupleType *)a, *y = (TupleType *)b;
+        if (x->n != y->n) return mismatch(in, a, b);
+        Type **f = arena_array(&in->ctx->arena, x->n ? x->n : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < x->n; i++)
+            if ((f[i] = unify(in, x->fields[i], y->fields[i])) == NULL) return NULL;
+        return ir_type_tuple(in->ctx, x->n, f);
+    }
+    case TYPE_CALL: {
+        TypeCall *x = (TypeCall *)a, *y = (TypeCall *)b;
+        if (resolve(in, x->func) != resolve(in, y->func) || x->n_args != y->n_args)
+            return mismatch(in, a, b);
+        Type **f = arena_array(&in->ctx->arena, x->n_args ? x->n_args : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < x->n_args; i++)
+            if ((f[i] = unify(in, x->args[i], y->args[i])) == NULL) return NULL;
+        return ir_type_call(in->ctx, x->func, x->n_args, f);
+    }
+    case TYPE_REF: {
+        Type *v = unify(in, ((RefType *)a)->value, ((RefType *)b)->value);
+        return v ? ir_type_ref(in->ctx, v) : NULL;
+    }
+    default: return mismatch(in, a, b);
+    }
+}
+
+/* ---- diagnostics ---------------------------------------------------------------------------- */
+
+static void error_at(Infer *in, Span span, const char *fmt, ...) RLY_PRINTF(3, 4);
+static void error_at(Infer *in, Span span, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    diag_add(in->ds, DIAG_ERROR, span, fmt, ap);
+    va_end(ap);
+}
+
+/* Unify or report "WHAT: expected X, got Y (detail)" at span; the error type on failure. */
+static Type *expect(Infer *in, Type *want, Type *got, Span span, const char *what) {
+    Type *r = unify(in, want, got);
+    if (r != NULL) return r;
+    const char *ws = type_str(in, want), *gs = type_str(in, got);
+    const char *detail = sb_cstr(&in->why);
+    /* the detail repeats the types when the mismatch is at the top level */
+    StrBuf top = {0};
+    sb_printf(&top, "%s vs %s", ws, gs);
+    if (strncmp(detail, top.data ? top.data : "", top.len) == 0 && detail[top.len] == '\0')
+        error_at(in, span, "%s: expected %s, got %s", what, ws, gs);
+    else if (strncmp(detail, top.data ? top.data : "", top.len) == 0)
+        error_at(in, span, "%s: expected %s, got %s%s", what, ws, gs, detail + top.len);
+    else
+        error_at(in, span, "%s: expected %s, got %s (mismatch: %s)", what, ws, gs, detail);
+    sb_free(&top);
+    return in->error;
+}
+
+static const char *callee_name(Infer *in, Expr *op) {
+    switch ((ExprKind)op->kind) {
+    case EXPR_GLOBAL_VAR: {
+        char *s = arena_alloc(&in->ctx->arena, strlen(AS_GLOBAL_VAR(op)->name) + 2);
+        sprintf(s, "@%s", AS_GLOBAL_VAR(op)->name);
+        return s;
+    }
+    case EXPR_VAR: {
+        char *s = arena_alloc(&in->ctx->arena, strlen(AS_VAR(op)->name) + 2);
+        sprintf(s, "%%%s", AS_VAR(op)->name);
+        return s;
+    }
+    case EXPR_CONSTRUCTOR: return AS_CONSTRUCTOR(op)->name;
+    default: return "the function";
+    }
+}
+
+/* Where to report a problem with operand x of e: x itself, unless x is a variable (whose node,
+ * shared by every use, carries its binder's span) or has no span. */
+static Span use_span(const Expr *x, const Expr *e) {
+    if (x->span.file == 0 || x->kind == EXPR_VAR || x->kind == EXPR_GLOBAL_VAR ||
+        x->kind == EXPR_OP || x->kind == EXPR_CONSTRUCTOR)
+        return e->span;
+    return x->span;
+}
+
+/* ---- kinds ---------------------------------------------------------------------------------- */
+
+static void kind_check(Infer *in, Type *t, Span span) {
+    switch ((TypeKind)t->kind) {
+    case TYPE_GLOBAL_VAR: {
+        GlobalTypeVar *g = (GlobalTypeVar *)t;
+        if (g->def && g->def->n_tvars)
+            error_at(in, span, "type %s needs %u type argument%s, as in %s[...]", g->name,
+                     g->def->n_tvars, g->def->n_tvars == 1 ? "" : "s", g->name);
+        return;
+    }
+    case TYPE_CALL: {
+        TypeCall *tc = (TypeCall *)t;
+        if (tc->func->kind == TYPE_GLOBAL_VAR) {
+            GlobalTypeVar *g = (GlobalTypeVar *)tc->func;
+            if (g->def && g->def->n_tvars != tc->n_args)
+                error_at(in, span, "type %s takes %u type argument%s, not %u", g->name,
+                         g->def->n_tvars, g->def->n_tvars == 1 ? "" : "s", tc->n_args);
+        } else if (tc->func->kind != TYPE_VAR) {
+            error_at(in, span, "%s is not a type constructor and cannot take type arguments",
+                     type_str(in, tc->func));
+        }
+        for (uint32_t i = 0; i < tc->n_args; i++)
+            kind_check(in, tc->args[i], span);
+        return;
+    }
+    case TYPE_TUPLE:
+        for (uint32_t i = 0; i < ((TupleType *)t)->n; i++)
+            kind_check(in, ((TupleType *)t)->fields[i], span);
+        return;
+    case TYPE_FUNC: {
+        FuncType *ft = (FuncType *)t;
+        for (uint32_t i = 0; i < ft->n_params; i++)
+            kind_check(in, ft->params[i], span);
+        kind_check(in, ft->ret, span);
+        return;
+    }
+    case TYPE_REF: kind_check(in, ((RefType *)t)->value, span); return;
+    default: return;
+    }
+}
+
+/* ---- the solver's worklist -------------------------------------------------------------------- */
+
+static Type *type_of(Infer *in, Expr *e);
+
+static Span arg_span(Pending *p, int arg) {
+    if (arg >= 0 && p->arg_exprs && (uint32_t)arg < p->n_args)
+        return use_span(p->arg_exprs[arg], p->at);
+    return p->at->span;
+}
+
+/* Try to solve p; true when it is done (solved or failed). */
+static bool try_solve(Infer *in, Pending *p) {
+    if (p->kind == PEND_PROJ) {
+        TupleGetItem *g = AS_TUPLE_GET_ITEM(p->at);
+        Type *t = resolve(in, p->args[0]);
+        if (t == in->error) {
+            unify(in, p->out, in->error);
+            return true;
+        }
+        if (t->kind == TYPE_INCOMPLETE) return false;
+        if (t->kind != TYPE_TUPLE) {
+            error_at(in, p->at->span, "projection .%u of a value of type %s, which is not a tuple",
+                     g->index, type_str(in, t));
+            unify(in, p->out, in->error);
+        } else if (g->index >= ((TupleType *)t)->n) {
+            uint32_t n = ((TupleType *)t)->n;
+            error_at(in, p->at->span, "projection .%u out of range: the tuple has %u field%s (%s)",
+                     g->index, n, n == 1 ? "" : "s", type_str(in, t));
+            unify(in, p->out, in->error);
+        } else {
+            expect(in, p->out, ((TupleType *)t)->fields[g->index], p->at->span, "projection");
+        }
+        return true;
+    }
+    Type **args = arena_array(&in->ctx->arena, p->n_args ? p->n_args : 1, sizeof(Type *));
+    for (uint32_t i = 0; i < p->n_args; i++) {
+        args[i] = deep(in, p->args[i]);
+        if (has_error(in, args[i])) {
+            unify(in, p->out, in->error);
+            return true;
+        }
+    }
+    StrBuf msg = {0};
+    Type *out = NULL;
+    int err_arg = -1;
+    RelResult r = op_relate(in->ctx, p->op, p->vals, p->n_args, args, &out, &msg, &err_arg);
+    if (r == REL_DEFER) {
+        sb_free(&msg);
+        return false;
+    }
+    if (r == REL_ERROR) {
+        error_at(in, arg_span(p, err_arg), "%s: %s", p->op->name, sb_cstr(&msg));
+        unify(in, p->out, in->error);
+    } else {
+        char what[160];
+        snprintf(what, sizeof what, "result of %s", p->op->name);
+        expect(in, p->out, out, p->at->span, what);
+    }
+    sb_free(&msg);
+    return true;
+}
+
+static void add_pending(Infer *in, Pending *p) {
+    if (try_solve(in, p)) p->done = true;
+    else vec_push(&in->pending, p);
+}
+
+static void solve_all(Infer *in) {
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        size_t k = 0;
+        for (size_t i = 0; i < in->pending.len; i++) {
+            Pending *p = in->pending.data[i];
+            if (try_solve(in, p)) {
+                p->done = true;
+                progress = true;
+            } else {
+                in->pending.data[k++] = p;
+            }
+        }
+        in->pending.len = k;
+    }
+}
+
+/* ---- constraint generation ---------------------------------------------------------------------- */
+
+static void set_ty(Infer *in, Expr *e, Type *t) {
+    if (e->id >= in->n_ety) {
+        size_t n = in->n_ety * 2 > e->id + 1 ? in->n_ety * 2 : (size_t)e->id + 1;
+        in->ety = sup_realloc(in->ety, sup_mul(n, sizeof(Type *)));
+        memset(in->ety + in->n_ety, 0, (n - in->n_ety) * sizeof(Type *));
+        in->n_ety = n;
+    }
+    in->ety[e->id] = t;
+}
+
+static Type *get_ty(Infer *in, Expr *e) { return e->id < in->n_ety ? in->ety[e->id] : NULL; }
+
+/* The FuncType of a function from its annotations (fresh types where there are none). Sets the
+ * parameters' types. */
+static Type *scheme_of(Infer *in, Function *f) {
+    Type *s = ptrmap_get(&in->schemes, f);
+    if (s) return s;
+    Type **p = arena_array(&in->ctx->arena, f->n_params ? f->n_params : 1, sizeof(Type *));
+    for (uint32_t i = 0; i < f->n_params; i++) {
+        Var *v = f->params[i];
+        if (get_ty(in, &v->base) == NULL) {
+            if (v->ann) kind_check(in, v->ann, v->base.span);
+            set_ty(in, &v->base, v->ann ? v->ann : fresh(in));
+        }
+        p[i] = get_ty(in, &v->base);
+    }
+    if (f->ret_type) kind_check(in, f->ret_type, f->base.span);
+    s = ir_type_func(in->ctx, f->n_params, p, f->ret_type ? f->ret_type : fresh(in), f->n_tparams,
+                     f->tparams, 0, NULL);
+    ptrmap_put(&in->schemes, f, s);
+    return s;
+}
+
+static Type *ctor_scheme(Infer *in, Constructor *c) {
+    TypeData *td = c->belong_to->def;
+    Type *ret = &c->belong_to->base;
+    if (td && td->n_tvars) {
+        Type **a = arena_array(&in->ctx->arena, td->n_tvars, sizeof(Type *));
+        for (uint32_t i = 0; i < td->n_tvars; i++)
+            a[i] = &td->tvars[i]->base;
+        ret = ir_type_call(in->ctx, ret, td->n_tvars, a);
+    }
+    return ir_type_func(in->ctx, c->n_inputs, c->inputs, ret, td ? td->n_tvars : 0,
+                        td ? td->tvars : NULL, 0, NULL);
+}
+
+static const OpDef *op_def(Infer *in, Expr *callee, Span span) {
+    Op *op = AS_OP(callee);
+    if (op->info) return op->info;
+    const OpDef *d = op_lookup(op->name, strlen(op->name));
+    if (d == NULL) {
+        const char *s = op_suggest(op->name, strlen(op->name));
+        if (s) error_at(in, span, "unknown operator %s (did you mean %s?)", op->name, s);
+        else error_at(in, span, "unknown operator or name %s", op->name);
+        return NULL;
+    }
+    op->info = d;
+    return d;
+}
+
+/* An operator used as a value: a monomorphic function type whose relation is solved later. */
+static Type *op_value_type(Infer *in, Expr *e) {
+    const OpDef *d = op_def(in, e, e->span);
+    if (d == NULL) return in->error;
+    if (d->n_args == OP_VARIADIC) {
+        error_at(in, e->span, "operator %s takes any number of arguments and cannot be a value",
+                 d->name);
+        return in->error;
+    }
+    Pending *p = arena_alloc(&in->ctx->arena, sizeof *p);
+    p->kind = PEND_OP;
+    p->at = e;
+    p->op = d;
+    p->vals = arena_array(&in->ctx->arena, d->n_attrs ? d->n_attrs : 1, sizeof(AttrValue *));
+    StrBuf msg = {0};
+    Span where;
+    if (!op_bind_attrs(d, NULL, p->vals, &msg, &where)) {
+        error_at(in, e->span, "%s used as a value: %s", d->name, sb_cstr(&msg));
+        sb_free(&msg);
+        return in->error;
+    }
+    sb_free(&msg);
+    p->n_args = (uint32_t)d->n_args;
+    p->args = arena_array(&in->ctx->arena, p->n_args ? p->n_args : 1, sizeof(Type *));
+    for (uint32_t i = 0; i < p->n_args; i++)
+        p->args[i] = fresh(in);
+    p->out = fresh(in);
+    Type *ft = ir_type_func(in->ctx, p->n_args, p->args, p->out, 0, NULL, 0, NULL);
+    vec_push(&in->pending, p);
+    return ft;
+}
+
+/* The type of e as a child: operators and constructors used as values get their types here. */
+static Type *type_of(Infer *in, Expr *e) {
+    if (e->kind == EXPR_OP) return op_value_type(in, e);
+    if (e->kind == EXPR_CONSTRUCTOR)
+        return instantiate(in, (FuncType *)ctor_scheme(in, AS_CONSTRUCTOR(e)), NULL);
+    Type *t = get_ty(in, e);
+    RLY_CHECK(t != NULL, "type of a %s not computed", ir_expr_kind_names[e->kind]);
+    return t;
+}
+
+static void infer_op_call(Infer *in, Call *c) {
+    Expr *e = &c->base;
+    const OpDef *d = op_def(in, c->op, e->span);
+    if (d == NULL) {
+        set_ty(in, e, in->error);
+        return;
+    }
+    if (d->n_args != OP_VARIADIC && c->n_args != (uint32_t)d->n_args) {
+        error_at(in, e->span, "%s expects %d argument%s (%s), got %u", d->name, d->n_args,
+                 d->n_args == 1 ? "" : "s", d->arg_names ? d->arg_names : "", c->n_args);
+        set_ty(in, e, in->error);
+        return;
+    }
+    Pending *p = arena_alloc(&in->ctx->arena, sizeof *p);
+    p->kind = PEND_OP;
+    p->at = e;
+    p->op = d;
+    p->vals = arena_array(&in->ctx->arena, d->n_attrs ? d->n_attrs : 1, sizeof(AttrValue *));
+    StrBuf msg = {0};
+    Span where;
+    if (!op_bind_attrs(d, c->attrs, p->vals, &msg, &where)) {
+        error_at(in, where.file ? where : e->span, "%s: %s", d->name, sb_cstr(&msg));
+        sb_free(&msg);
+        set_ty(in, e, in->error);
+        return;
+    }
+    sb_free(&msg);
+    p->n_args = c->n_args;
+    p->args = arena_array(&in->ctx->arena, c->n_args ? c->n_args : 1, sizeof(Type *));
+    for (uint32_t i = 0; i < c->n_args; i++)
+        p->args[i] = type_of(in, c->args[i]);
+    p->arg_exprs = c->args;
+    p->out = fresh(in);
+    set_ty(in, e, p->out);
+    add_pending(in, p);
+}
+
+static void note_def(Infer *in, Expr *callee) {
+    if (callee->kind == EXPR_GLOBAL_VAR) {
+        FuncDef *d = ir_module_def_of(in->m, AS_GLOBAL_VAR(callee));
+        if (d && d->span.file) diag_note(in->ds, d->span, "@%s is defined here", d->gvar->name);
+    } else if (callee->kind == EXPR_CONSTRUCTOR) {
+        TypeData *td = AS_CONSTRUCTOR(callee)->belong_to->def;
+        if (td && td->span.file)
+            diag_note(in->ds, td->span, "%s is a constructor of %s", AS_CONSTRUCTOR(callee)->name,
+                      td->header->name);
+    }
+}
+
+static void infer_call(Infer *in, Call *c) {
+    Expr *e = &c->base;
+    if (c->op->kind == EXPR_OP) {
+        infer_op_call(in, c);
+        return;
+    }
+    Type *ft;
+    if (c->op->kind == EXPR_CONSTRUCTOR) ft = ctor_scheme(in, AS_CONSTRUCTOR(c->op));
+    else ft = resolve(in, type_of(in, c->op));
+    if (ft == in->error) {
+        set_ty(in, e, in->error);
+        return;
+    }
+    if (ft->kind == TYPE_FUNC && ((FuncType *)ft)->n_tparams) {
+        Type **targs;
+        uint32_t n = ((FuncType *)ft)->n_tparams;
+        ft = instantiate(in, (FuncType *)ft, &targs);
+        vec_push(&in->polycalls, ((PolyCall){c, n, targs}));
+    } else if (ft->kind == TYPE_INCOMPLETE) {
+        Type **p = arena_array(&in->ctx->arena, c->n_args ? c->n_args : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < c->n_args; i++)
+            p[i] = fresh(in);
+        Type *g = ir_type_func(in->ctx, c->n_args, p, fresh(in), 0, NULL, 0, NULL);
+        unify(in, ft, g);
+        ft = g;
+    } else if (ft->kind != TYPE_FUNC) {
+        error_at(in, use_span(c->op, e),
+                 "%s has type %s, which is not a function, and cannot be called",
+                 callee_name(in, c->op), type_str(in, ft));
+        set_ty(in, e, in->error);
+        return;
+    }
+    FuncType *f = (FuncType *)ft;
+    if (f->n_params != c->n_args) {
+        error_at(in, e->span, "%s expects %u argument%s, got %u", callee_name(in, c->op),
+                 f->n_params, f->n_params == 1 ? "" : "s", c->n_args);
+        note_def(in, c->op);
+        set_ty(in, e, in->error);
+        return;
+    }
+    for (uint32_t i = 0; i < c->n_args; i++) {
+        char what[200];
+        snprintf(what, sizeof what, "argument %u of %s", i, callee_name(in, c->op));
+        size_t before = in->ds->n_errors;
+        expect(in, f->params[i], type_of(in, c->args[i]),
+               use_span(c->args[i], e), what);
+        if (in->ds->n_errors != before) note_def(in, c->op);
+    }
+    set_ty(in, e, f->ret);
+}
+
+/* Unify pattern p with the type t of the value it matches. */
+static void infer_pattern(Infer *in, Pattern *p, Type *t) {
+    switch ((PatternKind)p->kind) {
+    case PAT_WILDCARD: return;
+    case PAT_VAR: expect(in, get_ty(in, &p->var->base), t, p->span, "pattern variable"); return;
+    case PAT_CTOR: {
+        Constructor *c = p->ctor;
+        FuncType *ft = (FuncType *)instantiate(in, (FuncType *)ctor_scheme(in, c), NULL);
+        char what[160];
+        snprintf(what, sizeof what, "pattern %s", c->name);
+        if (expect(in, ft->ret, t, p->span, what) == in->error) {
+            for (uint32_t i = 0; i < p->n && i < ft->n_params; i++)
+                infer_pattern(in, p->pats[i], in->error);
+            return;
+        }
+        if (p->n != ft->n_params) {
+            error_at(in, p->span, "constructor %s takes %u field%s, the pattern has %u", c->name,
+                     ft->n_params, ft->n_params == 1 ? "" : "s", p->n);
+            return;
+        }
+        for (uint32_t i = 0; i < p->n; i++)
+            infer_pattern(in, p->pats[i], ft->params[i]);
+        return;
+    }
+    case PAT_TUPLE: {
+        Type **f = arena_array(&in->ctx->arena, p->n ? p->n : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < p->n; i++)
+            f[i] = fresh(in);
+        Type *tt = ir_type_tuple(in->ctx, p->n, f);
+        bool ok = expect(in, tt, t, p->span, "tuple pattern") != in->error;
+        for (uint32_t i = 0; i < p->n; i++)
+            infer_pattern(in, p->pats[i], ok ? f[i] : in->error);
+        return;
+    }
+    }
+}
+
+static void bind_pattern_vars(Infer *in, Pattern *p) {
+    if (p->kind == PAT_VAR) {
+        Var *v = p->var;
+        if (v->ann) kind_check(in, v->ann, v->base.span);
+        set_ty(in, &v->base, v->ann ? v->ann : fresh(in));
+    }
+    for (uint32_t i = 0; i < p->n; i++)
+        bind_pattern_vars(in, p->pats[i]);
+}
+
+static VisitResult pre(Visitor *v, Expr *e) {
+    Infer *in = v->state;
+    switch ((ExprKind)e->kind) {
+    case EXPR_FUNCTION: scheme_of(in, AS_FUNCTION(e)); break;
+    case EXPR_LET: {
+        Let *l = AS_LET(e);
+        if (get_ty(in, &l->var->base) == NULL) {
+            if (l->var->ann) {
+                kind_check(in, l->var->ann, l->var->base.span);
+                set_ty(in, &l->var->base, l->var->ann);
+            } else if (l->value->kind == EXPR_FUNCTION) {
+                set_ty(in, &l->var->base, scheme_of(in, AS_FUNCTION(l->value)));
+            }
+        }
+        break;
+    }
+    case EXPR_MATCH: {
+        Match *m = AS_MATCH(e);
+        for (uint32_t i = 0; i < m->n_clauses; i++)
+            bind_pattern_vars(in, m->clauses[i].lhs);
+        break;
+    }
+    default: break;
+    }
+    return VISIT_CONTINUE;
+}
+
+static void post(Visitor *v, Expr *e) {
+    Infer *in = v->state;
+    if (e->kind != EXPR_OP && e->kind != EXPR_CONSTRUCTOR) vec_push(&in->exprs, e);
+    switch ((ExprKind)e->kind) {
+    case EXPR_VAR: {
+        Var *x = AS_VAR(e);
+        if (get_ty(in, e) == NULL) {
+            if (x->ann) kind_check(in, x->ann, e->span);
+            set_ty(in, e, x->ann ? x->ann : fresh(in));
+        }
+        return;
+    }
+    case EXPR_GLOBAL_VAR:
+        if (get_ty(in, e) == NULL) { /* declared, never defined: the parser reported it */
+            set_ty(in, e, in->error);
+        }
+        return;
+    case EXPR_CONSTANT: {
+        Constant *c = AS_CONSTANT(e);
+        set_ty(in, e, ir_type_tensor(in->ctx, c->dtype, c->ndim, c->shape));
+        return;
+    }
+    case EXPR_TUPLE: {
+        Tuple *t = AS_TUPLE(e);
+        Type **f = arena_array(&in->ctx->arena, t->n ? t->n : 1, sizeof(Type *));
+        for (uint32_t i = 0; i < t->n; i++)
+            f[i] = type_of(in, t->fields[i]);
+        set_ty(in, e, ir_type_tuple(in->ctx, t->n, f));
+        return;
+    }
+    case EXPR_TUPLE_GET_ITEM: {
+        Pending *p = arena_alloc(&in->ctx->arena, sizeof *p);
+        p->kind = PEND_PROJ;
+        p->at = e;
+        p->n_args = 1;
+        p->args = arena_alloc(&in->ctx->arena, sizeof(Type *));
+        p->args[0] = type_of(in, AS_TUPLE_GET_ITEM(e)->tuple);
+        p->out = fresh(in);
+        set_ty(in, e, p->out);
+        add_pending(in, p);
+        return;
+    }
+    case EXPR_LET: {
+        Let *l = AS_LET(e);
+        Type *vt = get_ty(in, &l->var->base);
+        expect(in, vt, type_of(in, l->value), use_span(l->value, e),
+               l->var->ann ? "value of an annotated let" : "let-bound value");
+        set_ty(in, e, type_of(in, l->body));
+        return;
+    }
+    case EXPR_FUNCTION: {
+        Function *f = AS_FUNCTION(e);
+        FuncType *s = (FuncType *)scheme_of(in, f);
+        expect(in, s->ret, type_of(in, f->body), use_span(f->body, e),
+               f->ret_type ? "function body (against the annotated return type)"
+                           : "function body");
+        set_ty(in, e, &s->base);
+        return;
+    }
+    case EXPR_CALL: infer_call(in, AS_CALL(e)); return;
+    case EXPR_IF: {
+        If *x = AS_IF(e);
+        expect(in, in->bool_scalar, type_of(in, x->cond), use_span(x->cond, e),
+               "if condition (a bool scalar)");
+        Type *t = unify(in, type_of(in, x->then_branch), type_of(in, x->else_branch));
+        if (t == NULL) {
+            error_at(in, use_span(x->else_branch, e),
+                     "if branches have different types: then %s, else %s",
+                     type_str(in, type_of(in, x->then_branch)),
+                     type_str(in, type_of(in, x->else_branch)));
+            t = in->error;
+        }
+        set_ty(in, e, t);
+        return;
+    }
+    case EXPR_MATCH: {
+        Match *m = AS_MATCH(e);
+        Type *dt = type_of(in, m->data);
+        Type *t = NULL;
+        for (uint32_t i = 0; i < m->n_clauses; i++) {
+            infer_pattern(in, m->clauses[i].lhs, dt);
+            Type *rt = type_of(in, m->clauses[i].rhs);
+            if (t == NULL) {
+                t = rt;
+                continue;
+            }
+            Type *u = unify(in, t, rt);
+            if (u == NULL) {
+                error_at(in, use_span(m->clauses[i].rhs, e),
+                         "match clause %u has type %s, but the first clause has type %s", i,
+                         type_str(in, rt), type_str(in, t));
+                continue;
+            }
+            t = u;
+        }
+        if (t == NULL) {
+            error_at(in, e->span, "a match needs at least one clause");
+            t = in->error;
+        }
+        if (m->complete) vec_push(&in->matches, m);
+        set_ty(in, e, t);
+        return;
+    }
+    case EXPR_REF_CREATE:
+        set_ty(in, e, ir_type_ref(in->ctx, type_of(in, AS_REF_CREATE(e)->value)));
+        return;
+    case EXPR_REF_READ: {
+        Expr *r = AS_REF_READ(e)->ref;
+        Type *rt = resolve(in, type_of(in, r));
+        Type *val = fresh(in);
+        if (rt != in->error && rt->kind != TYPE_INCOMPLETE && rt->kind != TYPE_REF) {
+            error_at(in, use_span(r, e),
+                     "reading (!) a value of type %s, which is not a reference",
+                     type_str(in, rt));
+            set_ty(in, e, in->error);
+            return;
+        }
+        expect(in, ir_type_ref(in->ctx, val), rt, e->span, "reference read");
+        set_ty(in, e, val);
+        return;
+    }
+    case EXPR_REF_WRITE: {
+        RefWrite *w = AS_REF_WRITE(e);
+        Type *rt = resolve(in, type_of(in, w->ref));
+        if (rt != in->error && rt->kind != TYPE_INCOMPLETE && rt->kind != TYPE_REF) {
+            error_at(in, use_span(w->ref, e),
+                     "writing (:=) to a value of type %s, which is not a reference",
+                     type_str(in, rt));
+        } else {
+            expect(in, rt, ir_type_ref(in->ctx, type_of(in, w->value)),
+                   use_span(w->value, e), "reference write");
+        }
+        set_ty(in, e, in->unit);
+        return;
+    }
+    case EXPR_OP:
+    case EXPR_CONSTRUCTOR: return; /* typed at each use (type_of) */
+    case EXPR_KIND_COUNT: break;
+    }
+}
+
+/* ---- the module ----------------------------------------------------------------------------- */
+
+static void report_unresolved(Infer *in) {
+    bool any = false;
+    for (size_t i = 0; i < in->exprs.len; i++) {
+        Expr *e = in->exprs.data[i];
+        if (e->kind != EXPR_VAR) continue;
+        Type *t = get_ty(in, e);
+        if (t && mentions(in, t, NULL)) {
+            error_at(in, e->span, "cannot infer the type of %%%s (it is %s); annotate it",
+                     AS_VAR(e)->name, type_str(in, t));
+            any = true;
+        }
+    }
+    if (any) return;
+    for (size_t i = 0; i < in->exprs.len; i++) {
+        Expr *e = in->exprs.data[i];
+        Type *t = get_ty(in, e);
+        if (t && mentions(in, t, NULL)) {
+            error_at(in, e->span, "cannot infer the type of this expression (it is %s)",
+                     type_str(in, t));
+            return;
+        }
+    }
+}
+
+bool ty_infer_module(Module *m) {
+    Ctx *ctx = m->ctx;
+    Infer in = {0};
+    in.ctx = ctx;
+    in.m = m;
+    in.ds = &ctx->diags;
+    in.n_errors_at_start = ctx->diags.n_errors;
+    in.error = ir_type_incomplete_new(ctx, KIND_TYPE);
+    in.unit = ir_type_tuple(ctx, 0, NULL);
+    in.bool_scalar = ir_type_scalar(ctx, RLY_DTYPE_BOOL);
+    in.n_ety = ctx->next_id + 1024;
+    in.ety = sup_calloc(in.n_ety, sizeof(Type *));
+
+    for (size_t i = 0; i < m->types.len; i++) {
+        TypeData *td = m->types.data[i];
+        for (uint32_t k = 0; k < td->n_ctors; k++)
+            for (uint32_t j = 0; j < td->ctors[k]->n_inputs; j++)
+                kind_check(&in, td->ctors[k]->inputs[j], td->span);
+    }
+    /* globals first: their types are known to every use, in any order */
+    for (size_t i = 0; i < m->funcs.len; i++) {
+        FuncDef *d = &m->funcs.data[i];
+        if (d->func) set_ty(&in, &d->gvar->base, scheme_of(&in, d->func));
+    }
+    Visitor v = {pre, post, &in};
+    for (size_t i = 0; i < m->funcs.len; i++)
+        if (m->funcs.data[i].func) ir_visit(&v, &m->funcs.data[i].func->base);
+    if (m->is_expr && m->expr) ir_visit(&v, m->expr);
+    solve_all(&in);
+
+    bool clean = ctx->diags.n_errors == in.n_errors_at_start;
+    for (size_t i = 0; i < in.pending.len; i++) {
+        Pending *p = in.pending.data[i];
+        if (!clean) break;
+        for (uint32_t k = 0; k < p->n_args; k++) {
+            if (!mentions(&in, p->args[k], NULL)) continue;
+            error_at(&in, arg_span(p, (int)k),
+                     "%s: cannot infer the type of argument %u (it is %s); annotate the values "
+                     "it comes from",
+                     p->op ? p->op->name : "projection", k, type_str(&in, p->args[k]));
+            break;
+        }
+        if (p->kind == PEND_PROJ)
+            error_at(&in, p->at->span, "cannot infer the type of the tuple projected here");
+    }
+    if (ctx->diags.n_errors == in.n_errors_at_start) report_unresolved(&in);
+
+    for (size_t i = 0; i < in.matches.len; i++) {
+        Match *mt = in.matches.data[i];
+        const char *miss = ty_match_missing(ctx, mt);
+        if (miss)
+            error_at(&in, mt->base.span, "match is not exhaustive: no clause matches %s (use "
+                     "match? for a partial match)", miss);
+    }
+
+    /* write back */
+    for (size_t i = 0; i < in.exprs.len; i++) {
+        Expr *e = in.exprs.data[i];
+        Type *t = get_ty(&in, e);
+        if (t) e->checked_type = deep(&in, t);
+    }
+    for (size_t i = 0; i < in.polycalls.len; i++) {
+        PolyCall *pc = &in.polycalls.data[i];
+        for (uint32_t k = 0; k < pc->n; k++)
+            pc->targs[k] = deep(&in, pc->targs[k]);
+        pc->call->n_type_args = pc->n;
+        pc->call->type_args = pc->targs;
+    }
+    bool ok = ctx->diags.n_errors == in.n_errors_at_start;
+    free(in.ety);
+    ptrmap_free(&in.bind);
+    ptrmap_free(&in.schemes);
+    vec_free(&in.pending);
+    vec_free(&in.polycalls);
+    vec_free(&in.exprs);
+    vec_free(&in.matches);
+    sb_free(&in.why);
+    return ok;
+}
