@@ -167,6 +167,11 @@ typedef struct rly_op_def {
  * or the definition is incomplete. */
 RLY_API rly_status rly_op_register(const rly_op_def *def);
 
+/* The operator table as text: one line per operator (name, arguments, fusion pattern, doc) and
+ * its attributes with their types and defaults. With a name, only that operator (or
+ * RLY_STATUS_ERROR when unknown). *out is malloc'ed; free with rly_free. */
+RLY_API rly_status rly_ops_describe(const char *name, char **out);
+
 /* Free memory returned by rly_* functions (strings). NULL is a no-op. */
 RLY_API void rly_free(void *p);
 

@@ -384,3 +384,45 @@ RLY_API rly_status rly_op_register(const rly_op_def *def) {
     if (!ok) free(d), free(name), free(doc);
     return st;
 }
+
+static const char *attr_type_name(AttrType t) {
+    static const char *const names[] = {"int",   "float", "bool",     "str",      "dtype",
+                                        "ints",  "floats", "strs",    "int?",     "ints?",
+                                        "float?", "any"};
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+static void describe_op(const OpDef *d, StrBuf *sb) {
+    sb_printf(sb, "%s(%s)  [%s]  %s\n", d->name, d->arg_names ? d->arg_names : "",
+              op_pattern_name((OpPattern)d->pattern), d->doc ? d->doc : "");
+    for (uint32_t i = 0; i < d->n_attrs; i++) {
+        const AttrSpec *a = &d->attrs[i];
+        sb_printf(sb, "    %s: %s = %s", a->name, attr_type_name(a->type),
+                  a->dflt ? a->dflt : "(required)");
+        if (a->choices) sb_printf(sb, "  {%s}", a->choices);
+        sb_putc(sb, '\n');
+    }
+}
+
+RLY_API rly_status rly_ops_describe(const char *name, char **out) {
+    if (out == NULL) return fail(RLY_STATUS_INVALID, "rly_ops_describe: NULL argument");
+    StrBuf sb = {0};
+    RLY_TRY;
+    if (name) {
+        const OpDef *d = op_lookup(name, strlen(name));
+        if (d) describe_op(d, &sb);
+    } else {
+        for (size_t i = 0; i < op_count(); i++)
+            describe_op(op_at(i), &sb);
+        sb_printf(&sb, "%zu operators\n", op_count());
+    }
+    RLY_END_TRY;
+    if (sb.len == 0) {
+        const char *s = op_suggest(name, strlen(name));
+        sb_free(&sb);
+        return fail(RLY_STATUS_ERROR, "unknown operator %s%s%s%s", name, s ? " (did you mean " : "",
+                    s ? s : "", s ? "?)" : "");
+    }
+    *out = sb_take(&sb);
+    return RLY_STATUS_OK;
+}

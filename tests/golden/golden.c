@@ -7,6 +7,12 @@
  *   golden errors DIR  each DIR/NAME.rly must fail to parse or fail the well-formedness check;
  *                      the rendered diagnostic must equal DIR/NAME.err.
  *
+ *   golden typed DIR   each DIR/NAME.rly must type-check; the module printed with its types must
+ *                      equal DIR/NAME.rly.out, and that text must re-parse, check again and
+ *                      print the same (a fixpoint).
+ *   golden type_errors DIR  each DIR/NAME.rly must parse but fail type inference; every
+ *                      rendered diagnostic must equal DIR/NAME.err.
+ *
  * RLY_UPDATE_GOLDEN=1 writes the expectations instead of comparing (review them in git).
  * Closes with `N passed, N failed`; exit status 1 when anything failed. */
 #include <dirent.h>
@@ -14,6 +20,7 @@
 
 #include "frontend/text/text.h"
 #include "ir/ir.h"
+#include "types/types.h"
 
 static bool update;
 
@@ -154,9 +161,85 @@ static bool run_error_case(const char *dir, const char *name) {
     return ok;
 }
 
+static char *print_typed(Module *m) {
+    StrBuf sb = {0};
+    PrintOptions po = {.show_types = true};
+    ir_print_module(m, &po, &sb);
+    return sb_take(&sb);
+}
+
+static bool run_typed_case(const char *dir, const char *name) {
+    char path[4096], out_path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(out_path, sizeof out_path, "%s.out", path);
+    size_t len;
+    char *text = read_all(path, &len);
+    if (text == NULL) return false;
+    Ctx *ctx = ir_ctx_new();
+    bool ok = false;
+    char *p1 = NULL, *p2 = NULL, *msg = NULL;
+    Module *m = text_parse(ctx, name, text, len, NULL, 0);
+    if (m == NULL || !ir_well_formed(m) || !ty_infer_module(m)) {
+        msg = render(ctx);
+        fprintf(stderr, "FAIL %s: does not type-check:\n%s", name, msg);
+        goto done;
+    }
+    p1 = print_typed(m);
+    if (!check_expect(out_path, p1, "typed text", name)) goto done;
+    Module *m2 = text_parse(ctx, "printed", p1, strlen(p1), m->meta.data, (uint32_t)m->meta.len);
+    if (m2 == NULL || !ty_infer_module(m2)) {
+        msg = render(ctx);
+        fprintf(stderr, "FAIL %s: printed text does not re-check:\n%s", name, msg);
+        goto done;
+    }
+    p2 = print_typed(m2);
+    if (strcmp(p1, p2) != 0) {
+        fprintf(stderr, "FAIL %s: typed printing is not a fixpoint\n--- first\n%s--- second\n%s",
+                name, p1, p2);
+        goto done;
+    }
+    ok = true;
+done:
+    free(p1);
+    free(p2);
+    free(msg);
+    free(text);
+    ir_ctx_free(ctx);
+    return ok;
+}
+
+static bool run_type_error_case(const char *dir, const char *name) {
+    char path[4096], err_path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(err_path, sizeof err_path, "%.*s.err", (int)(strlen(path) - 4), path);
+    size_t len;
+    char *text = read_all(path, &len);
+    if (text == NULL) return false;
+    Ctx *ctx = ir_ctx_new();
+    bool ok = false;
+    Module *m = text_parse(ctx, name, text, len, NULL, 0);
+    if (m == NULL || !ir_well_formed(m)) {
+        char *msg = render(ctx);
+        fprintf(stderr, "FAIL %s: must parse and be well-formed (the error is a type error):\n%s",
+                name, msg);
+        free(msg);
+    } else if (ty_infer_module(m)) {
+        fprintf(stderr, "FAIL %s: expected a type error, but it checks\n", name);
+    } else {
+        char *msg = render(ctx);
+        ok = msg[0] != '\0' && check_expect(err_path, msg, "diagnostics", name);
+        free(msg);
+    }
+    free(text);
+    ir_ctx_free(ctx);
+    return ok;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3 || (strcmp(argv[1], "parse") != 0 && strcmp(argv[1], "errors") != 0)) {
-        fprintf(stderr, "usage: golden parse|errors DIR\n");
+    const char *mode = argc == 3 ? argv[1] : "";
+    if (strcmp(mode, "parse") != 0 && strcmp(mode, "errors") != 0 && strcmp(mode, "typed") != 0 &&
+        strcmp(mode, "type_errors") != 0) {
+        fprintf(stderr, "usage: golden parse|errors|typed|type_errors DIR\n");
         return 2;
     }
     update = getenv("RLY_UPDATE_GOLDEN") && strcmp(getenv("RLY_UPDATE_GOLDEN"), "1") == 0;
@@ -165,7 +248,10 @@ int main(int argc, char **argv) {
     size_t n = list_dir(argv[2], &names);
     size_t passed = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
-        bool ok = errors ? run_error_case(argv[2], names[i]) : run_parse_case(argv[2], names[i]);
+        bool ok = errors                              ? run_error_case(argv[2], names[i])
+                  : strcmp(mode, "typed") == 0        ? run_typed_case(argv[2], names[i])
+                  : strcmp(mode, "type_errors") == 0 ? run_type_error_case(argv[2], names[i])
+                                                      : run_parse_case(argv[2], names[i]);
         ok ? passed++ : failed++;
         free(names[i]);
     }

@@ -18,6 +18,8 @@ static int usage(FILE *f) {
         "                          infer and check types; print the module with /*ty=...*/ types,\n"
         "                          or every type error (exit status 1). --prelude makes the\n"
         "                          standard library (List, Option, Tree, map, foldl, ...) visible\n"
+        "  ops [NAME]              list the operator table (or one operator): arguments, fusion\n"
+        "                          pattern, doc, attributes with types and defaults\n"
         "  demo                    parse, check and print the bundled example program\n"
         "  version                 print the version\n",
         f);
@@ -115,6 +117,18 @@ static int cmd_check(int argc, char **argv) {
     return rc;
 }
 
+static int cmd_ops(int argc, char **argv) {
+    if (argc > 1) {
+        fputs("rly ops: at most one operator name\n", stderr);
+        return 2;
+    }
+    char *text = NULL;
+    if (rly_ops_describe(argc ? argv[0] : NULL, &text) != RLY_STATUS_OK) return report(NULL);
+    fputs(text, stdout);
+    rly_free(text);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static int cmd_demo(void) {
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
@@ -136,6 +150,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "print") == 0) return cmd_print(argc - 2, argv + 2);
     if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
+    if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
     if (strcmp(cmd, "demo") == 0) return cmd_demo();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("rly %s\n", rly_version());
