@@ -7,7 +7,9 @@
  *   well-formedness check must have reported an error;
  * - a well-formed module is printed, the text re-parsed (with the first module's meta table):
  *   the re-parse must succeed, be well-formed, be ir_module_equal to the first module with the
- *   same ir_module_hash, and print to the same text (printing is a fixpoint).
+ *   same ir_module_hash, and print to the same text (printing is a fixpoint);
+ * - the module is type-checked: a failure must report an error that renders; a success must
+ *   print with types to a text that re-parses, checks again and prints the same.
  *
  * Built twice: as the libFuzzer binary `fuzz_parse` (RLY_FUZZ=ON, the `fuzz` preset) and into
  * `fuzz_replay` (every preset), which runs it over tests/fuzz/corpus/parse as a CTest test. */
@@ -17,6 +19,7 @@
 #include "frontend/text/text.h"
 #include "fuzz.h"
 #include "ir/ir.h"
+#include "types/types.h"
 
 bool fuzz_keep_going;
 size_t fuzz_n_failures;
@@ -119,9 +122,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         goto done;
     }
     print_mod(m2, &p2);
-    if (p1.len != p2.len || memcmp(p1.data, p2.data, p1.len) != 0)
+    if (p1.len != p2.len || memcmp(p1.data, p2.data, p1.len) != 0) {
         fail(data, size, "printing is not a fixpoint\n--- first\n%s--- second\n%s---", p1.data,
              p2.data);
+        goto done;
+    }
+    /* type inference: never crashes; errors render; typed text is a fixpoint */
+    if (!ty_infer_module(m)) {
+        size_t n_errors = ctx->diags.n_errors;
+        msg = render(ctx);
+        if (n_errors == 0 || msg[0] == '\0')
+            fail(data, size, "type inference failed without a diagnostic");
+        goto done;
+    }
+    PrintOptions po = {.show_types = true};
+    p1.len = 0;
+    ir_print_module(m, &po, &p1);
+    sb_cstr(&p1);
+    Module *m3 = text_parse(ctx, "typed.rly", p1.data, p1.len, (Constant *const *)m->meta.data,
+                            (uint32_t)m->meta.len);
+    if (m3 == NULL || !ty_infer_module(m3)) {
+        msg = render(ctx);
+        fail(data, size, "typed text does not re-check:\n%s--- typed\n%s---", msg, p1.data);
+        goto done;
+    }
+    p2.len = 0;
+    ir_print_module(m3, &po, &p2);
+    sb_cstr(&p2);
+    if (p1.len != p2.len || memcmp(p1.data, p2.data, p1.len) != 0)
+        fail(data, size, "typed printing is not a fixpoint\n--- first\n%s--- second\n%s---",
+             p1.data, p2.data);
 done:
     free(msg);
     sb_free(&p1);
