@@ -813,12 +813,12 @@ static void post(Visitor *v, Expr *e) {
         If *x = AS_IF(e);
         expect(in, in->bool_scalar, type_of(in, x->cond), use_span(x->cond, e),
                "if condition (a bool scalar)");
-        Type *t = unify(in, type_of(in, x->then_branch), type_of(in, x->else_branch));
+        Type *tt = type_of(in, x->then_branch), *et = type_of(in, x->else_branch);
+        Type *t = unify(in, tt, et);
         if (t == NULL) {
             error_at(in, use_span(x->else_branch, e),
-                     "if branches have different types: then %s, else %s",
-                     type_str(in, type_of(in, x->then_branch)),
-                     type_str(in, type_of(in, x->else_branch)));
+                     "if branches have different types: then %s, else %s", type_str(in, tt),
+                     type_str(in, et));
             t = in->error;
         }
         set_ty(in, e, t);
