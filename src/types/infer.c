@@ -41,6 +41,7 @@ typedef struct Infer {
     size_t n_ety;
     PtrMap bind;    /* IncompleteType -> Type */
     PtrMap schemes; /* Function -> its FuncType (from annotations and fresh types) */
+    PtrMap let_of_body; /* body -> its Let, until the let variable is typed from its value */
     Type *error;
     Type *unit, *bool_scalar;
     Vec(Pending *) pending;
@@ -722,8 +723,22 @@ static void bind_pattern_vars(Infer *in, Pattern *p) {
         bind_pattern_vars(in, p->pats[i]);
 }
 
+/* Type the variable of let l from its value (before its body is walked, so that uses in the
+ * body see it, and a mismatch is blamed where the variable is used, not at the let). */
+static void type_let_var(Infer *in, Let *l) {
+    Type *vt = get_ty(in, &l->var->base);
+    expect(in, vt, type_of(in, l->value), use_span(l->value, &l->base),
+           l->var->ann ? "value of an annotated let" : "let-bound value");
+}
+
 static VisitResult pre(Visitor *v, Expr *e) {
     Infer *in = v->state;
+    Let *owner = ptrmap_get(&in->let_of_body, e);
+    if (owner) {
+        ptrmap_put(&in->let_of_body, e, NULL);
+        ptrmap_put(&in->let_of_body, owner, NULL); /* done: the let's post skips it */
+        type_let_var(in, owner);
+    }
     switch ((ExprKind)e->kind) {
     case EXPR_FUNCTION: scheme_of(in, AS_FUNCTION(e)); break;
     case EXPR_LET: {
@@ -736,6 +751,9 @@ static VisitResult pre(Visitor *v, Expr *e) {
                 set_ty(in, &l->var->base, scheme_of(in, AS_FUNCTION(l->value)));
             }
         }
+        if (l->body != &l->var->base && l->body != l->value)
+            ptrmap_put(&in->let_of_body, l->body, l);
+        ptrmap_put(&in->let_of_body, l, l); /* pending: typed at its body's pre, or at its post */
         break;
     }
     case EXPR_MATCH: {
@@ -793,9 +811,10 @@ static void post(Visitor *v, Expr *e) {
     }
     case EXPR_LET: {
         Let *l = AS_LET(e);
-        Type *vt = get_ty(in, &l->var->base);
-        expect(in, vt, type_of(in, l->value), use_span(l->value, e),
-               l->var->ann ? "value of an annotated let" : "let-bound value");
+        if (ptrmap_get(&in->let_of_body, l) != NULL) { /* the body was met before (shared) */
+            ptrmap_put(&in->let_of_body, l, NULL);
+            type_let_var(in, l);
+        }
         set_ty(in, e, type_of(in, l->body));
         return;
     }
@@ -988,6 +1007,7 @@ bool ty_infer_module(Module *m) {
     free(in.ety);
     ptrmap_free(&in.bind);
     ptrmap_free(&in.schemes);
+    ptrmap_free(&in.let_of_body);
     vec_free(&in.pending);
     vec_free(&in.polycalls);
     vec_free(&in.exprs);
