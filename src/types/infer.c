@@ -880,12 +880,12 @@ static void post(Visitor *v, Expr *e) {
         Type *val = fresh(in);
         if (rt != in->error && rt->kind != TYPE_INCOMPLETE && rt->kind != TYPE_REF) {
             error_at(in, use_span(r, e),
-                     "reading (!) a value of type %s, which is not a reference",
+                     "ref_read of a value of type %s, which is not a reference",
                      type_str(in, rt));
             set_ty(in, e, in->error);
             return;
         }
-        expect(in, ir_type_ref(in->ctx, val), rt, e->span, "reference read");
+        expect(in, ir_type_ref(in->ctx, val), rt, e->span, "ref_read");
         set_ty(in, e, val);
         return;
     }
@@ -894,11 +894,11 @@ static void post(Visitor *v, Expr *e) {
         Type *rt = resolve(in, type_of(in, w->ref));
         if (rt != in->error && rt->kind != TYPE_INCOMPLETE && rt->kind != TYPE_REF) {
             error_at(in, use_span(w->ref, e),
-                     "writing (:=) to a value of type %s, which is not a reference",
+                     "ref_write to a value of type %s, which is not a reference",
                      type_str(in, rt));
         } else {
             expect(in, rt, ir_type_ref(in->ctx, type_of(in, w->value)),
-                   use_span(w->value, e), "reference write");
+                   use_span(w->value, e), "ref_write");
         }
         set_ty(in, e, in->unit);
         return;
