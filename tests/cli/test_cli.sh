@@ -284,6 +284,46 @@ unwritable out_text_is_dir "$T/o6/out.rly" ""
 check no_orphan_npz_when_text_fails $(test -e "$T/o6/out.npz" && echo 1 || echo 0) \
     "out.npz was left behind when out.rly could not be written"
 
+# ---- check: types ---------------------------------------------------------------------------------
+
+run check "$DATA/typed.rly"
+expect check_good 0
+grep -q 'ty=(Tensor\[(2, 3), float32\], Tensor\[(2, 3), bool\])' "$T/out"
+check check_good.types $? "typed output lacks the result type"
+cp "$T/out" "$T/typed1.rly"
+run check "$T/typed1.rly"
+expect check_good.recheck 0
+cmp -s "$T/out" "$T/typed1.rly"
+check check_good.fixpoint $? "checking the checked text changes it"
+run check "$DATA/type_errors.rly"
+expect check_errors 1
+expect_located check_errors "$DATA/type_errors.rly"
+expect_stderr check_errors
+check check_errors.all $([ "$(grep -c ': error: ' "$T/err")" -eq 2 ] && echo 0 || echo 1) \
+    "want both errors reported: $(grep -c ': error: ' "$T/err")"
+run check "$DATA/uses_prelude.rly"
+expect check_no_prelude 1
+expect_located check_no_prelude "$DATA/uses_prelude.rly"
+run check --prelude "$DATA/uses_prelude.rly"
+expect check_prelude 0
+grep -q 'def @main(%xs: List\[int32\]) -> int32' "$T/out"
+check check_prelude.main $? "the checked program is not printed"
+run check
+expect check_missing_file 2
+run check "$T/does_not_exist.rly"
+expect check_nonexistent 1
+expect_stderr check_nonexistent
+run check "$DATA/garbage.bin"
+expect check_garbage 1
+run ops
+expect ops_list 0
+grep -q '^nn.conv2d(data, weight)' "$T/out"
+check ops_list.conv2d $? "rly ops does not list nn.conv2d"
+run ops nn.conv2dd
+expect ops_unknown 1
+grep -q 'did you mean nn.conv2d' "$T/err"
+check ops_unknown.suggest $? "no suggestion for a misspelt operator"
+
 if [ "$n_xfail" -gt 0 ]; then echo "($n_xfail known failures counted as passed)"; fi
 echo "$n_pass passed, $n_fail failed"
 [ "$n_fail" -eq 0 ]
