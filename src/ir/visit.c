@@ -114,13 +114,35 @@ typedef struct VisitFrame {
     uint32_t next; /* next child to push */
 } VisitFrame;
 
+/* The set of visited nodes: a bitmap by node id (ids are dense per context). */
+typedef struct Seen {
+    uint64_t *bits;
+    size_t n_words;
+} Seen;
+
+static bool seen_test_set(Seen *s, uint32_t id) {
+    size_t w = id >> 6;
+    if (w >= s->n_words) {
+        size_t n = s->n_words ? s->n_words : 64;
+        while (n <= w)
+            n *= 2;
+        s->bits = sup_realloc(s->bits, sup_mul(n, sizeof(uint64_t)));
+        memset(s->bits + s->n_words, 0, (n - s->n_words) * sizeof(uint64_t));
+        s->n_words = n;
+    }
+    uint64_t m = (uint64_t)1 << (id & 63);
+    bool was = (s->bits[w] & m) != 0;
+    s->bits[w] |= m;
+    return was;
+}
+
 bool ir_visit(Visitor *v, Expr *root) {
-    PtrMap seen = {0};
+    Seen seen = {0};
     Vec(VisitFrame) stack = {0};
     bool ok = true;
     VisitFrame f0 = {root, 0};
     vec_push(&stack, f0);
-    ptrmap_put(&seen, root, root);
+    seen_test_set(&seen, root->id);
     if (v->pre) {
         VisitResult r = v->pre(v, root);
         if (r == VISIT_STOP) ok = false;
@@ -131,8 +153,7 @@ bool ir_visit(Visitor *v, Expr *root) {
         Expr *e = top->e;
         if (top->next < ir_expr_n_children(e)) {
             Expr *c = ir_expr_child(e, top->next++);
-            if (ptrmap_has(&seen, c)) continue;
-            ptrmap_put(&seen, c, c);
+            if (seen_test_set(&seen, c->id)) continue;
             VisitResult r = v->pre ? v->pre(v, c) : VISIT_CONTINUE;
             if (r == VISIT_STOP) {
                 ok = false;
@@ -147,7 +168,7 @@ bool ir_visit(Visitor *v, Expr *root) {
         if (v->post) v->post(v, e);
     }
     vec_free(&stack);
-    ptrmap_free(&seen);
+    free(seen.bits);
     return ok;
 }
 

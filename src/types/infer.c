@@ -39,9 +39,12 @@ typedef struct Infer {
     Diags *ds;
     Type **ety;
     size_t n_ety;
-    PtrMap bind;    /* IncompleteType -> Type */
+    Type **bind;    /* IncompleteType id -> the type it is bound to (NULL: unbound) */
+    size_t n_bind;
     PtrMap schemes; /* Function -> its FuncType (from annotations and fresh types) */
-    PtrMap let_of_body; /* body -> its Let, until the let variable is typed from its value */
+    Let **let_of;   /* by expr id: body -> its Let, and Let -> itself, until the let variable
+                     * is typed from its value */
+    size_t n_let_of;
     Type *error;
     Type *unit, *bool_scalar;
     Vec(Pending *) pending;
@@ -56,9 +59,23 @@ typedef struct Infer {
 
 static Type *fresh(Infer *in) { return ir_type_incomplete_new(in->ctx, KIND_TYPE); }
 
+static Type *bound_to(Infer *in, Type *t) { return t->id < in->n_bind ? in->bind[t->id] : NULL; }
+
+static void bind(Infer *in, Type *v, Type *t) {
+    if (v->id >= in->n_bind) {
+        size_t n = in->n_bind ? in->n_bind : 1024;
+        while (n <= v->id)
+            n *= 2;
+        in->bind = sup_realloc(in->bind, sup_mul(n, sizeof(Type *)));
+        memset(in->bind + in->n_bind, 0, (n - in->n_bind) * sizeof(Type *));
+        in->n_bind = n;
+    }
+    in->bind[v->id] = t;
+}
+
 static Type *resolve(Infer *in, Type *t) {
     while (t->kind == TYPE_INCOMPLETE) {
-        Type *b = ptrmap_get(&in->bind, t);
+        Type *b = bound_to(in, t);
         if (b == NULL) break;
         t = b;
     }
@@ -223,7 +240,7 @@ static Type *unify(Infer *in, Type *a, Type *b) {
             sb_printf(&in->why, "a type cannot contain itself (%s)", type_str(in, t));
             return NULL;
         }
-        ptrmap_put(&in->bind, v, t);
+        bind(in, v, t);
         return t;
     }
     if (a->kind == TYPE_FUNC && b->kind == TYPE_FUNC) {
@@ -473,6 +490,20 @@ static void solve_all(Infer *in) {
 }
 
 /* ---- constraint generation ---------------------------------------------------------------------- */
+
+static Let *let_of(Infer *in, Expr *e) { return e->id < in->n_let_of ? in->let_of[e->id] : NULL; }
+
+static void set_let_of(Infer *in, Expr *e, Let *l) {
+    if (e->id >= in->n_let_of) {
+        size_t n = in->n_let_of ? in->n_let_of : 1024;
+        while (n <= e->id)
+            n *= 2;
+        in->let_of = sup_realloc(in->let_of, sup_mul(n, sizeof(Let *)));
+        memset(in->let_of + in->n_let_of, 0, (n - in->n_let_of) * sizeof(Let *));
+        in->n_let_of = n;
+    }
+    in->let_of[e->id] = l;
+}
 
 static void set_ty(Infer *in, Expr *e, Type *t) {
     if (e->id >= in->n_ety) {
@@ -733,10 +764,10 @@ static void type_let_var(Infer *in, Let *l) {
 
 static VisitResult pre(Visitor *v, Expr *e) {
     Infer *in = v->state;
-    Let *owner = ptrmap_get(&in->let_of_body, e);
-    if (owner) {
-        ptrmap_put(&in->let_of_body, e, NULL);
-        ptrmap_put(&in->let_of_body, owner, NULL); /* done: the let's post skips it */
+    Let *owner = let_of(in, e);
+    if (owner && &owner->base != e) {
+        set_let_of(in, e, NULL);
+        set_let_of(in, &owner->base, NULL); /* done: the let's post skips it */
         type_let_var(in, owner);
     }
     switch ((ExprKind)e->kind) {
@@ -751,9 +782,8 @@ static VisitResult pre(Visitor *v, Expr *e) {
                 set_ty(in, &l->var->base, scheme_of(in, AS_FUNCTION(l->value)));
             }
         }
-        if (l->body != &l->var->base && l->body != l->value)
-            ptrmap_put(&in->let_of_body, l->body, l);
-        ptrmap_put(&in->let_of_body, l, l); /* pending: typed at its body's pre, or at its post */
+        if (l->body != &l->var->base && l->body != l->value) set_let_of(in, l->body, l);
+        set_let_of(in, e, l); /* pending: typed at its body's pre, or at its post */
         break;
     }
     case EXPR_MATCH: {
@@ -811,8 +841,8 @@ static void post(Visitor *v, Expr *e) {
     }
     case EXPR_LET: {
         Let *l = AS_LET(e);
-        if (ptrmap_get(&in->let_of_body, l) != NULL) { /* the body was met before (shared) */
-            ptrmap_put(&in->let_of_body, l, NULL);
+        if (let_of(in, e) == l) { /* the body was met before (shared) */
+            set_let_of(in, e, NULL);
             type_let_var(in, l);
         }
         set_ty(in, e, type_of(in, l->body));
@@ -1005,9 +1035,9 @@ bool ty_infer_module(Module *m) {
     }
     bool ok = ctx->diags.n_errors == in.n_errors_at_start;
     free(in.ety);
-    ptrmap_free(&in.bind);
+    free(in.bind);
     ptrmap_free(&in.schemes);
-    ptrmap_free(&in.let_of_body);
+    free(in.let_of);
     vec_free(&in.pending);
     vec_free(&in.polycalls);
     vec_free(&in.exprs);
