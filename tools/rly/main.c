@@ -20,7 +20,7 @@ static int usage(FILE *f) {
         "                          standard library (List, Option, Tree, map, foldl, ...) visible\n"
         "  ops [NAME]              list the operator table (or one operator): arguments, fusion\n"
         "                          pattern, doc, attributes with types and defaults\n"
-        "  demo                    parse, check and print the bundled example program\n"
+        "  demo                    parse, type-check and print the bundled example program\n"
         "  version                 print the version\n",
         f);
     return f == stdout ? 0 : 2;
@@ -138,8 +138,20 @@ static int cmd_demo(void) {
         RLY_STATUS_OK) {
         rc = report(NULL);
     } else {
-        printf("// examples/demo.rly: parsed, well-formed; canonical text follows\n");
-        rc = print_module(ctx, mod, NULL);
+        if (rly_module_infer(mod) != RLY_STATUS_OK) {
+            rc = report(NULL);
+        } else {
+            char *text = NULL;
+            printf("// examples/demo.rly: parsed, well-formed, type-checked; the text with the "
+                   "inferred types follows\n");
+            if (rly_module_print_typed(mod, &text) != RLY_STATUS_OK) {
+                rc = report(NULL);
+            } else {
+                fputs(text, stdout);
+                rly_free(text);
+                rc = fflush(stdout) == 0 ? 0 : 1;
+            }
+        }
     }
     rly_ctx_free(ctx);
     return rc;
