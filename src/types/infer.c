@@ -765,7 +765,10 @@ static void type_let_var(Infer *in, Let *l) {
 static VisitResult pre(Visitor *v, Expr *e) {
     Infer *in = v->state;
     Let *owner = let_of(in, e);
-    if (owner && &owner->base != e) {
+    /* the body may be met inside the value (a shared node): then wait for the let's post */
+    if (owner && &owner->base != e &&
+        (get_ty(in, owner->value) != NULL || owner->value->kind == EXPR_OP ||
+         owner->value->kind == EXPR_CONSTRUCTOR)) {
         set_let_of(in, e, NULL);
         set_let_of(in, &owner->base, NULL); /* done: the let's post skips it */
         type_let_var(in, owner);
