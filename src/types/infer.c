@@ -61,15 +61,20 @@ static Type *fresh(Infer *in) { return ir_type_incomplete_new(in->ctx, KIND_TYPE
 
 static Type *bound_to(Infer *in, Type *t) { return t->id < in->n_bind ? in->bind[t->id] : NULL; }
 
+/* Grow a pointer array indexed by node id (zero-filled) so that index id exists. */
+static void *grow_by_id(void *arr, size_t *n, uint32_t id) {
+    if (id < *n) return arr;
+    size_t m = *n ? *n : 1024;
+    while (m <= id)
+        m *= 2;
+    void **a = sup_realloc(arr, sup_mul(m, sizeof(void *)));
+    memset(a + *n, 0, (m - *n) * sizeof(void *));
+    *n = m;
+    return a;
+}
+
 static void bind(Infer *in, Type *v, Type *t) {
-    if (v->id >= in->n_bind) {
-        size_t n = in->n_bind ? in->n_bind : 1024;
-        while (n <= v->id)
-            n *= 2;
-        in->bind = sup_realloc(in->bind, sup_mul(n, sizeof(Type *)));
-        memset(in->bind + in->n_bind, 0, (n - in->n_bind) * sizeof(Type *));
-        in->n_bind = n;
-    }
+    in->bind = grow_by_id(in->bind, &in->n_bind, v->id);
     in->bind[v->id] = t;
 }
 
@@ -494,24 +499,12 @@ static void solve_all(Infer *in) {
 static Let *let_of(Infer *in, Expr *e) { return e->id < in->n_let_of ? in->let_of[e->id] : NULL; }
 
 static void set_let_of(Infer *in, Expr *e, Let *l) {
-    if (e->id >= in->n_let_of) {
-        size_t n = in->n_let_of ? in->n_let_of : 1024;
-        while (n <= e->id)
-            n *= 2;
-        in->let_of = sup_realloc(in->let_of, sup_mul(n, sizeof(Let *)));
-        memset(in->let_of + in->n_let_of, 0, (n - in->n_let_of) * sizeof(Let *));
-        in->n_let_of = n;
-    }
+    in->let_of = grow_by_id(in->let_of, &in->n_let_of, e->id);
     in->let_of[e->id] = l;
 }
 
 static void set_ty(Infer *in, Expr *e, Type *t) {
-    if (e->id >= in->n_ety) {
-        size_t n = in->n_ety * 2 > e->id + 1 ? in->n_ety * 2 : (size_t)e->id + 1;
-        in->ety = sup_realloc(in->ety, sup_mul(n, sizeof(Type *)));
-        memset(in->ety + in->n_ety, 0, (n - in->n_ety) * sizeof(Type *));
-        in->n_ety = n;
-    }
+    in->ety = grow_by_id(in->ety, &in->n_ety, e->id);
     in->ety[e->id] = t;
 }
 
