@@ -69,7 +69,7 @@ typedef struct TensorType {
     Type base;
     rly_dtype dtype;
     uint32_t ndim; /* 0 = scalar */
-    int64_t *shape;
+    int64_t *shape; /* ndim dims; never NULL (a scalar's points at an empty array) */
 } TensorType;
 
 typedef struct TupleType {

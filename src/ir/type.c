@@ -91,7 +91,9 @@ Type *ir_type_tensor(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *sh
         for (size_t i = (size_t)h & mask; ctx->types.slots[i]; i = (i + 1) & mask)
             if (type_same(ctx->types.slots[i], &t.base)) return ctx->types.slots[i];
     }
-    t.shape = dup_array(ctx, shape, ndim, sizeof(int64_t));
+    /* scalars point at a shared empty array, never NULL, so memcpy(dst, shape, 0) is valid */
+    static int64_t no_dims[1];
+    t.shape = ndim ? dup_array(ctx, shape, ndim, sizeof(int64_t)) : no_dims;
     return intern_type(ctx, &t.base, sizeof t);
 }
 

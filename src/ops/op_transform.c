@@ -171,8 +171,8 @@ static RelResult expand_dims_rel(RelCall *rc) {
         return rel_error(rc, "axis %lld is out of range for a tensor of rank %lld (valid: %lld to %lld)",
                          (long long)axis, (long long)n, (long long)(-n - 1), (long long)n);
     if (k > MAX_RANK - n)
-        return rel_error(rc, "num_newaxis %lld would give rank %lld (the limit is %d)", (long long)k,
-                         (long long)(n + k), MAX_RANK);
+        return rel_error(rc, "num_newaxis %lld on a tensor of rank %lld exceeds the rank limit %d",
+                         (long long)k, (long long)n, MAX_RANK);
     int64_t pivot = axis < 0 ? n + axis + 1 : axis;
     int64_t *out = rel_dims(rc, (uint32_t)(n + k));
     uint32_t o = 0;

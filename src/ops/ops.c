@@ -580,22 +580,29 @@ bool dim_broadcast(int64_t a, int64_t b, int64_t *out) {
     return true;
 }
 
+/* Constant results that overflow int64 become `?`: a later check reports the size. */
 int64_t dim_add(int64_t a, int64_t b) {
     if (b == 0) return a;
     if (a == 0) return b;
-    return dim_known(a) && dim_known(b) ? a + b : DIM_ANY;
+    int64_t r;
+    if (!dim_known(a) || !dim_known(b) || __builtin_add_overflow(a, b, &r)) return DIM_ANY;
+    return r;
 }
 
 int64_t dim_sub(int64_t a, int64_t b) {
     if (b == 0) return a;
-    return dim_known(a) && dim_known(b) ? a - b : DIM_ANY;
+    int64_t r;
+    if (!dim_known(a) || !dim_known(b) || __builtin_sub_overflow(a, b, &r)) return DIM_ANY;
+    return r;
 }
 
 int64_t dim_mul(int64_t a, int64_t b) {
     if (a == 0 || b == 0) return 0;
     if (b == 1) return a;
     if (a == 1) return b;
-    return dim_known(a) && dim_known(b) ? a * b : DIM_ANY;
+    int64_t r;
+    if (!dim_known(a) || !dim_known(b) || __builtin_mul_overflow(a, b, &r)) return DIM_ANY;
+    return r;
 }
 
 int64_t dim_floordiv(int64_t a, int64_t b) {
@@ -607,7 +614,7 @@ int64_t dim_floordiv(int64_t a, int64_t b) {
 int64_t dim_ceildiv(int64_t a, int64_t b) {
     if (b == 1) return a;
     if (!dim_known(a) || !dim_known(b) || b == 0) return DIM_ANY;
-    return (a + b - 1) / b;
+    return a / b + (a % b != 0);
 }
 
 bool rel_broadcast(RelCall *rc, uint32_t na, const int64_t *a, uint32_t nb, const int64_t *b,
