@@ -5,7 +5,7 @@
  * Invariants (run under ASan + UBSan in CI): no crash and no undefined behaviour (e.g. signed
  * overflow in shape arithmetic); a relation on fully known arguments never defers; an error has a
  * message; a result is a type with no negative constant dims.
- *   test_rel_stress [TRIALS [SEED]]     default 300 trials per operator, the fixed seed
+ *   test_rel_stress [TRIALS [SEED]]     default 1000 trials per operator, the fixed seed
  * Closes with `N passed, N failed`. */
 #include <stdio.h>
 
@@ -192,7 +192,7 @@ static void stress_op(const OpDef *op, int trials) {
 }
 
 int main(int argc, char **argv) {
-    int trials = argc > 1 ? atoi(argv[1]) : 300;
+    int trials = argc > 1 ? atoi(argv[1]) : 1000;
     if (argc > 2) rng ^= strtoull(argv[2], NULL, 10) * 0x2545f4914f6cdd1dull;
     for (size_t i = 0; i < op_count(); i++)
         stress_op(op_at(i), trials);
