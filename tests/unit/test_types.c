@@ -7,6 +7,8 @@
 
 #include "../check.h"
 #include "rly/rly.h"
+#include "frontend/text/text.h"
+#include "types/types.h"
 
 static char *check_text(rly_ctx *ctx, rly_module *into, const char *text, rly_status *st) {
     rly_module *m = into;
@@ -140,7 +142,30 @@ static void test_deep(void) {
     rly_ctx_free(ctx);
 }
 
+/* Calls of polymorphic functions and constructors record their type arguments. */
+static void test_type_args(void) {
+    Ctx *ctx = ir_ctx_new();
+    const char *text = HDR "type Pair[A, B] { MkPair(A, B) }\n"
+                           "def @id[T](%x: T) -> T { %x }\n"
+                           "def @main() { MkPair(@id(1f), @id(True)) }\n";
+    Module *m = text_parse(ctx, "t", text, strlen(text), NULL, 0);
+    CHECK(m && ty_infer_module(m), "checks");
+    if (m) {
+        Call *mk = AS_CALL(m->funcs.data[1].func->body);
+        CHECK(mk->n_type_args == 2 && mk->type_args[0] == ir_type_scalar(ctx, RLY_DTYPE_F32) &&
+                  mk->type_args[1] == ir_type_scalar(ctx, RLY_DTYPE_BOOL),
+              "MkPair's type args are (float32, bool)");
+        Call *id1 = AS_CALL(mk->args[1]);
+        CHECK(id1->n_type_args == 1 && id1->type_args[0] == ir_type_scalar(ctx, RLY_DTYPE_BOOL),
+              "@id(True)'s type arg is bool");
+        CHECK(mk->base.checked_type != NULL && mk->base.checked_type->kind == TYPE_CALL,
+              "the checked type is stored on the node");
+    }
+    ir_ctx_free(ctx);
+}
+
 int main(void) {
+    test_type_args();
     test_prelude();
     test_user_op();
     test_deep();
