@@ -74,6 +74,16 @@ static int cmd_print(int argc, char **argv) {
     return rc;
 }
 
+/* Infer types, then print the module with them (or report every type error). */
+static int check_and_print(rly_module *mod) {
+    char *text = NULL;
+    if (rly_module_infer(mod) != RLY_STATUS_OK || rly_module_print_typed(mod, &text) != RLY_STATUS_OK)
+        return report(NULL);
+    fputs(text, stdout);
+    rly_free(text);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static int cmd_check(int argc, char **argv) {
     const char *in = NULL;
     int prelude = 0;
@@ -102,17 +112,7 @@ static int cmd_check(int argc, char **argv) {
     } else if (rly_module_parse_file(ctx, in, &mod) != RLY_STATUS_OK) {
         rc = report(NULL);
     }
-    if (rc == 0 && rly_module_infer(mod) != RLY_STATUS_OK) rc = report(NULL);
-    if (rc == 0) {
-        char *text = NULL;
-        if (rly_module_print_typed(mod, &text) != RLY_STATUS_OK) {
-            rc = report(NULL);
-        } else {
-            fputs(text, stdout);
-            rly_free(text);
-            rc = fflush(stdout) == 0 ? 0 : 1;
-        }
-    }
+    if (rc == 0) rc = check_and_print(mod);
     rly_ctx_free(ctx);
     return rc;
 }
@@ -138,20 +138,9 @@ static int cmd_demo(void) {
         RLY_STATUS_OK) {
         rc = report(NULL);
     } else {
-        if (rly_module_infer(mod) != RLY_STATUS_OK) {
-            rc = report(NULL);
-        } else {
-            char *text = NULL;
-            printf("// examples/demo.rly: parsed, well-formed, type-checked; the text with the "
-                   "inferred types follows\n");
-            if (rly_module_print_typed(mod, &text) != RLY_STATUS_OK) {
-                rc = report(NULL);
-            } else {
-                fputs(text, stdout);
-                rly_free(text);
-                rc = fflush(stdout) == 0 ? 0 : 1;
-            }
-        }
+        printf("// examples/demo.rly: parsed, well-formed, type-checked; the text with the "
+               "inferred types follows\n");
+        rc = check_and_print(mod);
     }
     rly_ctx_free(ctx);
     return rc;
