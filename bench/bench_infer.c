@@ -34,8 +34,10 @@ static void gen_deep(StrBuf *sb, long n) {
     sb_puts(sb, "  %0 = nn.relu(%x);\n");
     for (long i = 0; i < blocks; i++) {
         long in = t;
-        sb_printf(sb, "  %%%ld = nn.conv2d(%%%ld, %%w, padding=[1, 1, 1, 1], channels=16, "
-                      "kernel_size=[3, 3]);\n", t + 1, in);
+        sb_printf(sb,
+                  "  %%%ld = nn.conv2d(%%%ld, %%w, padding=[1, 1, 1, 1], channels=16, "
+                  "kernel_size=[3, 3]);\n",
+                  t + 1, in);
         sb_printf(sb, "  %%%ld = nn.bias_add(%%%ld, %%b);\n", t + 2, t + 1);
         sb_printf(sb, "  %%%ld = nn.relu(%%%ld);\n", t + 3, t + 2);
         sb_printf(sb, "  %%%ld = add(%%%ld, %%%ld);\n", t + 4, t + 3, in);
@@ -48,10 +50,11 @@ static void gen_wide(StrBuf *sb, long n) {
     sb_puts(sb, "#[version = \"0.0.5\"]\n");
     long n_globals = n / 20;
     for (long g = 0; g < n_globals; g++) {
-        sb_printf(sb, "def @g%ld(%%a: Tensor[(4, 8), float32]) -> Tensor[(4, 8), float32] {\n",
-                  g);
-        if (g == 0) sb_puts(sb, "  nn.relu(%a)\n}\n");
-        else sb_printf(sb, "  %%0 = @g%ld(%%a);\n  add(%%0, %%a)\n}\n", g - 1);
+        sb_printf(sb, "def @g%ld(%%a: Tensor[(4, 8), float32]) -> Tensor[(4, 8), float32] {\n", g);
+        if (g == 0)
+            sb_puts(sb, "  nn.relu(%a)\n}\n");
+        else
+            sb_printf(sb, "  %%0 = @g%ld(%%a);\n  add(%%0, %%a)\n}\n", g - 1);
     }
     sb_puts(sb, "def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(8, 8), float32]) {\n");
     long branches = (n - n_globals * 6) / 3;
@@ -110,8 +113,10 @@ int main(int argc, char **argv) {
     long sizes[16];
     int n_sizes = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-r") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (n_sizes < 16) sizes[n_sizes++] = atol(argv[i]);
+        if (strcmp(argv[i], "-r") == 0 && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (n_sizes < 16)
+            sizes[n_sizes++] = atol(argv[i]);
     }
     if (n_sizes == 0) {
         sizes[0] = 100000;
@@ -128,8 +133,10 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         for (int s = 0; s < n_sizes; s++) {
             StrBuf sb = {0};
-            if (k == 0) gen_deep(&sb, sizes[s]);
-            else gen_wide(&sb, sizes[s]);
+            if (k == 0)
+                gen_deep(&sb, sizes[s]);
+            else
+                gen_wide(&sb, sizes[s]);
             double best = 1e30;
             size_t nodes = 0;
             for (int r = 0; r < reps; r++) {

@@ -154,13 +154,13 @@ typedef enum rly_op_pattern {
 } rly_op_pattern;
 
 typedef struct rly_op_def {
-    const char *name;    /* e.g. "my.scale"; must not name an existing operator */
-    int n_args;          /* number of arguments (>= 0) */
+    const char *name; /* e.g. "my.scale"; must not name an existing operator */
+    int n_args;       /* number of arguments (>= 0) */
     rly_op_pattern pattern;
-    rly_type_rel_fn rel; /* required */
+    rly_type_rel_fn rel;  /* required */
     rly_kernel_fn kernel; /* may be NULL (the operator then type-checks but cannot run) */
-    void *user;          /* passed to rel and kernel */
-    const char *doc;     /* one line, may be NULL */
+    void *user;           /* passed to rel and kernel */
+    const char *doc;      /* one line, may be NULL */
 } rly_op_def;
 
 /* Register an operator (the definition is copied). RLY_STATUS_INVALID when the name is taken

@@ -69,9 +69,10 @@ RLY_API rly_status rly_ctx_new(rly_ctx **out) {
 
 RLY_API void rly_ctx_free(rly_ctx *ctx) { ir_ctx_free(ctx); }
 
-static rly_status parse(Ctx *ctx, const char *text, size_t len, const char *name,
+/* Parse into a new module, or into `into` when it is not NULL. */
+static rly_status parse(Ctx *ctx, Module *into, const char *text, size_t len, const char *name,
                         Constant *const *meta, uint32_t n_meta, rly_module **out) {
-    Module *m = text_parse(ctx, name, text, len, meta, n_meta);
+    Module *m = text_parse_into(ctx, into, name, text, len, meta, n_meta);
     if (m == NULL) return fail_diags(ctx);
     *out = m;
     return RLY_STATUS_OK;
@@ -82,7 +83,7 @@ RLY_API rly_status rly_module_parse(rly_ctx *ctx, const char *text, size_t len, 
     if (ctx == NULL || text == NULL || out == NULL)
         return fail(RLY_STATUS_INVALID, "rly_module_parse: NULL argument");
     RLY_TRY;
-    rly_status st = parse(ctx, text, len, name ? name : "<string>", NULL, 0, out);
+    rly_status st = parse(ctx, NULL, text, len, name ? name : "<string>", NULL, 0, out);
     RLY_END_TRY;
     return st;
 }
@@ -150,17 +151,19 @@ RLY_API rly_status rly_module_parse_into(rly_module *mod, const char *text, size
                                          const char *name) {
     if (mod == NULL || text == NULL)
         return fail(RLY_STATUS_INVALID, "rly_module_parse_into: NULL argument");
+    rly_module *out;
     RLY_TRY;
-    Module *m = text_parse_into(mod->ctx, mod, name ? name : "<string>", text, len, NULL, 0);
+    rly_status st = parse(mod->ctx, mod, text, len, name ? name : "<string>", NULL, 0, &out);
     RLY_END_TRY;
-    return m ? RLY_STATUS_OK : fail_diags(mod->ctx);
+    return st;
 }
 
 RLY_API rly_status rly_module_prelude(rly_ctx *ctx, rly_module **out) {
-    if (ctx == NULL || out == NULL) return fail(RLY_STATUS_INVALID, "rly_module_prelude: NULL argument");
+    if (ctx == NULL || out == NULL)
+        return fail(RLY_STATUS_INVALID, "rly_module_prelude: NULL argument");
     const char *t = ty_prelude_text();
     RLY_TRY;
-    rly_status st = parse(ctx, t, strlen(t), "prelude.rly", NULL, 0, out);
+    rly_status st = parse(ctx, NULL, t, strlen(t), "prelude.rly", NULL, 0, out);
     RLY_END_TRY;
     return st;
 }
@@ -173,16 +176,10 @@ RLY_API rly_status rly_module_infer(rly_module *mod) {
     return ok ? RLY_STATUS_OK : fail_diags(mod->ctx);
 }
 
+static rly_status print(rly_module *mod, bool show_types, char **out);
+
 RLY_API rly_status rly_module_print_typed(rly_module *mod, char **out) {
-    if (mod == NULL || out == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_print_typed: NULL argument");
-    StrBuf sb = {0};
-    PrintOptions po = {.show_types = true};
-    RLY_TRY;
-    ir_print_module(mod, &po, &sb);
-    RLY_END_TRY;
-    *out = sb_take(&sb);
-    return RLY_STATUS_OK;
+    return print(mod, true, out);
 }
 
 static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, rly_module **out) {
@@ -203,17 +200,8 @@ static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, r
             side_missing = memmem(text, len, "#[metadata]", 11) == NULL;
     }
     if (st == RLY_STATUS_OK)
-    {
-        if (into) {
-            Module *m = text_parse_into(ctx, into, strcmp(path, "-") == 0 ? "<stdin>" : path, text,
-                                        len, (Constant *const *)consts.data, (uint32_t)consts.len);
-            st = m ? RLY_STATUS_OK : fail_diags(ctx);
-            *out = m;
-        } else {
-            st = parse(ctx, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
-                       (Constant *const *)consts.data, (uint32_t)consts.len, out);
-        }
-    }
+        st = parse(ctx, into, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
+                   (Constant *const *)consts.data, (uint32_t)consts.len, out);
     if (st == RLY_STATUS_ERROR && side_missing) {
         size_t n = strlen(last_error);
         snprintf(last_error + n, sizeof last_error - n,
@@ -237,16 +225,20 @@ RLY_API rly_status rly_module_check_well_formed(rly_module *mod) {
     return ok ? RLY_STATUS_OK : fail_diags(mod->ctx);
 }
 
-RLY_API rly_status rly_module_print(rly_module *mod, char **out) {
+static rly_status print(rly_module *mod, bool show_types, char **out) {
     if (mod == NULL || out == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_print: NULL argument");
+        return fail(RLY_STATUS_INVALID, "%s: NULL argument",
+                    show_types ? "rly_module_print_typed" : "rly_module_print");
     StrBuf sb = {0};
+    PrintOptions po = {.show_types = show_types};
     RLY_TRY;
-    ir_print_module(mod, NULL, &sb);
+    ir_print_module(mod, &po, &sb);
     RLY_END_TRY;
     *out = sb_take(&sb);
     return RLY_STATUS_OK;
 }
+
+RLY_API rly_status rly_module_print(rly_module *mod, char **out) { return print(mod, false, out); }
 
 RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
     if (mod == NULL || path == NULL)
@@ -379,16 +371,16 @@ RLY_API rly_status rly_op_register(const rly_op_def *def) {
     d->user_data = def->user;
     StrBuf msg = {0};
     bool ok = op_register(d, &msg);
-    rly_status st = ok ? RLY_STATUS_OK : fail(RLY_STATUS_INVALID, "rly_op_register: %s", sb_cstr(&msg));
+    rly_status st =
+        ok ? RLY_STATUS_OK : fail(RLY_STATUS_INVALID, "rly_op_register: %s", sb_cstr(&msg));
     sb_free(&msg);
     if (!ok) free(d), free(name), free(doc);
     return st;
 }
 
 static const char *attr_type_name(AttrType t) {
-    static const char *const names[] = {"int",   "float", "bool",     "str",      "dtype",
-                                        "ints",  "floats", "strs",    "int?",     "ints?",
-                                        "float?", "any"};
+    static const char *const names[] = {"int",    "float", "bool", "str",   "dtype",  "ints",
+                                        "floats", "strs",  "int?", "ints?", "float?", "any"};
     return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
 }
 

@@ -68,7 +68,7 @@ static inline bool dim_is_sym(int64_t d) { return d <= DIM_SYM_BASE; }
 typedef struct TensorType {
     Type base;
     rly_dtype dtype;
-    uint32_t ndim; /* 0 = scalar */
+    uint32_t ndim;  /* 0 = scalar */
     int64_t *shape; /* ndim dims; never NULL (a scalar's points at an empty array) */
 } TensorType;
 

@@ -644,7 +644,8 @@ static void do_let_line(Printer *p, Expr *e) {
     /* what the value needs is bound before this line is started: see T_BLOCK */
     push_task(p, T_BLOCK, l->body, 0, NULL);
     push_task(p, T_TEXT, NULL, 0, ";\n");
-    if (p->show_types && l->value->kind != EXPR_FUNCTION) push_task(p, T_TY_COMMENT, l->value, 0, NULL);
+    if (p->show_types && l->value->kind != EXPR_FUNCTION)
+        push_task(p, T_TY_COMMENT, l->value, 0, NULL);
     push_task(p, T_INLINE, l->value, 0, NULL);
 }
 

@@ -25,7 +25,8 @@ static RelResult cmp_rel(RelCall *rc) { return broadcast_rel(rc, BIN_CMP); }
 static RelResult int_rel(RelCall *rc) { return broadcast_rel(rc, BIN_INT); }
 static RelResult logic_rel(RelCall *rc) { return broadcast_rel(rc, BIN_LOGIC); }
 
-#define BIN(name, rel, doc) {name, 2, OP_BROADCAST, rel, NULL, "lhs, rhs", doc, 0, 0, 0, 0, 0}
+#define BIN(name, rel, doc)                                                                        \
+    { name, 2, OP_BROADCAST, rel, NULL, "lhs, rhs", doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_binary_table[] = {
     BIN("add", arith_rel, "lhs + rhs, elementwise with broadcasting"),

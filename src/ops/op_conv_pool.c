@@ -16,11 +16,8 @@
 
 #include "ops/ops.h"
 
-/* Largest dimension a relation computes; larger results are reported, not wrapped. */
-#define DIM_LIMIT ((int64_t)1 << 62)
 /* Largest integer attribute (strides, padding, sizes): TVM holds them as 32-bit. */
 #define ATTR_LIMIT (((int64_t)1 << 31) - 1)
-#define LAYOUT_MAX 16
 #define SP_MAX 3 /* spatial axes */
 
 /* ---- checked arithmetic and small helpers ------------------------------------------------ */
@@ -28,18 +25,6 @@
 static bool too_large(RelCall *rc) {
     rel_error(rc, "a result dimension is too large (over 2^62)");
     return false;
-}
-
-static bool add_dims(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b) && a > DIM_LIMIT - b) return too_large(rc);
-    *out = dim_add(a, b);
-    return true;
-}
-
-static bool mul_dims(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b) && b != 0 && a > DIM_LIMIT / b) return too_large(rc);
-    *out = dim_mul(a, b);
-    return true;
 }
 
 /* "5x5", "?x3" */
@@ -52,11 +37,6 @@ static const char *dims_x(RelCall *rc, uint32_t n, const int64_t *d) {
     const char *s = arena_strndup(&rc->ctx->arena, sb_cstr(&sb), sb.len);
     sb_free(&sb);
     return s;
-}
-
-static rly_dtype out_dtype_of(RelCall *rc, rly_dtype dflt) {
-    int dt = attr_dtype(rc, "out_dtype");
-    return dt < 0 ? dflt : (rly_dtype)dt;
 }
 
 /* Attribute `name` as one value per spatial axis (a single value is repeated), each in
@@ -117,68 +97,9 @@ static bool spatial_padding(RelCall *rc, uint32_t nsp, int64_t *total) {
 
 /* ---- layouts ------------------------------------------------------------------------------- */
 
-typedef struct Layout {
-    const char *attr, *text;    /* the attribute and its value, for messages */
-    uint32_t n;                 /* axes, = the rank of a tensor in this layout */
-    char axis[LAYOUT_MAX];      /* 'N', 'C', ... primal; 'c', ... the inner block of a split */
-    int64_t factor[LAYOUT_MAX]; /* block size of a sub-axis; 0 for primal axes */
-} Layout;
-
-static int layout_find(const Layout *l, char a) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] == a) return (int)i;
-    return -1;
-}
-
 static char lower(char c) { return (char)(c - 'A' + 'a'); }
 
 /* Parse `text`, the value of attribute `attr`. */
-static bool layout_parse(RelCall *rc, const char *attr, const char *text, Layout *l) {
-    l->attr = attr;
-    l->text = text;
-    l->n = 0;
-    if (text[0] == '\0') {
-        rel_error(rc, "%s is empty", attr);
-        return false;
-    }
-    for (const char *p = text; *p;) {
-        if (l->n == LAYOUT_MAX) {
-            rel_error(rc, "%s \"%s\" has more than %d axes", attr, text, LAYOUT_MAX);
-            return false;
-        }
-        if (*p >= 'A' && *p <= 'Z') {
-            if (layout_find(l, *p) >= 0) {
-                rel_error(rc, "%s \"%s\" names axis %c twice", attr, text, *p);
-                return false;
-            }
-            l->axis[l->n] = *p++;
-            l->factor[l->n++] = 0;
-            continue;
-        }
-        int64_t f = 0;
-        while (*p >= '0' && *p <= '9' && f <= ATTR_LIMIT)
-            f = f * 10 + (*p++ - '0');
-        if (f <= 0 || f > ATTR_LIMIT || !(*p >= 'a' && *p <= 'z') || layout_find(l, *p) >= 0) {
-            rel_error(rc,
-                      "%s \"%s\" is not a layout (upper-case axes, each once, with optional "
-                      "blocks such as 16c)",
-                      attr, text);
-            return false;
-        }
-        l->axis[l->n] = *p++;
-        l->factor[l->n++] = f;
-    }
-    for (uint32_t i = 0; i < l->n; i++) {
-        char a = l->axis[i];
-        if (a >= 'a' && layout_find(l, (char)(a - 'a' + 'A')) < 0) {
-            rel_error(rc, "%s \"%s\" has a block of axis %c but no axis %c", attr, text,
-                      (char)(a - 'a' + 'A'), (char)(a - 'a' + 'A'));
-            return false;
-        }
-    }
-    return true;
-}
-
 /* The layout names exactly the primal axes of `ref` (TVM's BijectiveLayout to ref exists). */
 static bool layout_convertible(RelCall *rc, const Layout *l, const char *ref) {
     bool ok = true;
@@ -197,7 +118,7 @@ static bool layout_get(RelCall *rc, const char *attr, const char *ref, const cha
                        Layout *l) {
     const char *s = attr_str(rc, attr);
     if (s[0] == '\0' && dflt) s = dflt;
-    return layout_parse(rc, attr, s, l) && layout_convertible(rc, l, ref);
+    return rel_layout_parse(rc, attr, s, l) && layout_convertible(rc, l, ref);
 }
 
 /* The axes `spatial` are present and not split (pools, upsampling). */
@@ -217,30 +138,13 @@ static bool layout_unsplit(RelCall *rc, const Layout *l, const char *spatial) {
 }
 
 /* The tensor's rank matches the layout, and its block dimensions their block sizes. */
-static bool layout_fits(RelCall *rc, int arg, const TensorType *t, const Layout *l,
-                        const char *what) {
-    if (t->ndim != l->n) {
-        rel_error_arg(rc, arg, "%s has rank %u but %s \"%s\" has %u axes (shape %s)", what, t->ndim,
-                      l->attr, l->text, l->n, rel_shape_str(rc, t->ndim, t->shape));
-        return false;
-    }
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->factor[i] > 0 && !dim_compat(t->shape[i], l->factor[i])) {
-            rel_error_arg(rc, arg, "%s dimension %u (block %c of %s \"%s\") is %s, not %lld", what,
-                          i, l->axis[i], l->attr, l->text, rel_dim_str(rc, t->shape[i]),
-                          (long long)l->factor[i]);
-            return false;
-        }
-    return true;
-}
-
 /* A shape in layout l -> its dims in the order of `ref` (split axes multiplied back). */
 static bool layout_to_ref(RelCall *rc, const Layout *l, const int64_t *shape, const char *ref,
                           int64_t *out) {
     for (uint32_t i = 0; ref[i]; i++) {
         int64_t d = shape[layout_find(l, ref[i])];
         int s = layout_find(l, lower(ref[i]));
-        if (s >= 0 && !mul_dims(rc, d, l->factor[s], &d)) return false;
+        if (s >= 0 && !rel_dim_mul(rc, d, l->factor[s], &d)) return false;
         out[i] = d;
     }
     return true;
@@ -284,7 +188,8 @@ static bool dilated(RelCall *rc, uint32_t nsp, const int64_t *k, const int64_t *
             continue;
         }
         int64_t w;
-        if (!mul_dims(rc, k[i] - 1, dil[i], &w) || !add_dims(rc, w, 1, &window[i])) return false;
+        if (!rel_dim_mul(rc, k[i] - 1, dil[i], &w) || !rel_dim_add(rc, w, 1, &window[i]))
+            return false;
     }
     return true;
 }
@@ -297,7 +202,7 @@ static bool slide(RelCall *rc, uint32_t nsp, const int64_t *in, const int64_t *p
     int64_t padded[SP_MAX];
     bool fits = true;
     for (uint32_t i = 0; i < nsp; i++) {
-        if (!add_dims(rc, in[i], pads[i], &padded[i])) return false;
+        if (!rel_dim_add(rc, in[i], pads[i], &padded[i])) return false;
         if (dim_known(padded[i]) && dim_known(window[i]) && window[i] > padded[i]) fits = false;
     }
     if (!fits) {
@@ -405,7 +310,7 @@ static RelResult conv_finish(RelCall *rc, const ConvSetup *s, const char *dref,
                              const int64_t *o_ref, rly_dtype dflt) {
     int64_t *shape = rel_dims(rc, s->out_layout.n);
     if (!layout_from_ref(rc, &s->out_layout, dref, o_ref, shape)) return REL_ERROR;
-    return rel_out_tensor(rc, out_dtype_of(rc, dflt), s->out_layout.n, shape);
+    return rel_out_tensor(rc, attr_dtype_or(rc, "out_dtype", dflt), s->out_layout.n, shape);
 }
 
 /* nn.conv1d / conv2d / conv3d and their transposes. Weight: (O, I/groups, k...) in the OI
@@ -421,7 +326,8 @@ static RelResult conv_rel(RelCall *rc, uint32_t nsp, bool transposed) {
         !layout_get(rc, "kernel_layout", kref, NULL, &kl) ||
         !layout_get(rc, "out_layout", dref, attr_str(rc, "data_layout"), &s.out_layout))
         return REL_ERROR;
-    if (!layout_fits(rc, 0, data, &dl, "data") || !layout_fits(rc, 1, weight, &kl, "weight"))
+    if (!rel_layout_fits(rc, 0, data, &dl, "data") ||
+        !rel_layout_fits(rc, 1, weight, &kl, "weight"))
         return REL_ERROR;
     int64_t d[2 + SP_MAX], w[2 + SP_MAX], k[SP_MAX], window[SP_MAX], o[2 + SP_MAX];
     if (!layout_to_ref(rc, &dl, data->shape, dref, d) ||
@@ -436,12 +342,12 @@ static RelResult conv_rel(RelCall *rc, uint32_t nsp, bool transposed) {
          * then the channel multiplier */
         bool depthwise = g > 1 && cin == g && w[0] == g;
         if (depthwise) {
-            if (!mul_dims(rc, w[0], w[1], &cout)) return REL_ERROR;
+            if (!rel_dim_mul(rc, w[0], w[1], &cout)) return REL_ERROR;
         } else {
             int64_t per_group = dim_floordiv(cin, g);
             if (!dim_compat(per_group, w[1])) {
                 int64_t want;
-                if (!mul_dims(rc, w[1], g, &want)) return REL_ERROR;
+                if (!rel_dim_mul(rc, w[1], g, &want)) return REL_ERROR;
                 return rel_error_arg(rc, 1,
                                      "data has %s channels but weight expects %s (groups=%lld)",
                                      rel_dim_str(rc, cin), rel_dim_str(rc, want), (long long)g);
@@ -464,7 +370,7 @@ static RelResult conv_rel(RelCall *rc, uint32_t nsp, bool transposed) {
         if (!dim_compat(cin, w[0]))
             return rel_error_arg(rc, 1, "data has %s channels but weight expects %s",
                                  rel_dim_str(rc, cin), rel_dim_str(rc, w[0]));
-        if (!mul_dims(rc, w[1], g, &cout)) return REL_ERROR;
+        if (!rel_dim_mul(rc, w[1], g, &cout)) return REL_ERROR;
         if (s.has_channels) {
             if (s.channels % g != 0)
                 return rel_error(rc, "channels %lld is not divisible by groups %lld",
@@ -496,8 +402,8 @@ static RelResult conv_rel(RelCall *rc, uint32_t nsp, bool transposed) {
                 continue;
             }
             int64_t v;
-            if (!mul_dims(rc, in > 0 ? in - 1 : 0, s.strides[i], &v) ||
-                !add_dims(rc, v, window[i] + opad[i], &v))
+            if (!rel_dim_mul(rc, in > 0 ? in - 1 : 0, s.strides[i], &v) ||
+                !rel_dim_add(rc, v, window[i] + opad[i], &v))
                 return REL_ERROR;
             if (in == 0) v -= s.strides[i];
             v -= s.pads[i];
@@ -534,10 +440,11 @@ static RelResult conv2d_bw_weight_rel(RelCall *rc) {
     if (strcmp(in_text, "OIHW") == 0) in_text = attr_str(rc, "data_layout");
     Layout gl, dl;
     if (!layout_get(rc, "data_layout", "NCHW", NULL, &gl) ||
-        !(layout_parse(rc, "kernel_layout", in_text, &dl) && layout_convertible(rc, &dl, "NCHW")) ||
+        !(rel_layout_parse(rc, "kernel_layout", in_text, &dl) &&
+          layout_convertible(rc, &dl, "NCHW")) ||
         !layout_get(rc, "out_layout", "OIHW", "OIHW", &s.out_layout))
         return REL_ERROR;
-    if (!layout_fits(rc, 0, grad, &gl, "grad") || !layout_fits(rc, 1, data, &dl, "data"))
+    if (!rel_layout_fits(rc, 0, grad, &gl, "grad") || !rel_layout_fits(rc, 1, data, &dl, "data"))
         return REL_ERROR;
     int64_t gd[4], d[4], window[2], o[2], w[4];
     if (!layout_to_ref(rc, &gl, grad->shape, "NCHW", gd) ||
@@ -575,12 +482,12 @@ static const char *const spatial_of[] = {"", "W", "HW", "DHW"};
 
 /* The layout attribute of a pool: has the spatial axes, unsplit, and fits data. */
 static bool pool_layout(RelCall *rc, const TensorType *data, uint32_t nsp, Layout *l) {
-    if (!layout_parse(rc, "layout", attr_str(rc, "layout"), l) ||
-        !layout_unsplit(rc, l, spatial_of[nsp]) || !layout_fits(rc, 0, data, l, "data"))
+    if (!rel_layout_parse(rc, "layout", attr_str(rc, "layout"), l) ||
+        !layout_unsplit(rc, l, spatial_of[nsp]) || !rel_layout_fits(rc, 0, data, l, "data"))
         return false;
     const char *ol = attr_str(rc, "out_layout");
     Layout o;
-    if (ol[0] && !layout_parse(rc, "out_layout", ol, &o)) return false;
+    if (ol[0] && !rel_layout_parse(rc, "out_layout", ol, &o)) return false;
     return true;
 }
 
@@ -703,7 +610,7 @@ static RelResult upsampling_rel(RelCall *rc, uint32_t nsp) {
     const char *ref = data_refs[nsp], *spatial = spatial_of[nsp];
     Layout l;
     if (!layout_get(rc, "layout", ref, NULL, &l) || !layout_unsplit(rc, &l, spatial) ||
-        !layout_fits(rc, 0, data, &l, "data"))
+        !rel_layout_fits(rc, 0, data, &l, "data"))
         return REL_ERROR;
     int64_t *shape = rel_dims(rc, data->ndim);
     memcpy(shape, data->shape, data->ndim * sizeof(int64_t));
@@ -768,7 +675,7 @@ static bool padded_shape(RelCall *rc, const TensorType *data, const int64_t *bef
                       (long long)before[i], (long long)after[i], i, (long long)d);
             return false;
         }
-        if (!add_dims(rc, d, w > 0 ? w : 0, &out[i])) return false;
+        if (!rel_dim_add(rc, d, w > 0 ? w : 0, &out[i])) return false;
         if (w < 0) out[i] += w;
     }
     return true;
@@ -851,7 +758,7 @@ static RelResult dilate_rel(RelCall *rc) {
             shape[i] = d;
         else if (!dim_known(d))
             shape[i] = DIM_ANY;
-        else if (!mul_dims(rc, d - 1, st[i], &shape[i]))
+        else if (!rel_dim_mul(rc, d - 1, st[i], &shape[i]))
             return REL_ERROR;
         else
             shape[i] += 1;

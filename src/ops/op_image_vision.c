@@ -13,18 +13,8 @@
 /* ---- checked arithmetic and small helpers ------------------------------------------------ */
 
 /* Largest dimension a relation computes: products past this are reported, not wrapped. */
-#define DIM_LIMIT ((int64_t)1 << 62)
 
 /* a * b for dims; `?` when unknown. False (with a message) when a known product overflows. */
-static bool mul_dims(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b) && a != 0 && b > DIM_LIMIT / a) {
-        rel_error(rc, "the result dimension %lld * %lld is too large", (long long)a, (long long)b);
-        return false;
-    }
-    *out = dim_mul(a, b);
-    return true;
-}
-
 /* The attribute `name` as a list of exactly `n` positive integers (`what` names the items). */
 static bool pos_ints(RelCall *rc, const char *name, uint32_t n, const char *what,
                      const int64_t **out) {
@@ -78,69 +68,20 @@ static bool want_scalar(RelCall *rc, uint32_t i, const char *what) {
     return true;
 }
 
-static rly_dtype out_dtype_of(RelCall *rc, rly_dtype dflt) {
-    int dt = attr_dtype(rc, "out_dtype");
-    return dt < 0 ? dflt : (rly_dtype)dt;
-}
-
 /* ---- layouts ------------------------------------------------------------------------------- */
-
-#define LAYOUT_MAX 16
-
-typedef struct Layout {
-    uint32_t n;                /* axes, = the rank of a tensor in this layout */
-    char axis[LAYOUT_MAX];     /* 'N', 'C', ... primal; 'c', ... a sub-axis */
-    int64_t factor[LAYOUT_MAX]; /* sub-axis block size; 0 for primal axes */
-} Layout;
-
-static int layout_find(const Layout *l, char a) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] == a) return (int)i;
-    return -1;
-}
 
 /* Parse the layout attribute `attr` and check it has exactly the primal axes of `ref` ("NCHW").
  * `fixed` lists the primal axes that may not be split (the ones the operator rewrites). */
-static bool layout_parse(RelCall *rc, const char *attr, const char *ref, const char *fixed,
-                         Layout *l) {
+/* The layout attribute `attr`: a layout with the axes of `ref` (each once, blocks allowed) that
+ * does not split any axis of `fixed` (the axes the operator rewrites). */
+static bool layout_of(RelCall *rc, const char *attr, const char *ref, const char *fixed,
+                      Layout *l) {
     const char *s = attr_str(rc, attr);
-    l->n = 0;
-    for (const char *p = s; *p;) {
-        if (l->n == LAYOUT_MAX) {
-            rel_error(rc, "%s \"%s\" has more than %d axes", attr, s, LAYOUT_MAX);
-            return false;
-        }
-        if (*p >= 'A' && *p <= 'Z') {
-            if (layout_find(l, *p) >= 0) {
-                rel_error(rc, "%s \"%s\" names axis %c twice", attr, s, *p);
-                return false;
-            }
-            l->axis[l->n] = *p++;
-            l->factor[l->n++] = 0;
-            continue;
-        }
-        int64_t f = 0;
-        while (*p >= '0' && *p <= '9') {
-            if (f > 100000000) {
-                rel_error(rc, "%s \"%s\" has a block size that is too large", attr, s);
-                return false;
-            }
-            f = f * 10 + (*p++ - '0');
-        }
-        if (f <= 0 || !(*p >= 'a' && *p <= 'z') || layout_find(l, *p) >= 0) {
-            rel_error(rc, "%s \"%s\" is not a layout (upper-case axes, each at most once, with "
-                          "optional sub-axes such as 16c)", attr, s);
-            return false;
-        }
-        l->axis[l->n] = *p++;
-        l->factor[l->n++] = f;
-    }
+    if (!rel_layout_parse(rc, attr, s, l)) return false;
     bool ok = true;
     for (uint32_t i = 0; i < l->n; i++) {
         char a = l->axis[i];
-        char up = (char)(a >= 'a' ? a - 'a' + 'A' : a);
-        if (strchr(ref, up) == NULL) ok = false;
-        if (a >= 'a' && layout_find(l, up) < 0) ok = false;
+        if (strchr(ref, a >= 'a' ? a - 'a' + 'A' : a) == NULL) ok = false;
     }
     for (const char *r = ref; *r; r++)
         if (layout_find(l, *r) < 0) ok = false;
@@ -158,23 +99,6 @@ static bool layout_parse(RelCall *rc, const char *attr, const char *ref, const c
 }
 
 /* The tensor's rank must match the layout, and sub-axes their block sizes. */
-static bool layout_fits(RelCall *rc, int arg, const TensorType *t, const Layout *l,
-                        const char *attr, const char *what) {
-    const char *s = attr_str(rc, attr);
-    if (t->ndim != l->n) {
-        rel_error_arg(rc, arg, "%s has rank %u but %s \"%s\" has %u axes (shape %s)", what,
-                      t->ndim, attr, s, l->n, rel_shape_str(rc, t->ndim, t->shape));
-        return false;
-    }
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->factor[i] > 0 && !dim_compat(t->shape[i], l->factor[i])) {
-            rel_error_arg(rc, arg, "%s dimension %u (sub-axis %c of %s) is %s, not %lld", what, i,
-                          l->axis[i], s, rel_dim_str(rc, t->shape[i]), (long long)l->factor[i]);
-            return false;
-        }
-    return true;
-}
-
 /* ---- image.resize1d / resize2d / resize3d ---------------------------------------------------- */
 
 static RelResult resize_rel(RelCall *rc, const char *ref, const char *spatial, const char *what) {
@@ -188,19 +112,17 @@ static RelResult resize_rel(RelCall *rc, const char *ref, const char *spatial, c
         return rel_error(rc, "roi must have %u values (start and end of each resized axis), got %u",
                          2 * n_sp, n_roi);
     Layout l;
-    if (!layout_parse(rc, "layout", ref, spatial, &l)) return REL_ERROR;
-    if (!layout_fits(rc, 0, data, &l, "layout", "data")) return REL_ERROR;
+    if (!layout_of(rc, "layout", ref, spatial, &l)) return REL_ERROR;
+    if (!rel_layout_fits(rc, 0, data, &l, "data")) return REL_ERROR;
     int64_t *shape = rel_dims(rc, data->ndim);
     memcpy(shape, data->shape, data->ndim * sizeof(int64_t));
     for (uint32_t i = 0; i < n_sp; i++)
         shape[layout_find(&l, spatial[i])] = size[i];
-    return rel_out_tensor(rc, out_dtype_of(rc, data->dtype), data->ndim, shape);
+    return rel_out_tensor(rc, attr_dtype_or(rc, "out_dtype", data->dtype), data->ndim, shape);
 }
 
 static RelResult resize1d_rel(RelCall *rc) { return resize_rel(rc, "NCW", "W", "width"); }
-static RelResult resize2d_rel(RelCall *rc) {
-    return resize_rel(rc, "NCHW", "HW", "height, width");
-}
+static RelResult resize2d_rel(RelCall *rc) { return resize_rel(rc, "NCHW", "HW", "height, width"); }
 static RelResult resize3d_rel(RelCall *rc) {
     return resize_rel(rc, "NCDHW", "DHW", "depth, height, width");
 }
@@ -215,8 +137,7 @@ static RelResult resize3d_rel(RelCall *rc) {
         {"rounding_method", AT_STR, "\"round\"",                                                   \
          "|round|floor|ceil|round_prefer_floor|round_prefer_ceil"},                                \
         {"cubic_alpha", AT_FLOAT, "-0.5", NULL}, {"cubic_exclude", AT_INT, "0", NULL},             \
-        {"extrapolation_value", AT_FLOAT, "0.0", NULL}, {"out_dtype", AT_DTYPE, "\"\"", NULL},     \
-    {                                                                                              \
+        {"extrapolation_value", AT_FLOAT, "0.0", NULL}, {"out_dtype", AT_DTYPE, "\"\"", NULL}, {   \
         NULL, 0, NULL, NULL                                                                        \
     }
 
@@ -234,8 +155,8 @@ static RelResult crop_and_resize_rel(RelCall *rc) {
     const int64_t *crop;
     if (!pos_ints(rc, "crop_size", 2, "height, width", &crop)) return REL_ERROR;
     Layout l;
-    if (!layout_parse(rc, "layout", "NCHW", "NHW", &l)) return REL_ERROR;
-    if (!layout_fits(rc, 0, data, &l, "layout", "data")) return REL_ERROR;
+    if (!layout_of(rc, "layout", "NCHW", "NHW", &l)) return REL_ERROR;
+    if (!rel_layout_fits(rc, 0, data, &l, "data")) return REL_ERROR;
     if (!want_rank(rc, 1, boxes, 2, "boxes") || !want_dim(rc, 1, boxes, 1, 4, "boxes") ||
         !want_rank(rc, 2, box_indices, 1, "box_indices"))
         return REL_ERROR;
@@ -250,7 +171,7 @@ static RelResult crop_and_resize_rel(RelCall *rc) {
     shape[layout_find(&l, 'N')] = dim_merge(boxes->shape[0], box_indices->shape[0]);
     shape[layout_find(&l, 'H')] = crop[0];
     shape[layout_find(&l, 'W')] = crop[1];
-    return rel_out_tensor(rc, out_dtype_of(rc, data->dtype), data->ndim, shape);
+    return rel_out_tensor(rc, attr_dtype_or(rc, "out_dtype", data->dtype), data->ndim, shape);
 }
 
 static const AttrSpec crop_and_resize_attrs[] = {
@@ -269,8 +190,9 @@ static RelResult affine_grid_rel(RelCall *rc) {
     const int64_t *target;
     if (!pos_ints(rc, "target_shape", 2, "height, width", &target)) return REL_ERROR;
     if (data->ndim != 3 || !dim_compat(data->shape[1], 2) || !dim_compat(data->shape[2], 3))
-        return rel_error_arg(rc, 0, "data must be a batch of 2x3 affine matrices (batch, 2, 3), "
-                                    "got shape %s",
+        return rel_error_arg(rc, 0,
+                             "data must be a batch of 2x3 affine matrices (batch, 2, 3), "
+                             "got shape %s",
                              rel_shape_str(rc, data->ndim, data->shape));
     if (!rel_is_float(data->dtype))
         return rel_error_arg(rc, 0, "data must be a float tensor, got %s",
@@ -296,8 +218,8 @@ static RelResult grid_sample_rel(RelCall *rc) {
     const char *spatial = is3d ? "DHW" : "HW";
     uint32_t n_sp = is3d ? 3 : 2;
     Layout l;
-    if (!layout_parse(rc, "layout", is3d ? "NCDHW" : "NCHW", spatial, &l)) return REL_ERROR;
-    if (!layout_fits(rc, 0, data, &l, "layout", "data")) return REL_ERROR;
+    if (!layout_of(rc, "layout", is3d ? "NCDHW" : "NCHW", spatial, &l)) return REL_ERROR;
+    if (!rel_layout_fits(rc, 0, data, &l, "data")) return REL_ERROR;
     if (is3d && strcmp(attr_str(rc, "method"), "bicubic") == 0)
         return rel_error(rc, "method \"bicubic\" supports only 4-D data, got 5-D");
     if (grid->ndim != data->ndim || !dim_compat(grid->shape[1], n_sp))
@@ -326,7 +248,8 @@ static const AttrSpec grid_sample_attrs[] = {
     {NULL, 0, NULL, NULL},
 };
 
-/* ---- image.dilation2d -------------------------------------------------------------------------- */
+/* ---- image.dilation2d --------------------------------------------------------------------------
+ */
 
 /* Output extent of a strided, dilated window: (in + pad - (1 + (k - 1) * dil)) / stride + 1. */
 static bool window_out(RelCall *rc, const char *axis, int64_t in, int64_t pad, int64_t k,
@@ -355,11 +278,11 @@ static RelResult dilation2d_rel(RelCall *rc) {
     REL_TENSOR(data, rc, 0);
     REL_TENSOR(weight, rc, 1);
     Layout dl, kl;
-    if (!layout_parse(rc, "data_layout", "NCHW", "NCHW", &dl) ||
-        !layout_parse(rc, "kernel_layout", "IHW", "IHW", &kl))
+    if (!layout_of(rc, "data_layout", "NCHW", "NCHW", &dl) ||
+        !layout_of(rc, "kernel_layout", "IHW", "IHW", &kl))
         return REL_ERROR;
-    if (!layout_fits(rc, 0, data, &dl, "data_layout", "data") ||
-        !layout_fits(rc, 1, weight, &kl, "kernel_layout", "weight"))
+    if (!rel_layout_fits(rc, 0, data, &dl, "data") ||
+        !rel_layout_fits(rc, 1, weight, &kl, "weight"))
         return REL_ERROR;
     const int64_t *strides, *dilations, *padding;
     if (!pos_ints(rc, "strides", 2, "height, width", &strides) ||
@@ -371,12 +294,16 @@ static RelResult dilation2d_rel(RelCall *rc) {
         if (padding[i] < 0 || padding[i] > DIM_LIMIT / 4)
             return rel_error(rc, "padding values must be non-negative, got %lld",
                              (long long)padding[i]);
-    if (n_pad == 1) pad_h = pad_w = 2 * padding[0];
-    else if (n_pad == 2) pad_h = 2 * padding[0], pad_w = 2 * padding[1];
-    else if (n_pad == 4) pad_h = padding[0] + padding[2], pad_w = padding[1] + padding[3];
+    if (n_pad == 1)
+        pad_h = pad_w = 2 * padding[0];
+    else if (n_pad == 2)
+        pad_h = 2 * padding[0], pad_w = 2 * padding[1];
+    else if (n_pad == 4)
+        pad_h = padding[0] + padding[2], pad_w = padding[1] + padding[3];
     else
-        return rel_error(rc, "padding must have 1, 2 or 4 values (all sides; top/bottom, "
-                             "left/right; top, left, bottom, right), got %u",
+        return rel_error(rc,
+                         "padding must have 1, 2 or 4 values (all sides; top/bottom, "
+                         "left/right; top, left, bottom, right), got %u",
                          n_pad);
     int64_t c = data->shape[layout_find(&dl, 'C')];
     int64_t wc = weight->shape[layout_find(&kl, 'I')];
@@ -397,7 +324,7 @@ static RelResult dilation2d_rel(RelCall *rc) {
     shape[layout_find(&dl, 'C')] = dim_merge(c, wc);
     shape[layout_find(&dl, 'H')] = oh;
     shape[layout_find(&dl, 'W')] = ow;
-    return rel_out_tensor(rc, out_dtype_of(rc, data->dtype), 4, shape);
+    return rel_out_tensor(rc, attr_dtype_or(rc, "out_dtype", data->dtype), 4, shape);
 }
 
 static const AttrSpec dilation2d_attrs[] = {
@@ -433,12 +360,9 @@ static RelResult roi_rel(RelCall *rc) {
 }
 
 static const AttrSpec roi_align_attrs[] = {
-    {"pooled_size", AT_INTS, NULL, NULL},
-    {"spatial_scale", AT_FLOAT, NULL, NULL},
-    {"sample_ratio", AT_INT, "-1", NULL},
-    {"layout", AT_STR, "\"NCHW\"", "NCHW|NHWC"},
-    {"mode", AT_STR, "\"avg\"", "avg|max"},
-    {NULL, 0, NULL, NULL},
+    {"pooled_size", AT_INTS, NULL, NULL},   {"spatial_scale", AT_FLOAT, NULL, NULL},
+    {"sample_ratio", AT_INT, "-1", NULL},   {"layout", AT_STR, "\"NCHW\"", "NCHW|NHWC"},
+    {"mode", AT_STR, "\"avg\"", "avg|max"}, {NULL, 0, NULL, NULL},
 };
 
 static const AttrSpec roi_pool_attrs[] = {
@@ -540,7 +464,8 @@ static bool boxes_scores(RelCall *rc, bool scores_last, int64_t *b, int64_t *n, 
     if (!want_rank(rc, 0, boxes, 3, "boxes (batch, boxes, 4)") ||
         !want_dim(rc, 0, boxes, 2, 4, "boxes") ||
         !want_rank(rc, 1, scores, 3,
-                   scores_last ? "scores (batch, boxes, classes)" : "scores (batch, classes, boxes)"))
+                   scores_last ? "scores (batch, boxes, classes)"
+                               : "scores (batch, classes, boxes)"))
         return false;
     int64_t sn = scores->shape[scores_last ? 1 : 2];
     if (!same_dim(rc, boxes->shape[0], scores->shape[0], "the boxes batch", "the scores batch") ||
@@ -555,14 +480,14 @@ static bool boxes_scores(RelCall *rc, bool scores_last, int64_t *b, int64_t *n, 
 static RelResult all_class_nms_rel(RelCall *rc) {
     int64_t b, n, c;
     if (!boxes_scores(rc, false, &b, &n, &c)) return rc->status;
-    if (!want_scalar(rc, 2, "max_output_boxes_per_class") ||
-        !want_scalar(rc, 3, "iou_threshold") || !want_scalar(rc, 4, "score_threshold"))
+    if (!want_scalar(rc, 2, "max_output_boxes_per_class") || !want_scalar(rc, 3, "iou_threshold") ||
+        !want_scalar(rc, 4, "score_threshold"))
         return rc->status;
     int64_t cn;
-    if (!mul_dims(rc, c, n, &cn)) return REL_ERROR;
+    if (!rel_dim_mul(rc, c, n, &cn)) return REL_ERROR;
     if (strcmp(attr_str(rc, "output_format"), "onnx") == 0) {
         int64_t total;
-        if (!mul_dims(rc, b, cn, &total)) return REL_ERROR;
+        if (!rel_dim_mul(rc, b, cn, &total)) return REL_ERROR;
         int64_t sel[2] = {total, 3}, one = 1;
         Type *fields[2] = {ir_type_tensor(rc->ctx, RLY_DTYPE_I64, 2, sel),
                            ir_type_tensor(rc->ctx, RLY_DTYPE_I64, 1, &one)};
@@ -592,8 +517,8 @@ static RelResult regular_nms_rel(RelCall *rc) {
     int64_t k = attr_int(rc, "num_classes");
     if (k <= 0) return rel_error(rc, "num_classes must be positive, got %lld", (long long)k);
     if (dim_known(c) && c < k)
-        return rel_error_arg(rc, 1, "scores has %lld classes but num_classes is %lld",
-                             (long long)c, (long long)k);
+        return rel_error_arg(rc, 1, "scores has %lld classes but num_classes is %lld", (long long)c,
+                             (long long)k);
     int64_t s3[3] = {b, m, 4}, s2[2] = {b, m};
     Type *fields[4] = {ir_type_tensor(rc->ctx, RLY_DTYPE_F32, 3, s3),
                        ir_type_tensor(rc->ctx, RLY_DTYPE_F32, 2, s2),
@@ -626,20 +551,17 @@ static RelResult multibox_prior_rel(RelCall *rc) {
         return rel_error(rc, "steps and offsets must have 2 values each (y, x), got %u and %u",
                          attr_floats(rc, "steps", &v), attr_floats(rc, "offsets", &v));
     int64_t hw, boxes;
-    if (!mul_dims(rc, data->shape[2], data->shape[3], &hw) ||
-        !mul_dims(rc, hw, (int64_t)n_sizes + n_ratios - 1, &boxes))
+    if (!rel_dim_mul(rc, data->shape[2], data->shape[3], &hw) ||
+        !rel_dim_mul(rc, hw, (int64_t)n_sizes + n_ratios - 1, &boxes))
         return REL_ERROR;
     int64_t shape[3] = {1, boxes, 4};
     return rel_out_tensor(rc, data->dtype, 3, shape);
 }
 
 static const AttrSpec multibox_prior_attrs[] = {
-    {"sizes", AT_FLOATS, "[1.0]", NULL},
-    {"ratios", AT_FLOATS, "[1.0]", NULL},
-    {"steps", AT_FLOATS, "[-1.0, -1.0]", NULL},
-    {"offsets", AT_FLOATS, "[0.5, 0.5]", NULL},
-    {"clip", AT_BOOL, "False", NULL},
-    {NULL, 0, NULL, NULL},
+    {"sizes", AT_FLOATS, "[1.0]", NULL},        {"ratios", AT_FLOATS, "[1.0]", NULL},
+    {"steps", AT_FLOATS, "[-1.0, -1.0]", NULL}, {"offsets", AT_FLOATS, "[0.5, 0.5]", NULL},
+    {"clip", AT_BOOL, "False", NULL},           {NULL, 0, NULL, NULL},
 };
 
 static RelResult multibox_transform_loc_rel(RelCall *rc) {
@@ -662,7 +584,7 @@ static RelResult multibox_transform_loc_rel(RelCall *rc) {
     n = dim_merge(n, anchor->shape[1]);
     if (n == 0) return rel_error_arg(rc, 2, "the number of anchors must be positive, got 0");
     int64_t n4;
-    if (!mul_dims(rc, n, 4, &n4)) return REL_ERROR;
+    if (!rel_dim_mul(rc, n, 4, &n4)) return REL_ERROR;
     if (!same_dim(rc, loc->shape[1], n4, "the loc_pred width", "4 * the number of anchors") ||
         !same_dim(rc, cls->shape[0], loc->shape[0], "the cls_prob batch", "the loc_pred batch"))
         return REL_ERROR;
@@ -681,7 +603,8 @@ static const AttrSpec multibox_transform_loc_attrs[] = {
     {NULL, 0, NULL, NULL},
 };
 
-/* ---- vision.proposal / yolo_reorg --------------------------------------------------------------- */
+/* ---- vision.proposal / yolo_reorg ---------------------------------------------------------------
+ */
 
 static RelResult proposal_rel(RelCall *rc) {
     REL_TENSOR(cls, rc, 0);
@@ -710,7 +633,7 @@ static RelResult proposal_rel(RelCall *rc) {
         return rel_error(rc, "rpn_post_nms_top_n must be positive, got %lld", (long long)post);
     int64_t b = dim_merge(cls->shape[0], dim_merge(bbox->shape[0], im_info->shape[0]));
     int64_t rows;
-    if (!mul_dims(rc, b, post, &rows)) return REL_ERROR;
+    if (!rel_dim_mul(rc, b, post, &rows)) return REL_ERROR;
     int64_t shape[2] = {rows, 5};
     return rel_out_tensor(rc, cls->dtype, 2, shape);
 }
@@ -741,7 +664,7 @@ static RelResult yolo_reorg_rel(RelCall *rc) {
                              (long long)d, (long long)s);
     }
     int64_t c;
-    if (!mul_dims(rc, data->shape[1], s * s, &c)) return REL_ERROR;
+    if (!rel_dim_mul(rc, data->shape[1], s * s, &c)) return REL_ERROR;
     int64_t shape[4] = {data->shape[0], c, dim_floordiv(data->shape[2], s),
                         dim_floordiv(data->shape[3], s)};
     return rel_out_tensor(rc, data->dtype, 4, shape);
@@ -752,9 +675,11 @@ static const AttrSpec yolo_reorg_attrs[] = {
     {NULL, 0, NULL, NULL},
 };
 
-/* ---- the table ------------------------------------------------------------------------------------ */
+/* ---- the table
+ * ------------------------------------------------------------------------------------ */
 
-#define ROW(name, n, pat, rel, attrs, args, doc) {name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0}
+#define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
+    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_image_vision_table[] = {
     ROW("image.resize1d", 1, OP_INJECTIVE, resize1d_rel, resize1d_attrs, "data",

@@ -191,8 +191,9 @@ static RelResult gather_nd_rel(RelCall *rc) {
     int64_t m, bd = attr_int(rc, "batch_dims");
     if (!index_depth(rc, ind, true, &m)) return REL_ERROR;
     if (m == DIM_ANY)
-        return rel_error(rc, "the first dimension of indices is %s: it must be a constant, or "
-                             "index_rank must be given",
+        return rel_error(rc,
+                         "the first dimension of indices is %s: it must be a constant, or "
+                         "index_rank must be given",
                          rel_dim_str(rc, ind->shape[0]));
     if (bd < 0 || bd > (int64_t)ind->ndim - 1)
         return rel_error(rc, "batch_dims %lld is out of range for indices of rank %u",
@@ -218,7 +219,8 @@ static RelResult gather_nd_rel(RelCall *rc) {
     return rel_out_tensor(rc, data->dtype, n, out);
 }
 
-/* ---- scatter_elements, scatter_nd -------------------------------------------------------------- */
+/* ---- scatter_elements, scatter_nd --------------------------------------------------------------
+ */
 
 static const AttrSpec scatter_elements_attrs[] = {
     {"axis", AT_INT, "0", NULL},
@@ -290,7 +292,8 @@ static RelResult scatter_nd_rel(RelCall *rc) {
     return rel_out(rc, rc->args[0]);
 }
 
-/* ---- adv_index ---------------------------------------------------------------------------------- */
+/* ---- adv_index ----------------------------------------------------------------------------------
+ */
 
 static RelResult adv_index_rel(RelCall *rc) {
     uint32_t n;
@@ -315,7 +318,8 @@ static RelResult adv_index_rel(RelCall *rc) {
     return rel_out_tensor(rc, data->dtype, nb + data->ndim - (n - 1), out);
 }
 
-/* ---- creation: full, full_like, zeros, ones, arange, one_hot ------------------------------------- */
+/* ---- creation: full, full_like, zeros, ones, arange, one_hot
+ * ------------------------------------- */
 
 static const AttrSpec init_attrs[] = {
     {"shape", AT_INTS, NULL, NULL},
@@ -370,8 +374,8 @@ static RelResult arange_rel(RelCall *rc) {
     for (uint32_t i = 0; i < 3; i++) {
         if (!need_scalar(rc, i, t[i], names[i])) return REL_ERROR;
         if (t[i]->dtype != out)
-            return rel_error_arg(rc, (int)i, "%s has dtype %s but the result dtype is %s",
-                                 names[i], dt_name(t[i]->dtype), dt_name(out));
+            return rel_error_arg(rc, (int)i, "%s has dtype %s but the result dtype is %s", names[i],
+                                 dt_name(t[i]->dtype), dt_name(out));
     }
     int64_t len = DIM_ANY; /* depends on the values */
     return rel_out_tensor(rc, out, 1, &len);
@@ -404,7 +408,8 @@ static RelResult one_hot_rel(RelCall *rc) {
     return rel_out_tensor(rc, dt < 0 ? on->dtype : (rly_dtype)dt, ind->ndim + 1, out);
 }
 
-/* ---- scans: cumsum, cumprod ---------------------------------------------------------------------- */
+/* ---- scans: cumsum, cumprod
+ * ---------------------------------------------------------------------- */
 
 static const AttrSpec scan_attrs[] = {
     {"axis", AT_OPT_INT, "None", NULL},
@@ -427,7 +432,8 @@ static RelResult scan_rel(RelCall *rc) {
     return rel_out_tensor(rc, out, data->ndim, data->shape);
 }
 
-/* ---- sort, argsort, topk, searchsorted ------------------------------------------------------------ */
+/* ---- sort, argsort, topk, searchsorted
+ * ------------------------------------------------------------ */
 
 static const AttrSpec sort_attrs[] = {
     {"axis", AT_INT, "-1", NULL},
@@ -523,8 +529,8 @@ static RelResult searchsorted_rel(RelCall *rc) {
     if (seq->ndim == 0) return rel_error_arg(rc, 0, "sorted_sequence must not be a scalar");
     if (val->ndim == 0) return rel_error_arg(rc, 1, "values must not be a scalar");
     if (seq->dtype != val->dtype)
-        return rel_error(rc, "sorted_sequence has dtype %s but values have %s",
-                         dt_name(seq->dtype), dt_name(val->dtype));
+        return rel_error(rc, "sorted_sequence has dtype %s but values have %s", dt_name(seq->dtype),
+                         dt_name(val->dtype));
     if (seq->ndim > 1) {
         if (seq->ndim != val->ndim)
             return rel_error(rc,
@@ -538,7 +544,8 @@ static RelResult searchsorted_rel(RelCall *rc) {
     return rel_out_tensor(rc, dt, val->ndim, val->shape);
 }
 
-/* ---- unravel_index, sequence_mask, argwhere, unique, sparse_to_dense ------------------------------ */
+/* ---- unravel_index, sequence_mask, argwhere, unique, sparse_to_dense
+ * ------------------------------ */
 
 static RelResult unravel_index_rel(RelCall *rc) {
     REL_TENSOR(ind, rc, 0);
@@ -638,9 +645,11 @@ static RelResult sparse_to_dense_rel(RelCall *rc) {
     return rel_out_tensor(rc, val->dtype, n, shape);
 }
 
-/* ---- the table -------------------------------------------------------------------------------- */
+/* ---- the table --------------------------------------------------------------------------------
+ */
 
-#define ROW(name, n, pat, rel, attrs, args, doc) {name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0}
+#define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
+    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_index_table[] = {
     ROW("take", 2, OP_INJECTIVE, take_rel, take_attrs, "data, indices",
@@ -680,7 +689,8 @@ OpDef ops_index_table[] = {
     ROW("unravel_index", 2, OP_INJECTIVE, unravel_index_rel, NULL, "indices, shape",
         "flat indices converted to coordinate tuples in shape"),
     ROW("sequence_mask", 2, OP_INJECTIVE, sequence_mask_rel, sequence_mask_attrs,
-        "data, valid_length", "data with steps past each sequence's valid_length set to mask_value"),
+        "data, valid_length",
+        "data with steps past each sequence's valid_length set to mask_value"),
     ROW("argwhere", 1, OP_OPAQUE, argwhere_rel, NULL, "condition",
         "coordinates (?, ndim) of the non-zero elements of condition"),
     ROW("unique", 1, OP_OPAQUE, unique_rel, unique_attrs, "data",

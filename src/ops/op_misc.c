@@ -12,7 +12,7 @@ static RelResult identity_any_rel(RelCall *rc) {
 static const AttrSpec debug_attrs[] = {{"debug_func", AT_ANY, "None", NULL}, {0}};
 
 #define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    {name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0}
+    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_misc_table[] = {
     ROW("annotation.stop_fusion", 1, OP_OPAQUE, identity_any_rel, NULL, "data",

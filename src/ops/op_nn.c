@@ -11,22 +11,6 @@
  * product of two of them inside int64. */
 #define ATTR_SIZE_MAX ((int64_t)1 << 31)
 
-/* a * b of two known dims; false (with a message) on overflow. */
-static bool checked_mul(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (__builtin_mul_overflow(a, b, out)) {
-        rel_error(rc, "dimension %lld x %lld overflows", (long long)a, (long long)b);
-        return false;
-    }
-    return true;
-}
-
-/* dim_mul with an overflow check on known operands. */
-static bool dim_mul_checked(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b)) return checked_mul(rc, a, b, out);
-    *out = dim_mul(a, b);
-    return true;
-}
-
 static bool need_float(RelCall *rc, const TensorType *t, const char *what) {
     if (rel_is_float(t->dtype)) return true;
     rel_error(rc, "%s must be a floating-point tensor, got %s", what, sup_dtype_name(t->dtype));
@@ -45,8 +29,8 @@ static bool channel_vec(RelCall *rc, uint32_t i, const char *what, int64_t len, 
         return false;
     }
     if (v->dtype != dt) {
-        rel_error_arg(rc, (int)i, "%s has dtype %s but data has %s", what,
-                      sup_dtype_name(v->dtype), sup_dtype_name(dt));
+        rel_error_arg(rc, (int)i, "%s has dtype %s but data has %s", what, sup_dtype_name(v->dtype),
+                      sup_dtype_name(dt));
         return false;
     }
     if (!dim_compat(v->shape[0], len)) {
@@ -100,9 +84,10 @@ static RelResult matmul_common(RelCall *rc, bool ta, bool tb, const char *a_name
     }
     int dt = attr_dtype(rc, "out_dtype");
     if (dt < 0 && a->dtype != b->dtype)
-        return rel_error_arg(rc, 1, "dtypes differ: %s is %s, %s is %s (set out_dtype for mixed "
-                             "precision)", a_name, sup_dtype_name(a->dtype), b_name,
-                             sup_dtype_name(b->dtype));
+        return rel_error_arg(rc, 1,
+                             "dtypes differ: %s is %s, %s is %s (set out_dtype for mixed "
+                             "precision)",
+                             a_name, sup_dtype_name(a->dtype), b_name, sup_dtype_name(b->dtype));
     int64_t *s = shape_with(rc, a, n - 1, units);
     if (ta) s[n - 2] = a->shape[n - 1];
     return rel_out_tensor(rc, dt < 0 ? a->dtype : (rly_dtype)dt, n, s);
@@ -111,8 +96,8 @@ static RelResult matmul_common(RelCall *rc, bool ta, bool tb, const char *a_name
 static RelResult dense_rel(RelCall *rc) { return matmul_common(rc, false, true, "data", "weight"); }
 
 static RelResult matmul_rel(RelCall *rc) {
-    return matmul_common(rc, attr_bool(rc, "transpose_a"), attr_bool(rc, "transpose_b"),
-                         "tensor_a", "tensor_b");
+    return matmul_common(rc, attr_bool(rc, "transpose_a"), attr_bool(rc, "transpose_b"), "tensor_a",
+                         "tensor_b");
 }
 
 static RelResult batch_matmul_rel(RelCall *rc) {
@@ -132,20 +117,24 @@ static RelResult batch_matmul_rel(RelCall *rc) {
         return rel_error(rc, "batch dimensions %lld and %lld differ and neither is 1",
                          (long long)x->shape[0], (long long)y->shape[0]);
     if (!dim_compat(xk, yk))
-        return rel_error(rc, "tensor_a %s has %s columns to reduce but tensor_b %s has %s "
-                         "(transpose_a=%s, transpose_b=%s)", rel_type_str(rc, &x->base),
-                         rel_dim_str(rc, xk), rel_type_str(rc, &y->base), rel_dim_str(rc, yk),
-                         ta ? "True" : "False", tb ? "True" : "False");
+        return rel_error(rc,
+                         "tensor_a %s has %s columns to reduce but tensor_b %s has %s "
+                         "(transpose_a=%s, transpose_b=%s)",
+                         rel_type_str(rc, &x->base), rel_dim_str(rc, xk),
+                         rel_type_str(rc, &y->base), rel_dim_str(rc, yk), ta ? "True" : "False",
+                         tb ? "True" : "False");
     int dt = attr_dtype(rc, "out_dtype");
     if (dt < 0 && x->dtype != y->dtype)
-        return rel_error_arg(rc, 1, "dtypes differ: tensor_a is %s, tensor_b is %s (set "
-                             "out_dtype for mixed precision)", sup_dtype_name(x->dtype),
-                             sup_dtype_name(y->dtype));
+        return rel_error_arg(rc, 1,
+                             "dtypes differ: tensor_a is %s, tensor_b is %s (set "
+                             "out_dtype for mixed precision)",
+                             sup_dtype_name(x->dtype), sup_dtype_name(y->dtype));
     int64_t s[3] = {batch, xi, yj};
     return rel_out_tensor(rc, dt < 0 ? x->dtype : (rly_dtype)dt, 3, s);
 }
 
-/* ---- bias_add, prelu --------------------------------------------------------------------------- */
+/* ---- bias_add, prelu ---------------------------------------------------------------------------
+ */
 
 static RelResult per_channel_rel(RelCall *rc, const char *what) {
     REL_TENSOR(data, rc, 0);
@@ -158,7 +147,8 @@ static RelResult per_channel_rel(RelCall *rc, const char *what) {
 static RelResult bias_add_rel(RelCall *rc) { return per_channel_rel(rc, "bias"); }
 static RelResult prelu_rel(RelCall *rc) { return per_channel_rel(rc, "alpha"); }
 
-/* ---- normalizations ---------------------------------------------------------------------------- */
+/* ---- normalizations ----------------------------------------------------------------------------
+ */
 
 /* data, then n_vec per-channel vectors along `axis`; writes the normalized axis and the merged
  * channel count. */
@@ -185,9 +175,8 @@ static RelResult batch_norm_rel(RelCall *rc) {
     int64_t axis, c;
     if (!norm_args(rc, 4, gamma_beta, &data, &axis, &c)) return rc->status;
     Type *vec = ir_type_tensor(rc->ctx, data->dtype, 1, &c);
-    Type *fields[3] = {ir_type_tensor(rc->ctx, data->dtype, data->ndim,
-                                      shape_with(rc, data, axis, c)),
-                       vec, vec};
+    Type *fields[3] = {
+        ir_type_tensor(rc->ctx, data->dtype, data->ndim, shape_with(rc, data, axis, c)), vec, vec};
     return rel_out(rc, ir_type_tuple(rc->ctx, 3, fields));
 }
 
@@ -282,7 +271,7 @@ static RelResult batch_flatten_rel(RelCall *rc) {
     if (data->ndim == 0) return rel_error_arg(rc, 0, "data must have rank 1 or more, got a scalar");
     int64_t rest = 1;
     for (uint32_t i = 1; i < data->ndim; i++)
-        if (!dim_mul_checked(rc, rest, data->shape[i], &rest)) return REL_ERROR;
+        if (!rel_dim_mul(rc, rest, data->shape[i], &rest)) return REL_ERROR;
     int64_t s[2] = {data->shape[0], rest};
     return rel_out_tensor(rc, data->dtype, 2, s);
 }
@@ -313,13 +302,12 @@ static RelResult subpixel_rel(RelCall *rc, bool to_space) {
             return rel_error(rc, "%lld channels are not divisible by block_size^2 = %lld",
                              (long long)c, (long long)bb);
         s[ci] = dim_floordiv(c, bb);
-        if (!dim_mul_checked(rc, h, b, &s[hi]) || !dim_mul_checked(rc, w, b, &s[wi]))
-            return REL_ERROR;
+        if (!rel_dim_mul(rc, h, b, &s[hi]) || !rel_dim_mul(rc, w, b, &s[wi])) return REL_ERROR;
     } else {
         if ((dim_known(h) && h % b != 0) || (dim_known(w) && w % b != 0))
             return rel_error(rc, "height %s and width %s must be divisible by block_size %lld",
                              rel_dim_str(rc, h), rel_dim_str(rc, w), (long long)b);
-        if (!dim_mul_checked(rc, c, bb, &s[ci])) return REL_ERROR;
+        if (!rel_dim_mul(rc, c, bb, &s[ci])) return REL_ERROR;
         s[hi] = dim_floordiv(h, b);
         s[wi] = dim_floordiv(w, b);
     }
@@ -353,15 +341,20 @@ static RelResult nll_loss_rel(RelCall *rc) {
     REL_TENSOR(tgt, rc, 1);
     REL_TENSOR(wt, rc, 2);
     if (pred->ndim < 2)
-        return rel_error_arg(rc, 0, "predictions must have rank 2 or more (batch, classes, ...), "
-                             "got %s", rel_type_str(rc, &pred->base));
+        return rel_error_arg(rc, 0,
+                             "predictions must have rank 2 or more (batch, classes, ...), "
+                             "got %s",
+                             rel_type_str(rc, &pred->base));
     if (tgt->ndim + 1 != pred->ndim)
-        return rel_error_arg(rc, 1, "targets must have one dimension fewer than predictions %s "
-                             "(no class axis), got %s", rel_type_str(rc, &pred->base),
-                             rel_type_str(rc, &tgt->base));
+        return rel_error_arg(rc, 1,
+                             "targets must have one dimension fewer than predictions %s "
+                             "(no class axis), got %s",
+                             rel_type_str(rc, &pred->base), rel_type_str(rc, &tgt->base));
     if (wt->ndim != 1)
-        return rel_error_arg(rc, 2, "weights must be a 1-D tensor with one weight per class, got "
-                             "%s", rel_type_str(rc, &wt->base));
+        return rel_error_arg(rc, 2,
+                             "weights must be a 1-D tensor with one weight per class, got "
+                             "%s",
+                             rel_type_str(rc, &wt->base));
     if (!need_float(rc, pred, "predictions")) return REL_ERROR;
     if (wt->dtype != pred->dtype)
         return rel_error_arg(rc, 2, "weights have dtype %s but predictions have %s",
@@ -385,7 +378,8 @@ static RelResult nll_loss_rel(RelCall *rc) {
     return rel_out_tensor(rc, pred->dtype, 0, NULL);
 }
 
-/* ---- fifo_buffer ------------------------------------------------------------------------------- */
+/* ---- fifo_buffer -------------------------------------------------------------------------------
+ */
 
 static RelResult fifo_buffer_rel(RelCall *rc) {
     REL_TENSOR(data, rc, 0);
@@ -402,19 +396,24 @@ static RelResult fifo_buffer_rel(RelCall *rc) {
     for (uint32_t i = 0; i < buf->ndim; i++) {
         if ((int64_t)i == axis) continue;
         if (!dim_compat(data->shape[i], buf->shape[i]))
-            return rel_error(rc, "data %s and buffer %s differ on dimension %u (only axis %lld "
-                             "may differ)", rel_type_str(rc, &data->base),
-                             rel_type_str(rc, &buf->base), i, (long long)axis);
+            return rel_error(rc,
+                             "data %s and buffer %s differ on dimension %u (only axis %lld "
+                             "may differ)",
+                             rel_type_str(rc, &data->base), rel_type_str(rc, &buf->base), i,
+                             (long long)axis);
         s[i] = dim_merge(buf->shape[i], data->shape[i]);
     }
     int64_t dn = data->shape[axis], bn = buf->shape[axis];
     if (dim_known(dn) && dim_known(bn) && dn >= bn)
-        return rel_error(rc, "data has %lld entries on axis %lld; the buffer must hold more, "
-                         "it holds %lld", (long long)dn, (long long)axis, (long long)bn);
+        return rel_error(rc,
+                         "data has %lld entries on axis %lld; the buffer must hold more, "
+                         "it holds %lld",
+                         (long long)dn, (long long)axis, (long long)bn);
     return rel_out_tensor(rc, buf->dtype, buf->ndim, s);
 }
 
-/* ---- schemas ---------------------------------------------------------------------------------- */
+/* ---- schemas ----------------------------------------------------------------------------------
+ */
 
 static const AttrSpec dense_attrs[] = {
     {"units", AT_OPT_INT, "None", NULL},
@@ -452,12 +451,9 @@ static const AttrSpec layer_norm_attrs[] = {
     {0},
 };
 static const AttrSpec group_norm_attrs[] = {
-    {"num_groups", AT_INT, "0", NULL},
-    {"axis", AT_INT, "1", NULL},
-    {"epsilon", AT_FLOAT, "1e-05", NULL},
-    {"center", AT_BOOL, "True", NULL},
-    {"scale", AT_BOOL, "True", NULL},
-    {0},
+    {"num_groups", AT_INT, "0", NULL},    {"axis", AT_INT, "1", NULL},
+    {"epsilon", AT_FLOAT, "1e-05", NULL}, {"center", AT_BOOL, "True", NULL},
+    {"scale", AT_BOOL, "True", NULL},     {0},
 };
 static const AttrSpec l2_attrs[] = {
     {"eps", AT_FLOAT, NULL, NULL},
@@ -465,12 +461,9 @@ static const AttrSpec l2_attrs[] = {
     {0},
 };
 static const AttrSpec lrn_attrs[] = {
-    {"size", AT_INT, "5", NULL},
-    {"axis", AT_INT, "1", NULL},
-    {"bias", AT_FLOAT, "2", NULL},
-    {"alpha", AT_FLOAT, "0.0001", NULL},
-    {"beta", AT_FLOAT, "0.75", NULL},
-    {0},
+    {"size", AT_INT, "5", NULL},      {"axis", AT_INT, "1", NULL},
+    {"bias", AT_FLOAT, "2", NULL},    {"alpha", AT_FLOAT, "0.0001", NULL},
+    {"beta", AT_FLOAT, "0.75", NULL}, {0},
 };
 static const AttrSpec leaky_attrs[] = {{"alpha", AT_FLOAT, "0.25", NULL}, {0}};
 static const AttrSpec dropout_attrs[] = {{"rate", AT_FLOAT, "0.5", NULL}, {0}};
@@ -487,7 +480,7 @@ static const AttrSpec nll_attrs[] = {
 };
 
 #define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    {name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0}
+    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_nn_table[] = {
     ROW("nn.dense", 2, OP_OUT_EWISE_FUSABLE, dense_rel, dense_attrs, "data, weight",

@@ -78,12 +78,13 @@ static const char *dtype_list(const rly_dtype *set, size_t n, RelCall *rc) {
     return s;
 }
 
-#define NEED_DTYPE(rc, arg, what, dt, set)                                                        \
-    if (!dtype_in((dt), (set), RLY_ARRAY_LEN(set)))                                               \
-    return rel_error_arg((rc), (arg), "%s must be %s, got %s", (what),                            \
+#define NEED_DTYPE(rc, arg, what, dt, set)                                                         \
+    if (!dtype_in((dt), (set), RLY_ARRAY_LEN(set)))                                                \
+    return rel_error_arg((rc), (arg), "%s must be %s, got %s", (what),                             \
                          dtype_list((set), RLY_ARRAY_LEN(set), (rc)), sup_dtype_name(dt))
 
-/* ---- quantize / dequantize / requantize ------------------------------------------------------- */
+/* ---- quantize / dequantize / requantize -------------------------------------------------------
+ */
 
 /* Checks args 1 and 2 as (scale, zero point) per-channel along "axis" of data. */
 static bool scale_zp_along_axis(RelCall *rc, const TensorType *data, uint32_t first,
@@ -200,8 +201,10 @@ static bool conv_extent(RelCall *rc, const char *what, int64_t in, int64_t pad_s
     }
     int64_t dk = (k - 1) * dil + 1, padded = in + pad_sum;
     if (padded < dk) {
-        rel_error(rc, "the kernel %s (%lld with dilation) is larger than the padded input %s "
-                  "(%lld)", what, (long long)dk, what, (long long)padded);
+        rel_error(rc,
+                  "the kernel %s (%lld with dilation) is larger than the padded input %s "
+                  "(%lld)",
+                  what, (long long)dk, what, (long long)padded);
         return false;
     }
     *out = (padded - dk) / stride + 1;
@@ -267,12 +270,15 @@ static RelResult qnn_conv2d_rel(RelCall *rc) {
             return rel_error(rc, "data has %lld channels, not divisible by groups=%lld",
                              (long long)c, (long long)groups);
         if (!dim_compat(dim_floordiv(c, groups), ki))
-            return rel_error(rc, "data has %s channels but weight expects %s per group "
-                             "(groups=%lld)", rel_dim_str(rc, c), rel_dim_str(rc, ki),
-                             (long long)groups);
+            return rel_error(rc,
+                             "data has %s channels but weight expects %s per group "
+                             "(groups=%lld)",
+                             rel_dim_str(rc, c), rel_dim_str(rc, ki), (long long)groups);
         if (dim_known(ko) && ko % groups != 0)
-            return rel_error_arg(rc, 1, "weight has %lld output channels, not divisible by "
-                                 "groups=%lld", (long long)ko, (long long)groups);
+            return rel_error_arg(rc, 1,
+                                 "weight has %lld output channels, not divisible by "
+                                 "groups=%lld",
+                                 (long long)ko, (long long)groups);
         out_c = ko;
     }
     if (!attr_is_none(rc, "channels")) {
@@ -340,7 +346,8 @@ static RelResult qnn_dense_rel(RelCall *rc) {
     return rel_out_tensor(rc, out, data->ndim, s);
 }
 
-/* ---- add / subtract / mul ---------------------------------------------------------------------- */
+/* ---- add / subtract / mul ----------------------------------------------------------------------
+ */
 
 /* The channel count of one operand for its (scale, zero point) pair, as TVM computes it: rank
  * <= 1 uses axis 0; the axis is checked only when a parameter is per-channel. */
@@ -350,8 +357,10 @@ static bool binary_side(RelCall *rc, const TensorType *t, const char *axis_name,
     if (!is_scalar_arg(rc, first, &s_scalar) || !is_scalar_arg(rc, first + 1, &z_scalar))
         return false;
     int64_t len = DIM_ANY;
-    if (t->ndim == 0) len = 1;
-    else if (t->ndim == 1) len = t->shape[0];
+    if (t->ndim == 0)
+        len = 1;
+    else if (t->ndim == 1)
+        len = t->shape[0];
     else if (!(s_scalar && z_scalar)) {
         int64_t axis;
         if (!rel_axis(rc, attr_int(rc, axis_name), t->ndim, axis_name, &axis)) return false;
@@ -373,7 +382,8 @@ static RelResult qnn_binary_rel(RelCall *rc) {
     if (!rel_is_integer(lhs->dtype))
         return rel_error(rc, "needs quantized (integer) tensors, got %s",
                          sup_dtype_name(lhs->dtype));
-    if (!binary_side(rc, lhs, "lhs_axis", 2, "lhs") || !binary_side(rc, rhs, "rhs_axis", 4, "rhs") ||
+    if (!binary_side(rc, lhs, "lhs_axis", 2, "lhs") ||
+        !binary_side(rc, rhs, "rhs_axis", 4, "rhs") ||
         !qparam(rc, 6, "output_scale", RLY_DTYPE_F32, false, 1) ||
         !qparam(rc, 7, "output_zero_point", RLY_DTYPE_I32, false, 1))
         return rc->status;
@@ -384,10 +394,10 @@ static RelResult qnn_binary_rel(RelCall *rc) {
     return rel_out_tensor(rc, lhs->dtype, n, shape);
 }
 
-/* ---- concatenate ------------------------------------------------------------------------------- */
+/* ---- concatenate -------------------------------------------------------------------------------
+ */
 
-static bool scalar_tuple(RelCall *rc, uint32_t i, const char *what, uint32_t want_n,
-                         rly_dtype dt) {
+static bool scalar_tuple(RelCall *rc, uint32_t i, const char *what, uint32_t want_n, rly_dtype dt) {
     uint32_t n;
     TensorType **f = rel_tensor_tuple(rc, i, &n);
     if (f == NULL) return false;
@@ -427,8 +437,8 @@ static RelResult qnn_concatenate_rel(RelCall *rc) {
             return rel_error_arg(rc, 0, "input %u has dtype %s but input 0 has %s", k,
                                  sup_dtype_name(t->dtype), sup_dtype_name(t0->dtype));
         if (t->ndim != t0->ndim)
-            return rel_error_arg(rc, 0, "input %u has rank %u but input 0 has rank %u", k,
-                                 t->ndim, t0->ndim);
+            return rel_error_arg(rc, 0, "input %u has rank %u but input 0 has rank %u", k, t->ndim,
+                                 t0->ndim);
         for (uint32_t d = 0; d < t0->ndim; d++) {
             if ((int64_t)d == axis) {
                 int64_t a = s[d], b = t->shape[d];
@@ -439,9 +449,10 @@ static RelResult qnn_concatenate_rel(RelCall *rc) {
                     s[d] = dim_add(a, b);
                 }
             } else if (!dim_compat(s[d], t->shape[d])) {
-                return rel_error_arg(rc, 0, "input %u has %s on dimension %u but input 0 has %s "
-                                     "(only axis %lld may differ)", k,
-                                     rel_dim_str(rc, t->shape[d]), d, rel_dim_str(rc, s[d]),
+                return rel_error_arg(rc, 0,
+                                     "input %u has %s on dimension %u but input 0 has %s "
+                                     "(only axis %lld may differ)",
+                                     k, rel_dim_str(rc, t->shape[d]), d, rel_dim_str(rc, s[d]),
                                      (long long)axis);
             } else {
                 s[d] = dim_merge(s[d], t->shape[d]);
@@ -451,7 +462,8 @@ static RelResult qnn_concatenate_rel(RelCall *rc) {
     return rel_out_tensor(rc, t0->dtype, t0->ndim, s);
 }
 
-/* ---- schemas ---------------------------------------------------------------------------------- */
+/* ---- schemas ----------------------------------------------------------------------------------
+ */
 
 static const AttrSpec quantize_attrs[] = {
     {"out_dtype", AT_DTYPE, "\"int8\"", NULL},
@@ -496,7 +508,7 @@ static const AttrSpec binary_attrs[] = {
 static const AttrSpec concat_attrs[] = {{"axis", AT_INT, "0", NULL}, {0}};
 
 #define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    {name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0}
+    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 #define BINARY_ARGS                                                                                \
     "lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale, "               \
     "output_zero_point"

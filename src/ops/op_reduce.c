@@ -19,7 +19,7 @@ static bool reduce_axes(RelCall *rc, uint32_t ndim, bool exclude, int64_t *red) 
     }
     for (uint32_t i = 0; i < ndim; i++)
         red[i] = n == 0;
-    if (n == 0) return true; /* None or []: every axis, exclude or not (as TVM) */
+    if (n == 0) return true;             /* None or []: every axis, exclude or not (as TVM) */
     int64_t *given = rel_dims(rc, ndim); /* given[a] = the position in the list + 1, or 0 */
     for (uint32_t i = 0; i < ndim; i++)
         given[i] = 0;
@@ -48,8 +48,10 @@ static RelResult reduce_out(RelCall *rc, const TensorType *t, rly_dtype dt, bool
     int64_t *shape = rel_dims(rc, t->ndim);
     uint32_t n = 0;
     for (uint32_t i = 0; i < t->ndim; i++) {
-        if (!red[i]) shape[n++] = t->shape[i];
-        else if (keep) shape[n++] = 1;
+        if (!red[i])
+            shape[n++] = t->shape[i];
+        else if (keep)
+            shape[n++] = 1;
     }
     return rel_out_tensor(rc, dt, n, shape);
 }
@@ -106,10 +108,11 @@ static RelResult moment_rel(RelCall *rc, ReduceIn in) {
                              sup_dtype_name(t->dtype));
     if (!check_dtype(rc, 0, t->dtype, in)) return REL_ERROR;
     if (m->dtype != t->dtype)
-        return rel_error_arg(rc, 1, "mean has dtype %s but data has %s",
-                             sup_dtype_name(m->dtype), sup_dtype_name(t->dtype));
+        return rel_error_arg(rc, 1, "mean has dtype %s but data has %s", sup_dtype_name(m->dtype),
+                             sup_dtype_name(t->dtype));
     if (m->ndim != t->ndim)
-        return rel_error_arg(rc, 1, "mean has rank %u but data has rank %u (keep the reduced "
+        return rel_error_arg(rc, 1,
+                             "mean has rank %u but data has rank %u (keep the reduced "
                              "axes with keepdims=True)",
                              m->ndim, t->ndim);
     for (uint32_t i = 0; i < t->ndim; i++)
@@ -163,7 +166,7 @@ static const AttrSpec logsumexp_attrs[] = {
 };
 
 #define RED(name, n, pattern, rel, attrs, args, doc)                                               \
-    {name, n, pattern, rel, attrs, args, doc, 0, 0, 0, 0, 0}
+    { name, n, pattern, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_reduce_table[] = {
     RED("sum", 1, OP_COMM_REDUCE, numeric_reduce_rel, reduce_attrs, "data",

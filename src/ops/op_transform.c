@@ -8,6 +8,7 @@
  * transform.cc, math.cc, python/tvm/relay/op/_transform.py). Where TVM's relation would crash or
  * silently accept a call that its kernel cannot run, these relations reject it with a message;
  * where TVM's shape arithmetic loses a symbolic dim the relation keeps it when it can. */
+
 #include <ctype.h>
 
 #include "ops/ops.h"
@@ -40,35 +41,14 @@ static bool mul_ok(int64_t a, int64_t b, int64_t *out) {
 }
 
 /* dim_mul that refuses to overflow: false (with a message) when the product does not fit. */
-static bool mul_dims(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b)) {
-        if (!mul_ok(a, b, out)) {
-            rel_error(rc, "dimension %lld * %lld overflows", (long long)a, (long long)b);
-            return false;
-        }
-        return true;
-    }
-    *out = dim_mul(a, b);
-    return true;
-}
-
-static bool add_dims(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b) && a > INT64_MAX - b) {
-        rel_error(rc, "dimension %lld + %lld overflows", (long long)a, (long long)b);
-        return false;
-    }
-    *out = dim_add(a, b);
-    return true;
-}
-
 static int64_t ceil_div_pos(int64_t x, int64_t d) { return x <= 0 ? 0 : (x - 1) / d + 1; }
 
 /* The element count of a shape, split into a constant factor and the symbolic factors. */
 typedef struct Volume {
-    int64_t k;       /* product of the constant dims (0 when one of them is 0) */
-    uint32_t n_sym;  /* symbolic factors, in sym[] */
+    int64_t k;      /* product of the constant dims (0 when one of them is 0) */
+    uint32_t n_sym; /* symbolic factors, in sym[] */
     int64_t *sym;
-    bool any;        /* some dim is `?` */
+    bool any; /* some dim is `?` */
 } Volume;
 
 static bool volume_of(RelCall *rc, uint32_t n, const int64_t *s, Volume *v) {
@@ -82,8 +62,10 @@ static bool volume_of(RelCall *rc, uint32_t n, const int64_t *s, Volume *v) {
             return true;
         }
     for (uint32_t i = 0; i < n; i++) {
-        if (s[i] == DIM_ANY) v->any = true;
-        else if (dim_is_sym(s[i])) v->sym[v->n_sym++] = s[i];
+        if (s[i] == DIM_ANY)
+            v->any = true;
+        else if (dim_is_sym(s[i]))
+            v->sym[v->n_sym++] = s[i];
         else if (!mul_ok(v->k, s[i], &v->k)) {
             rel_error(rc, "shape %s has more than 2^63 elements", rel_shape_str(rc, n, s));
             return false;
@@ -108,8 +90,8 @@ static void volume_cancel(Volume *a, Volume *b) {
 }
 
 /* Whether two shapes may hold the same number of elements (true when it cannot be decided). */
-static bool same_volume(RelCall *rc, uint32_t na, const int64_t *a, uint32_t nb,
-                        const int64_t *b, bool *ok) {
+static bool same_volume(RelCall *rc, uint32_t na, const int64_t *a, uint32_t nb, const int64_t *b,
+                        bool *ok) {
     Volume va, vb;
     if (!volume_of(rc, na, a, &va) || !volume_of(rc, nb, b, &vb)) return false;
     *ok = true;
@@ -133,7 +115,8 @@ static const char *volume_words(RelCall *rc, uint32_t n, const int64_t *s) {
     return r;
 }
 
-/* ---- casts ------------------------------------------------------------------------------------ */
+/* ---- casts ------------------------------------------------------------------------------------
+ */
 
 static RelResult cast_rel(RelCall *rc) {
     REL_TENSOR(data, rc, 0);
@@ -168,8 +151,9 @@ static RelResult expand_dims_rel(RelCall *rc) {
     int64_t n = data->ndim, axis = attr_int(rc, "axis"), k = attr_int(rc, "num_newaxis");
     if (k < 0) return rel_error(rc, "num_newaxis must be >= 0, got %lld", (long long)k);
     if (axis < -n - 1 || axis > n)
-        return rel_error(rc, "axis %lld is out of range for a tensor of rank %lld (valid: %lld to %lld)",
-                         (long long)axis, (long long)n, (long long)(-n - 1), (long long)n);
+        return rel_error(
+            rc, "axis %lld is out of range for a tensor of rank %lld (valid: %lld to %lld)",
+            (long long)axis, (long long)n, (long long)(-n - 1), (long long)n);
     if (k > MAX_RANK - n)
         return rel_error(rc, "num_newaxis %lld on a tensor of rank %lld exceeds the rank limit %d",
                          (long long)k, (long long)n, MAX_RANK);
@@ -209,8 +193,9 @@ static RelResult squeeze_rel(RelCall *rc) {
         if (drop[a]) return rel_error(rc, "axis %lld is given twice", (long long)a);
         int64_t d = data->shape[a];
         if (dim_known(d) && d != 1)
-            return rel_error(rc, "cannot squeeze axis %lld of size %lld (shape %s): only size-1 "
-                                 "dimensions can be squeezed",
+            return rel_error(rc,
+                             "cannot squeeze axis %lld of size %lld (shape %s): only size-1 "
+                             "dimensions can be squeezed",
                              (long long)axes[j], (long long)d, shape_of(rc, data));
         drop[a] = 1;
     }
@@ -282,7 +267,8 @@ static RelResult reshape_rel(RelCall *rc) {
     bool allowzero = attr_bool(rc, "allowzero");
     uint32_t n = data->ndim, src = 0, o = 0;
     int64_t infer = -1;
-    if (nn > MAX_RANK) return rel_error(rc, "newshape has %u entries (the limit is %d)", nn, MAX_RANK);
+    if (nn > MAX_RANK)
+        return rel_error(rc, "newshape has %u entries (the limit is %d)", nn, MAX_RANK);
     /* each entry gives at most one output dim, except -2 which gives at most n */
     int64_t *out = rel_dims(rc, nn + n), *copied = rel_dims(rc, nn + n), *in_used = rel_dims(rc, n);
     for (uint32_t i = 0; i < nn; i++) {
@@ -292,13 +278,15 @@ static RelResult reshape_rel(RelCall *rc) {
             src++;
         } else if (v == 0) {
             if (src >= n)
-                return rel_error(rc, "newshape[%u] = 0 copies input dimension %u, but data has "
-                                     "rank %u",
+                return rel_error(rc,
+                                 "newshape[%u] = 0 copies input dimension %u, but data has "
+                                 "rank %u",
                                  i, src, n);
             in_used[src] = copied[o] = 1;
             out[o++] = data->shape[src++];
         } else if (v == -1) {
-            if (infer >= 0) return rel_error(rc, "newshape %s has more than one -1", ints_str(rc, nn, ns));
+            if (infer >= 0)
+                return rel_error(rc, "newshape %s has more than one -1", ints_str(rc, nn, ns));
             infer = o;
             out[o++] = 1;
             src++;
@@ -309,26 +297,30 @@ static RelResult reshape_rel(RelCall *rc) {
             }
         } else if (v == -3) {
             if (src >= n || n - src < 2)
-                return rel_error(rc, "newshape[%u] = -3 merges input dimensions %u and %u, but data "
-                                     "has rank %u",
+                return rel_error(rc,
+                                 "newshape[%u] = -3 merges input dimensions %u and %u, but data "
+                                 "has rank %u",
                                  i, src, src + 1, n);
             in_used[src] = in_used[src + 1] = copied[o] = 1;
-            if (!mul_dims(rc, data->shape[src], data->shape[src + 1], &out[o])) return REL_ERROR;
+            if (!rel_dim_mul(rc, data->shape[src], data->shape[src + 1], &out[o])) return REL_ERROR;
             o++;
             src += 2;
         } else if (v == -4) {
             if (i + 2 >= nn)
-                return rel_error(rc, "newshape[%u] = -4 must be followed by the two sizes to split "
-                                     "into",
+                return rel_error(rc,
+                                 "newshape[%u] = -4 must be followed by the two sizes to split "
+                                 "into",
                                  i);
             if (src >= n)
-                return rel_error(rc, "newshape[%u] = -4 splits input dimension %u, but data has "
-                                     "rank %u",
+                return rel_error(rc,
+                                 "newshape[%u] = -4 splits input dimension %u, but data has "
+                                 "rank %u",
                                  i, src, n);
             int64_t d0 = data->shape[src];
             in_used[src++] = 1;
             int64_t a = ns[++i], b = ns[++i];
-            if (a == -1 && b == -1) return rel_error(rc, "the two sizes after -4 cannot both be -1");
+            if (a == -1 && b == -1)
+                return rel_error(rc, "the two sizes after -4 cannot both be -1");
             if ((a <= 0 && a != -1) || (b <= 0 && b != -1))
                 return rel_error(rc, "the sizes after -4 must be positive or -1, got %lld and %lld",
                                  (long long)a, (long long)b);
@@ -347,8 +339,9 @@ static RelResult reshape_rel(RelCall *rc) {
             copied[o] = 1;
             out[o++] = b;
         } else {
-            return rel_error(rc, "newshape[%u] = %lld is neither a size nor one of the special "
-                                 "values 0, -1, -2, -3, -4",
+            return rel_error(rc,
+                             "newshape[%u] = %lld is neither a size nor one of the special "
+                             "values 0, -1, -2, -3, -4",
                              i, (long long)v);
         }
     }
@@ -364,8 +357,8 @@ static RelResult reshape_rel(RelCall *rc) {
 }
 
 /* Normalize a [begin, end) pair of axes (end None = rank) against a rank. */
-static bool axis_range(RelCall *rc, const char *bname, const char *ename, uint32_t n,
-                       int64_t *b, int64_t *e) {
+static bool axis_range(RelCall *rc, const char *bname, const char *ename, uint32_t n, int64_t *b,
+                       int64_t *e) {
     int64_t rb = attr_int(rc, bname), re = attr_is_none(rc, ename) ? n : attr_int(rc, ename);
     *b = rb < 0 ? rb + n : rb;
     *e = re < 0 ? re + n : re;
@@ -421,7 +414,8 @@ static RelResult transpose_rel(RelCall *rc) {
         int64_t a;
         if (!rel_axis(rc, axes[i], n, "axis", &a)) return REL_ERROR;
         if (seen[a])
-            return rel_error(rc, "axes %s names axis %lld twice", ints_str(rc, na, axes), (long long)a);
+            return rel_error(rc, "axes %s names axis %lld twice", ints_str(rc, na, axes),
+                             (long long)a);
         seen[a] = 1;
         out[i] = data->shape[a];
     }
@@ -466,12 +460,13 @@ static RelResult concatenate_rel(RelCall *rc) {
     for (uint32_t i = 1; i < k; i++)
         for (uint32_t j = 0; j < n; j++) {
             if (j == axis) {
-                if (!add_dims(rc, out[j], ts[i]->shape[j], &out[j])) return REL_ERROR;
+                if (!rel_dim_add(rc, out[j], ts[i]->shape[j], &out[j])) return REL_ERROR;
             } else if (dim_compat(out[j], ts[i]->shape[j])) {
                 out[j] = dim_merge(out[j], ts[i]->shape[j]);
             } else {
-                return rel_error(rc, "tensor %u has shape %s, which differs from tensor 0's %s "
-                                     "outside axis %lld",
+                return rel_error(rc,
+                                 "tensor %u has shape %s, which differs from tensor 0's %s "
+                                 "outside axis %lld",
                                  i, shape_of(rc, ts[i]), shape_of(rc, ts[0]), (long long)axis);
             }
         }
@@ -484,8 +479,9 @@ static RelResult stack_rel(RelCall *rc) {
     if (ts == NULL) return rc->status;
     int64_t n = ts[0]->ndim, axis = attr_int(rc, "axis");
     if (axis < -n - 1 || axis > n)
-        return rel_error(rc, "axis %lld is out of range for stacking tensors of rank %lld (valid: "
-                             "%lld to %lld)",
+        return rel_error(rc,
+                         "axis %lld is out of range for stacking tensors of rank %lld (valid: "
+                         "%lld to %lld)",
                          (long long)axis, (long long)n, (long long)(-n - 1), (long long)n);
     if (axis < 0) axis += n + 1;
     int64_t *same = rel_dims(rc, (uint32_t)n);
@@ -494,8 +490,9 @@ static RelResult stack_rel(RelCall *rc) {
     for (uint32_t i = 1; i < k; i++)
         for (int64_t j = 0; j < n; j++) {
             if (!dim_compat(same[j], ts[i]->shape[j]))
-                return rel_error(rc, "tensor %u has shape %s but tensor 0 has %s; stacked tensors "
-                                     "must have one shape",
+                return rel_error(rc,
+                                 "tensor %u has shape %s but tensor 0 has %s; stacked tensors "
+                                 "must have one shape",
                                  i, shape_of(rc, ts[i]), shape_of(rc, ts[0]));
             same[j] = dim_merge(same[j], ts[i]->shape[j]);
         }
@@ -519,7 +516,8 @@ static RelResult split_rel(RelCall *rc) {
     uint32_t nf;
     if (v->kind == ATTR_INT || v->kind == ATTR_BOOL) {
         int64_t s = v->kind == ATTR_INT ? v->i : v->b;
-        if (s <= 0) return rel_error(rc, "the number of sections must be positive, got %lld", (long long)s);
+        if (s <= 0)
+            return rel_error(rc, "the number of sections must be positive, got %lld", (long long)s);
         if (s > MAX_FIELDS)
             return rel_error(rc, "%lld sections are too many (the limit is %d)", (long long)s,
                              MAX_FIELDS);
@@ -540,7 +538,8 @@ static RelResult split_rel(RelCall *rc) {
         return rel_error(rc, "indices_or_sections must be an integer or a list of integers");
     nf = v->list.n + 1;
     if (nf > MAX_FIELDS)
-        return rel_error(rc, "%u indices are too many (the limit is %d)", v->list.n, MAX_FIELDS - 1);
+        return rel_error(rc, "%u indices are too many (the limit is %d)", v->list.n,
+                         MAX_FIELDS - 1);
     fields = arena_array(&rc->ctx->arena, nf, sizeof(Type *));
     int64_t *idx = rel_dims(rc, nf);
     for (uint32_t i = 0; i < v->list.n; i++) {
@@ -578,9 +577,8 @@ static RelResult tile_rel(RelCall *rc) {
     for (uint32_t i = 0; i < t; i++) {
         int64_t d = i < t - n ? 1 : data->shape[i - (t - n)];
         int64_t k = i < t - r ? 1 : reps[i - (t - r)];
-        if (k <= 0)
-            return rel_error(rc, "reps must be positive, got %s", ints_str(rc, r, reps));
-        if (!mul_dims(rc, d, k, &out[i])) return REL_ERROR;
+        if (k <= 0) return rel_error(rc, "reps must be positive, got %s", ints_str(rc, r, reps));
+        if (!rel_dim_mul(rc, d, k, &out[i])) return REL_ERROR;
     }
     return rel_out_tensor(rc, data->dtype, t, out);
 }
@@ -593,7 +591,7 @@ static RelResult repeat_rel(RelCall *rc) {
     if (!rel_axis(rc, attr_int(rc, "axis"), data->ndim, "axis", &axis)) return REL_ERROR;
     int64_t *out = rel_dims(rc, data->ndim);
     memcpy(out, data->shape, data->ndim * sizeof(int64_t));
-    if (!mul_dims(rc, out[axis], k, &out[axis])) return REL_ERROR;
+    if (!rel_dim_mul(rc, out[axis], k, &out[axis])) return REL_ERROR;
     return rel_out_tensor(rc, data->dtype, data->ndim, out);
 }
 
@@ -619,8 +617,9 @@ static RelResult reverse_sequence_rel(RelCall *rc) {
         return rel_error_arg(rc, 1, "seq_lengths must be a 1-D integer tensor, got %s",
                              rel_type_str(rc, &lens->base));
     if (!dim_compat(lens->shape[0], data->shape[batch]))
-        return rel_error_arg(rc, 1, "seq_lengths has %s entries but batch axis %lld of data has "
-                                    "size %s",
+        return rel_error_arg(rc, 1,
+                             "seq_lengths has %s entries but batch axis %lld of data has "
+                             "size %s",
                              rel_dim_str(rc, lens->shape[0]), (long long)batch,
                              rel_dim_str(rc, data->shape[batch]));
     return rel_out(rc, &data->base);
@@ -645,7 +644,8 @@ static RelResult where_rel(RelCall *rc) {
 
 /* Where `from` fails to broadcast to exactly `to` (numpy rules, the result equal to `to`): -1 when
  * it does, `nt` when `from` has the higher rank, else the failing dimension of `to`. */
-static int64_t broadcast_mismatch(uint32_t nf, const int64_t *from, uint32_t nt, const int64_t *to) {
+static int64_t broadcast_mismatch(uint32_t nf, const int64_t *from, uint32_t nt,
+                                  const int64_t *to) {
     if (nf > nt) return nt;
     for (uint32_t i = 0; i < nf; i++) {
         int64_t f = from[i], t = to[nt - nf + i];
@@ -690,8 +690,7 @@ static RelResult broadcast_to_like_rel(RelCall *rc) {
     REL_TENSOR(data, rc, 0);
     REL_TENSOR(like, rc, 1);
     if (!same_dtype(rc, data, like)) return REL_ERROR;
-    if (!broadcasts_to(rc, data->ndim, data->shape, like->ndim, like->shape))
-        return REL_ERROR;
+    if (!broadcasts_to(rc, data->ndim, data->shape, like->ndim, like->shape)) return REL_ERROR;
     int64_t *out = rel_dims(rc, like->ndim);
     for (uint32_t i = 0; i < like->ndim; i++) {
         int64_t t = like->shape[i];
@@ -731,8 +730,9 @@ static RelResult collapse_sum_to_rel(RelCall *rc) {
     int64_t len = shape_t->shape[0];
     if (attr_is_none(rc, "shape")) {
         if (!dim_known(len))
-            return rel_error(rc, "the target rank is unknown: shape has type %s and no shape "
-                                 "attribute is given",
+            return rel_error(rc,
+                             "the target rank is unknown: shape has type %s and no shape "
+                             "attribute is given",
                              rel_type_str(rc, &shape_t->base));
         if (len > data->ndim)
             return rel_error(rc, "cannot collapse %s to rank %lld", shape_of(rc, data),
@@ -745,8 +745,9 @@ static RelResult collapse_sum_to_rel(RelCall *rc) {
     const int64_t *to;
     uint32_t n = attr_ints(rc, "shape", &to);
     if (dim_known(len) && len != n)
-        return rel_error_arg(rc, 1, "the shape attribute %s has %u entries but the shape argument "
-                                    "has %lld",
+        return rel_error_arg(rc, 1,
+                             "the shape attribute %s has %u entries but the shape argument "
+                             "has %lld",
                              ints_str(rc, n, to), n, (long long)len);
     for (uint32_t i = 0; i < n; i++)
         if (to[i] < 0) return rel_error(rc, "shape %s has a negative size", ints_str(rc, n, to));
@@ -757,65 +758,12 @@ static RelResult collapse_sum_to_rel(RelCall *rc) {
 
 /* A data layout such as "NCHW" or "NCHW16c": primal axes are capitals, a split-off sub-axis is
  * its lower-case letter preceded by its size. */
-typedef struct Layout {
-    uint32_t n;
-    char axis[64];
-    int64_t factor[64]; /* sub-axes: the size; primal axes: 0 */
-} Layout;
-
-static int layout_find(const Layout *l, char c) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] == c) return (int)i;
-    return -1;
-}
-
-static bool layout_parse(RelCall *rc, const char *what, const char *s, Layout *l) {
-    l->n = 0;
-    if (*s == '\0') {
-        rel_error(rc, "%s is empty", what);
-        return false;
-    }
-    for (const char *p = s; *p;) {
-        int64_t f = 0;
-        bool has_f = false;
-        while (isdigit((unsigned char)*p)) {
-            has_f = true;
-            if (f > (INT32_MAX - 9) / 10) {
-                rel_error(rc, "%s \"%s\": a factor is too large", what, s);
-                return false;
-            }
-            f = f * 10 + (*p++ - '0');
-        }
-        char c = *p;
-        if (!isalpha((unsigned char)c) || (has_f && !islower((unsigned char)c)) ||
-            (!has_f && !isupper((unsigned char)c)) || (has_f && f <= 0)) {
-            rel_error(rc, "%s \"%s\" is not a layout (write capitals for axes and a size before a "
-                          "lower-case sub-axis, as in NCHW16c)",
-                      what, s);
-            return false;
-        }
-        if (layout_find(l, c) >= 0) {
-            rel_error(rc, "%s \"%s\" names axis %c twice", what, s, c);
-            return false;
-        }
-        l->axis[l->n] = c;
-        l->factor[l->n++] = has_f ? f : 0;
-        p++;
-    }
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->factor[i] && layout_find(l, (char)toupper((unsigned char)l->axis[i])) < 0) {
-            rel_error(rc, "%s \"%s\" has sub-axis %c without axis %c", what, s, l->axis[i],
-                      toupper((unsigned char)l->axis[i]));
-            return false;
-        }
-    return true;
-}
-
 static RelResult layout_transform_rel(RelCall *rc) {
     REL_TENSOR(data, rc, 0);
     const char *src_s = attr_str(rc, "src_layout"), *dst_s = attr_str(rc, "dst_layout");
     Layout src, dst;
-    if (!layout_parse(rc, "src_layout", src_s, &src) || !layout_parse(rc, "dst_layout", dst_s, &dst))
+    if (!rel_layout_parse(rc, "src_layout", src_s, &src) ||
+        !rel_layout_parse(rc, "dst_layout", dst_s, &dst))
         return REL_ERROR;
     for (uint32_t i = 0; i < src.n; i++)
         if (!src.factor[i] && layout_find(&dst, src.axis[i]) < 0)
@@ -843,7 +791,7 @@ static RelResult layout_transform_rel(RelCall *rc) {
         char c = dst.axis[i], sub = (char)tolower((unsigned char)c);
         int64_t full = data->shape[layout_find(&src, c)];
         int si = layout_find(&src, sub), di = layout_find(&dst, sub);
-        if (si >= 0 && !mul_dims(rc, full, src.factor[si], &full)) return REL_ERROR;
+        if (si >= 0 && !rel_dim_mul(rc, full, src.factor[si], &full)) return REL_ERROR;
         out[i] = di >= 0 ? dim_ceildiv(full, dst.factor[di]) : full;
     }
     return rel_out_tensor(rc, data->dtype, dst.n, out);
@@ -887,8 +835,9 @@ static RelResult strided_slice_rel(RelCall *rc) {
     int64_t *axes;
     if (attr_is_none(rc, "axes")) {
         if (nb > n || ne > n || ns > n)
-            return rel_error(rc, "begin, end and strides have %u, %u and %u entries but data has "
-                                 "rank %u",
+            return rel_error(rc,
+                             "begin, end and strides have %u, %u and %u entries but data has "
+                             "rank %u",
                              nb, ne, ns, n);
         nax = n;
         axes = rel_dims(rc, n);
@@ -897,14 +846,16 @@ static RelResult strided_slice_rel(RelCall *rc) {
     } else {
         nax = attr_ints(rc, "axes", &given);
         if (nb != nax || ne != nax || ns > nax)
-            return rel_error(rc, "axes has %u entries, so begin and end need %u each (and strides "
-                                 "at most %u); got %u, %u and %u",
+            return rel_error(rc,
+                             "axes has %u entries, so begin and end need %u each (and strides "
+                             "at most %u); got %u, %u and %u",
                              nax, nax, nax, nb, ne, ns);
         axes = rel_dims(rc, nax);
         int64_t *seen = rel_dims(rc, n);
         for (uint32_t i = 0; i < nax; i++) {
             if (!rel_axis(rc, given[i], n, "axis", &axes[i])) return REL_ERROR;
-            if (seen[axes[i]]) return rel_error(rc, "axes names axis %lld twice", (long long)axes[i]);
+            if (seen[axes[i]])
+                return rel_error(rc, "axes names axis %lld twice", (long long)axes[i]);
             seen[axes[i]] = 1;
         }
     }
@@ -913,7 +864,9 @@ static RelResult strided_slice_rel(RelCall *rc) {
     for (uint32_t i = 0; i < nax; i++) {
         int64_t a = axes[i], d = data->shape[a];
         int64_t st = size_mode || i >= ns ? 1 : s[i];
-        if (st == 0) return rel_error(rc, "strides %s has a 0; strides must be nonzero", ints_str(rc, ns, s));
+        if (st == 0)
+            return rel_error(rc, "strides %s has a 0; strides must be nonzero",
+                             ints_str(rc, ns, s));
         bool has_b = i < nb, has_e = i < ne;
         int64_t bi = has_b ? b[i] : 0, ei = has_e ? e[i] : 0;
         if (size_mode) {
@@ -955,8 +908,9 @@ static RelResult slice_like_rel(RelCall *rc) {
                                  (long long)a, like->ndim);
         int64_t t = like->shape[a], d = data->shape[a];
         if (dim_known(t) && dim_known(d) && t > d)
-            return rel_error_arg(rc, 1, "shape_like has size %lld on axis %lld, larger than data's "
-                                        "%lld",
+            return rel_error_arg(rc, 1,
+                                 "shape_like has size %lld on axis %lld, larger than data's "
+                                 "%lld",
                                  (long long)t, (long long)a, (long long)d);
         out[a] = t;
     }
@@ -970,7 +924,8 @@ static RelResult meshgrid_rel(RelCall *rc) {
     TensorType **ts = rel_tensor_tuple(rc, 0, &k);
     if (ts == NULL) return rc->status;
     if (k == 0) return rel_error(rc, "needs at least one tensor, got an empty tuple");
-    if (k > MAX_RANK) return rel_error(rc, "%u tensors are too many (the limit is %d)", k, MAX_RANK);
+    if (k > MAX_RANK)
+        return rel_error(rc, "%u tensors are too many (the limit is %d)", k, MAX_RANK);
     int64_t *grid = rel_dims(rc, k);
     for (uint32_t i = 0; i < k; i++) {
         if (ts[i]->dtype != ts[0]->dtype)
@@ -1105,19 +1060,22 @@ static RelResult einsum_rel(RelCall *rc) {
                 for (uint32_t e = 0; e < ell; e++) {
                     int64_t *slot = &ell_shape[n_ell - ell + e], d = ts[i]->shape[dim++];
                     if (!dim_broadcast(*slot, d, slot))
-                        return rel_error(rc, "the \"...\" dims of tensor %u (%s) do not broadcast "
-                                             "with the others",
+                        return rel_error(rc,
+                                         "the \"...\" dims of tensor %u (%s) do not broadcast "
+                                         "with the others",
                                          i, shape_of(rc, ts[i]));
                 }
                 continue;
             }
             int l = t->item[j];
             int64_t d = ts[i]->shape[dim++];
-            if (count[l]++ == 0) size[l] = d;
+            if (count[l]++ == 0)
+                size[l] = d;
             else if (!dim_compat(size[l], d))
                 return rel_error(rc, "label %c has size %s in one place and %s in tensor %u",
                                  label_char(l), rel_dim_str(rc, size[l]), rel_dim_str(rc, d), i);
-            else size[l] = dim_merge(size[l], d);
+            else
+                size[l] = dim_merge(size[l], d);
         }
     }
     if (!explicit_out) { /* numpy's implicit output: "...", then the labels seen once, sorted */
@@ -1129,8 +1087,9 @@ static RelResult einsum_rel(RelCall *rc) {
         for (int l = 0; l < 26; l++)
             if (count[l] == 1) outt->item[outt->n++] = l;
     } else if (n_ell > 0 && !outt->has_ellipsis) {
-        return rel_error(rc, "equation \"%s\": the inputs have \"...\" dims but the output has no "
-                             "\"...\"",
+        return rel_error(rc,
+                         "equation \"%s\": the inputs have \"...\" dims but the output has no "
+                         "\"...\"",
                          eq);
     }
     uint32_t rank = outt->n - (outt->has_ellipsis ? 1 : 0) + (outt->has_ellipsis ? n_ell : 0);
@@ -1174,7 +1133,8 @@ static RelResult matrix_set_diag_rel(RelCall *rc) {
     REL_TENSOR(diag, rc, 1);
     if (!same_dtype(rc, in, diag)) return REL_ERROR;
     uint32_t r = in->ndim;
-    if (r < 2) return rel_error(rc, "input must have rank 2 or more, got shape %s", shape_of(rc, in));
+    if (r < 2)
+        return rel_error(rc, "input must have rank 2 or more, got shape %s", shape_of(rc, in));
     int64_t k1 = attr_int(rc, "k1"), k2 = attr_int(rc, "k2");
     if (k1 > k2)
         return rel_error(rc, "k1 (%lld) must not be larger than k2 (%lld)", (long long)k1,
@@ -1188,24 +1148,27 @@ static RelResult matrix_set_diag_rel(RelCall *rc) {
                          (long long)k2);
     uint32_t want = k1 == k2 ? r - 1 : r;
     if (diag->ndim != want)
-        return rel_error_arg(rc, 1, "diagonal must have rank %u for k1 = %lld, k2 = %lld, got "
-                                    "shape %s",
+        return rel_error_arg(rc, 1,
+                             "diagonal must have rank %u for k1 = %lld, k2 = %lld, got "
+                             "shape %s",
                              want, (long long)k1, (long long)k2, shape_of(rc, diag));
     for (uint32_t i = 0; i + 2 < r; i++)
         if (!dim_compat(in->shape[i], diag->shape[i]))
             return rel_error_arg(rc, 1, "diagonal %s and input %s differ in batch dimension %u",
                                  shape_of(rc, diag), shape_of(rc, in), i);
     if (k1 != k2 && !dim_compat(diag->shape[r - 2], k2 - k1 + 1))
-        return rel_error_arg(rc, 1, "diagonal has %s diagonals but k1 = %lld to k2 = %lld needs "
-                                    "%lld",
+        return rel_error_arg(rc, 1,
+                             "diagonal has %s diagonals but k1 = %lld to k2 = %lld needs "
+                             "%lld",
                              rel_dim_str(rc, diag->shape[r - 2]), (long long)k1, (long long)k2,
                              (long long)(k2 - k1 + 1));
     if (dim_known(m) && dim_known(nc)) {
         int64_t rows = m + (k2 < 0 ? k2 : 0), cols = nc - (k1 > 0 ? k1 : 0);
         int64_t len = rows < cols ? rows : cols;
         if (!dim_compat(diag->shape[want - 1], len))
-            return rel_error_arg(rc, 1, "diagonal has length %s but the longest diagonal from k1 = "
-                                        "%lld to k2 = %lld in a %lld x %lld matrix has %lld",
+            return rel_error_arg(rc, 1,
+                                 "diagonal has length %s but the longest diagonal from k1 = "
+                                 "%lld to k2 = %lld in a %lld x %lld matrix has %lld",
                                  rel_dim_str(rc, diag->shape[want - 1]), (long long)k1,
                                  (long long)k2, (long long)m, (long long)nc, (long long)len);
     }
@@ -1221,8 +1184,9 @@ static RelResult sliding_window_rel(RelCall *rc) {
     uint32_t nw = attr_ints(rc, "window_shape", &win), ns = attr_ints(rc, "strides", &str);
     uint32_t m = n - (uint32_t)axis;
     if (nw != m || ns != m)
-        return rel_error(rc, "window_shape and strides need %u entries each (rank %u minus axis "
-                             "%lld), got %u and %u",
+        return rel_error(rc,
+                         "window_shape and strides need %u entries each (rank %u minus axis "
+                         "%lld), got %u and %u",
                          m, n, (long long)axis, nw, ns);
     int64_t *out = rel_dims(rc, n + m);
     for (uint32_t i = 0; i < (uint32_t)axis; i++)
@@ -1278,12 +1242,10 @@ static const AttrSpec collapse_sum_to_attrs[] = {
     {"shape", AT_OPT_INTS, "None", NULL}, {"dtype", AT_DTYPE, "\"\"", NULL}, {0}};
 static const AttrSpec layout_transform_attrs[] = {
     {"src_layout", AT_STR, NULL, NULL}, {"dst_layout", AT_STR, NULL, NULL}, {0}};
-static const AttrSpec strided_slice_attrs[] = {{"begin", AT_INTS, NULL, NULL},
-                                               {"end", AT_INTS, NULL, NULL},
-                                               {"strides", AT_INTS, "[1]", NULL},
-                                               {"slice_mode", AT_STR, "\"end\"", "end|size"},
-                                               {"axes", AT_OPT_INTS, "None", NULL},
-                                               {0}};
+static const AttrSpec strided_slice_attrs[] = {
+    {"begin", AT_INTS, NULL, NULL},      {"end", AT_INTS, NULL, NULL},
+    {"strides", AT_INTS, "[1]", NULL},   {"slice_mode", AT_STR, "\"end\"", "end|size"},
+    {"axes", AT_OPT_INTS, "None", NULL}, {0}};
 static const AttrSpec slice_like_attrs[] = {{"axes", AT_OPT_INTS, "None", NULL}, {0}};
 static const AttrSpec meshgrid_attrs[] = {{"indexing", AT_STR, "\"ij\"", "ij|xy"}, {0}};
 static const AttrSpec einsum_attrs[] = {{"equation", AT_STR, NULL, NULL}, {0}};
@@ -1299,7 +1261,7 @@ static const AttrSpec sliding_window_attrs[] = {{"axis", AT_INT, NULL, NULL},
                                                 {0}};
 
 #define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    {name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0}
+    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_transform_table[] = {
     ROW("cast", 1, OP_ELEMWISE, cast_rel, cast_attrs, "data", "convert to dtype, elementwise"),
@@ -1323,13 +1285,15 @@ OpDef ops_transform_table[] = {
         "join a tuple of same-shape tensors along a new axis"),
     ROW("split", 1, OP_INJECTIVE, split_rel, split_attrs, "data",
         "split along axis into equal sections or at indices; a tuple"),
-    ROW("tile", 1, OP_BROADCAST, tile_rel, tile_attrs, "data", "repeat the whole tensor reps times"),
+    ROW("tile", 1, OP_BROADCAST, tile_rel, tile_attrs, "data",
+        "repeat the whole tensor reps times"),
     ROW("repeat", 1, OP_BROADCAST, repeat_rel, repeat_attrs, "data",
         "repeat each element repeats times along axis"),
     ROW("reverse", 1, OP_INJECTIVE, reverse_rel, reverse_attrs, "data",
         "reverse the order of elements along axis"),
     ROW("reverse_sequence", 2, OP_INJECTIVE, reverse_sequence_rel, reverse_sequence_attrs,
-        "data, seq_lengths", "reverse the first seq_lengths[b] elements along seq_axis per batch b"),
+        "data, seq_lengths",
+        "reverse the first seq_lengths[b] elements along seq_axis per batch b"),
     ROW("where", 3, OP_BROADCAST, where_rel, NULL, "condition, x, y",
         "x where condition is nonzero, else y, with broadcasting"),
     ROW("broadcast_to", 1, OP_BROADCAST, broadcast_to_rel, broadcast_to_attrs, "data",

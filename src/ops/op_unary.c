@@ -137,9 +137,10 @@ static const AttrSpec dtype_attrs[] = {
     {0},
 };
 
-#define UN(name, rel, doc) {name, 1, OP_ELEMWISE, rel, NULL, "data", doc, 0, 0, 0, 0, 0}
+#define UN(name, rel, doc)                                                                         \
+    { name, 1, OP_ELEMWISE, rel, NULL, "data", doc, 0, 0, 0, 0, 0 }
 #define UN_ATTRS(name, pattern, rel, attrs, doc)                                                   \
-    {name, 1, pattern, rel, attrs, "data", doc, 0, 0, 0, 0, 0}
+    { name, 1, pattern, rel, attrs, "data", doc, 0, 0, 0, 0, 0 }
 
 OpDef ops_unary_table[] = {
     UN("log", float_rel, "natural logarithm, elementwise"),

@@ -57,8 +57,10 @@ static AttrValue *read_default(DefReader *r) {
             }
             items[n++] = read_default(r);
             skip_ws(r);
-            if (*r->s == ',') r->s++;
-            else if (*r->s != ']') r->bad = true;
+            if (*r->s == ',')
+                r->s++;
+            else if (*r->s != ']')
+                r->bad = true;
             skip_ws(r);
         }
         if (*r->s != ']') {
@@ -144,9 +146,10 @@ static void add_row(OpDef *def) {
 
 static void reg_init(void) {
     reg.ctx = ir_ctx_new();
-    OpDef *tables[] = {ops_unary_table,     ops_binary_table, ops_reduce_table,
-                       ops_transform_table, ops_index_table, ops_nn_table, ops_conv_pool_table,
-                       ops_image_vision_table, ops_qnn_table, ops_misc_table};
+    OpDef *tables[] = {ops_unary_table,     ops_binary_table,       ops_reduce_table,
+                       ops_transform_table, ops_index_table,        ops_nn_table,
+                       ops_conv_pool_table, ops_image_vision_table, ops_qnn_table,
+                       ops_misc_table};
     for (size_t t = 0; t < RLY_ARRAY_LEN(tables); t++)
         for (OpDef *d = tables[t]; d->name; d++)
             add_row(d);
@@ -277,9 +280,8 @@ static bool value_fits(const AttrSpec *spec, const AttrValue *v, StrBuf *msg, Sp
     case AT_BOOL: ok = is_int(v); break;
     case AT_STR: ok = is_str(v); break;
     case AT_DTYPE:
-        ok = is_str(v) &&
-             (v->s[0] == '\0' || sup_dtype_parse(v->s, strlen(v->s)) >= 0 ||
-              strcmp(v->s, "void") == 0);
+        ok = is_str(v) && (v->s[0] == '\0' || sup_dtype_parse(v->s, strlen(v->s)) >= 0 ||
+                           strcmp(v->s, "void") == 0);
         if (is_str(v) && !ok) {
             sb_printf(msg, "attribute %s: unknown dtype \"%s\"", spec->name, v->s);
             *where = v->span;
@@ -396,6 +398,11 @@ int attr_dtype(const RelCall *rc, const char *name) {
     return sup_dtype_parse(s, strlen(s));
 }
 
+rly_dtype attr_dtype_or(const RelCall *rc, const char *name, rly_dtype dflt) {
+    int dt = attr_dtype(rc, name);
+    return dt < 0 ? dflt : (rly_dtype)dt;
+}
+
 uint32_t attr_ints(const RelCall *rc, const char *name, const int64_t **out) {
     const AttrValue *v = attr_value(rc, name);
     if (v->kind == ATTR_NONE) {
@@ -428,7 +435,8 @@ uint32_t attr_floats(const RelCall *rc, const char *name, const double **out) {
     return n;
 }
 
-/* ---- relation helpers -------------------------------------------------------------------------- */
+/* ---- relation helpers --------------------------------------------------------------------------
+ */
 
 TensorType *rel_tensor(RelCall *rc, uint32_t i) {
     RLY_CHECK(i < rc->n_args, "%s: argument %u out of range", rc->op->name, i);
@@ -519,9 +527,12 @@ const char *rel_type_str(RelCall *rc, Type *t) {
 }
 
 static void put_dim(RelCall *rc, StrBuf *sb, int64_t d) {
-    if (d == DIM_ANY) sb_putc(sb, '?');
-    else if (dim_is_sym(d)) sb_puts(sb, ir_dim_sym_name(rc->ctx, d));
-    else sb_printf(sb, "%lld", (long long)d);
+    if (d == DIM_ANY)
+        sb_putc(sb, '?');
+    else if (dim_is_sym(d))
+        sb_puts(sb, ir_dim_sym_name(rc->ctx, d));
+    else
+        sb_printf(sb, "%lld", (long long)d);
 }
 
 const char *rel_shape_str(RelCall *rc, uint32_t ndim, const int64_t *shape) {
@@ -560,7 +571,8 @@ int64_t *rel_dims(RelCall *rc, uint32_t n) {
 bool rel_is_float(rly_dtype dt) { return sup_dtype_is_float(dt); }
 bool rel_is_integer(rly_dtype dt) { return sup_dtype_is_int(dt) || sup_dtype_is_uint(dt); }
 
-/* ---- dims ------------------------------------------------------------------------------------- */
+/* ---- dims -------------------------------------------------------------------------------------
+ */
 
 int64_t dim_merge(int64_t a, int64_t b) {
     if (dim_known(a)) return a;
@@ -570,13 +582,20 @@ int64_t dim_merge(int64_t a, int64_t b) {
 }
 
 bool dim_broadcast(int64_t a, int64_t b, int64_t *out) {
-    if (a == b) *out = a;
-    else if (a == 1) *out = b;
-    else if (b == 1) *out = a;
-    else if (dim_known(a) && dim_known(b)) return false;
-    else if (dim_known(a)) *out = a; /* the unknown one is 1 or a */
-    else if (dim_known(b)) *out = b;
-    else *out = DIM_ANY;
+    if (a == b)
+        *out = a;
+    else if (a == 1)
+        *out = b;
+    else if (b == 1)
+        *out = a;
+    else if (dim_known(a) && dim_known(b))
+        return false;
+    else if (dim_known(a))
+        *out = a; /* the unknown one is 1 or a */
+    else if (dim_known(b))
+        *out = b;
+    else
+        *out = DIM_ANY;
     return true;
 }
 
@@ -633,5 +652,95 @@ bool rel_broadcast(RelCall *rc, uint32_t na, const int64_t *a, uint32_t nb, cons
     }
     *nout = n;
     *out = s;
+    return true;
+}
+
+bool rel_dim_add(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
+    if (dim_known(a) && dim_known(b) && a > DIM_LIMIT - b) {
+        rel_error(rc, "a result dimension %lld + %lld is too large (over 2^62)", (long long)a,
+                  (long long)b);
+        return false;
+    }
+    *out = dim_add(a, b);
+    return true;
+}
+
+bool rel_dim_mul(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
+    if (dim_known(a) && dim_known(b) && b != 0 && a > DIM_LIMIT / b) {
+        rel_error(rc, "a result dimension %lld * %lld is too large (over 2^62)", (long long)a,
+                  (long long)b);
+        return false;
+    }
+    *out = dim_mul(a, b);
+    return true;
+}
+
+/* ---- layouts ----------------------------------------------------------------------------------
+ */
+
+int layout_find(const Layout *l, char a) {
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->axis[i] == a) return (int)i;
+    return -1;
+}
+
+bool rel_layout_parse(RelCall *rc, const char *attr, const char *text, Layout *l) {
+    l->attr = attr;
+    l->text = text;
+    l->n = 0;
+    if (text[0] == '\0') {
+        rel_error(rc, "%s is empty", attr);
+        return false;
+    }
+    for (const char *p = text; *p;) {
+        if (l->n == LAYOUT_MAX) {
+            rel_error(rc, "%s \"%s\" has more than %d axes", attr, text, LAYOUT_MAX);
+            return false;
+        }
+        if (*p >= 'A' && *p <= 'Z') {
+            if (layout_find(l, *p) >= 0) {
+                rel_error(rc, "%s \"%s\" names axis %c twice", attr, text, *p);
+                return false;
+            }
+            l->axis[l->n] = *p++;
+            l->factor[l->n++] = 0;
+            continue;
+        }
+        int64_t f = 0;
+        while (*p >= '0' && *p <= '9' && f <= INT32_MAX)
+            f = f * 10 + (*p++ - '0');
+        if (f <= 0 || f > INT32_MAX || !(*p >= 'a' && *p <= 'z') || layout_find(l, *p) >= 0) {
+            rel_error(rc,
+                      "%s \"%s\" is not a layout (upper-case axes, each once, and a block size "
+                      "before a lower-case sub-axis, as in NCHW16c)",
+                      attr, text);
+            return false;
+        }
+        l->axis[l->n] = *p++;
+        l->factor[l->n++] = f;
+    }
+    for (uint32_t i = 0; i < l->n; i++) {
+        char a = l->axis[i], up = (char)(a - 'a' + 'A');
+        if (a >= 'a' && layout_find(l, up) < 0) {
+            rel_error(rc, "%s \"%s\" has sub-axis %c without axis %c", attr, text, a, up);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool rel_layout_fits(RelCall *rc, int arg, const TensorType *t, const Layout *l, const char *what) {
+    if (t->ndim != l->n) {
+        rel_error_arg(rc, arg, "%s has rank %u but %s \"%s\" has %u axes (shape %s)", what, t->ndim,
+                      l->attr, l->text, l->n, rel_shape_str(rc, t->ndim, t->shape));
+        return false;
+    }
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->factor[i] > 0 && !dim_compat(t->shape[i], l->factor[i])) {
+            rel_error_arg(rc, arg, "%s dimension %u (sub-axis %c of %s \"%s\") is %s, not %lld",
+                          what, i, l->axis[i], l->attr, l->text, rel_dim_str(rc, t->shape[i]),
+                          (long long)l->factor[i]);
+            return false;
+        }
     return true;
 }

@@ -70,7 +70,7 @@ typedef struct RelCall {
     Ctx *ctx;
     const OpDef *op;
     uint32_t n_args;
-    Type *const *args; /* resolved argument types; IncompleteType where not yet known */
+    Type *const *args;             /* resolved argument types; IncompleteType where not yet known */
     const AttrValue *const *attrs; /* one per schema row: the given value or the default */
     Type *out;                     /* REL_OK: the result type */
     StrBuf *msg;                   /* REL_ERROR: the reason */
@@ -81,10 +81,10 @@ typedef struct RelCall {
 typedef RelResult (*RelFn)(RelCall *rc);
 
 struct OpDef {
-    const char *name;     /* TVM's name: "add", "nn.conv2d", "image.resize2d", "qnn.dense" */
-    int n_args;           /* number of arguments, or OP_VARIADIC */
-    uint8_t pattern;      /* OpPattern */
-    RelFn rel;            /* the type relation */
+    const char *name;      /* TVM's name: "add", "nn.conv2d", "image.resize2d", "qnn.dense" */
+    int n_args;            /* number of arguments, or OP_VARIADIC */
+    uint8_t pattern;       /* OpPattern */
+    RelFn rel;             /* the type relation */
     const AttrSpec *attrs; /* schema, terminated by a row with name NULL; NULL when none */
     const char *arg_names; /* "data, weight" (for messages and docs) */
     const char *doc;       /* one line */
@@ -155,6 +155,29 @@ int64_t *rel_dims(RelCall *rc, uint32_t n);
 bool rel_is_float(rly_dtype dt);
 bool rel_is_integer(rly_dtype dt); /* signed or unsigned integer (not bool) */
 
+/* Checked dimension arithmetic for results: a constant over DIM_LIMIT is an error ("too
+ * large"); `?` and symbolic operands give `?` as dim_add/dim_mul do. False when rc->status is
+ * set. */
+#define DIM_LIMIT ((int64_t)1 << 62)
+bool rel_dim_add(RelCall *rc, int64_t a, int64_t b, int64_t *out);
+bool rel_dim_mul(RelCall *rc, int64_t a, int64_t b, int64_t *out);
+
+/* Data layouts as TVM writes them: upper-case axes, each once ("NCHW", "NHWC"), optionally with
+ * split sub-axes written as a block size and the lower-case axis ("NCHW16c", "OIHW4i4o"). */
+#define LAYOUT_MAX 16
+typedef struct Layout {
+    const char *attr, *text;    /* the attribute and its value, for messages */
+    uint32_t n;                 /* axes, = the rank of a tensor in this layout */
+    char axis[LAYOUT_MAX];      /* 'N', 'C', ... primal axes; 'c', ... the inner block of a split */
+    int64_t factor[LAYOUT_MAX]; /* block size of a sub-axis; 0 for primal axes */
+} Layout;
+/* Parse `text` (the value of attribute `attr`); false with an error when it is not a layout. */
+bool rel_layout_parse(RelCall *rc, const char *attr, const char *text, Layout *l);
+/* The position of axis `a` in l, or -1. */
+int layout_find(const Layout *l, char a);
+/* t (argument `arg`, called `what` in messages) has l's rank and l's block sizes. */
+bool rel_layout_fits(RelCall *rc, int arg, const TensorType *t, const Layout *l, const char *what);
+
 /* Attribute values by schema name (the name must be in the op's schema: a bug otherwise). */
 int64_t attr_int(const RelCall *rc, const char *name);
 double attr_float(const RelCall *rc, const char *name);
@@ -163,6 +186,8 @@ const char *attr_str(const RelCall *rc, const char *name);
 bool attr_is_none(const RelCall *rc, const char *name);
 /* AT_DTYPE: the dtype, or -1 for "" (same as the input). */
 int attr_dtype(const RelCall *rc, const char *name);
+/* AT_DTYPE: the dtype, or dflt for "". */
+rly_dtype attr_dtype_or(const RelCall *rc, const char *name, rly_dtype dflt);
 /* Lists: the number of items; the values in an arena array written to *out (never NULL). */
 uint32_t attr_ints(const RelCall *rc, const char *name, const int64_t **out);
 uint32_t attr_floats(const RelCall *rc, const char *name, const double **out);

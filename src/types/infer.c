@@ -39,7 +39,7 @@ typedef struct Infer {
     Diags *ds;
     Type **ety;
     size_t n_ety;
-    Type **bind;    /* IncompleteType id -> the type it is bound to (NULL: unbound) */
+    Type **bind; /* IncompleteType id -> the type it is bound to (NULL: unbound) */
     size_t n_bind;
     PtrMap schemes; /* Function -> its FuncType (from annotations and fresh types) */
     Let **let_of;   /* by expr id: body -> its Let, and Let -> itself, until the let variable
@@ -87,47 +87,48 @@ static Type *resolve(Infer *in, Type *t) {
     return t;
 }
 
+static Type *deep(Infer *in, Type *t);
+
+/* dst[i] = deep(src[i]) (dst: n slots); whether any changed. */
+static bool deep_all(Infer *in, uint32_t n, Type *const *src, Type **dst) {
+    bool changed = false;
+    for (uint32_t i = 0; i < n; i++) {
+        dst[i] = deep(in, src[i]);
+        changed |= dst[i] != src[i];
+    }
+    return changed;
+}
+
+static Type **scratch(Infer *in, uint32_t n, Type **buf16) {
+    return n <= 16 ? buf16 : arena_array(&in->ctx->arena, n, sizeof(Type *));
+}
+
 /* t with every bound IncompleteType replaced (interned types). */
 static Type *deep(Infer *in, Type *t) {
     t = resolve(in, t);
+    Type *buf[16];
     switch ((TypeKind)t->kind) {
     case TYPE_TUPLE: {
         TupleType *tt = (TupleType *)t;
-        Type *buf[16], **f = tt->n <= 16 ? buf : arena_array(&in->ctx->arena, tt->n, sizeof(Type *));
-        bool changed = false;
-        for (uint32_t i = 0; i < tt->n; i++) {
-            f[i] = deep(in, tt->fields[i]);
-            changed |= f[i] != tt->fields[i];
-        }
-        return changed ? ir_type_tuple(in->ctx, tt->n, f) : t;
+        Type **f = scratch(in, tt->n, buf);
+        return deep_all(in, tt->n, tt->fields, f) ? ir_type_tuple(in->ctx, tt->n, f) : t;
     }
     case TYPE_FUNC: {
         FuncType *ft = (FuncType *)t;
-        Type *buf[16], **p = ft->n_params <= 16
-                                 ? buf
-                                 : arena_array(&in->ctx->arena, ft->n_params, sizeof(Type *));
-        bool changed = false;
-        for (uint32_t i = 0; i < ft->n_params; i++) {
-            p[i] = deep(in, ft->params[i]);
-            changed |= p[i] != ft->params[i];
-        }
+        Type **p = scratch(in, ft->n_params, buf);
+        bool changed = deep_all(in, ft->n_params, ft->params, p);
         Type *r = deep(in, ft->ret);
-        changed |= r != ft->ret;
-        return changed ? ir_type_func(in->ctx, ft->n_params, p, r, ft->n_tparams, ft->tparams,
-                                      ft->n_constraints, ft->constraints)
-                       : t;
+        return changed || r != ft->ret
+                   ? ir_type_func(in->ctx, ft->n_params, p, r, ft->n_tparams, ft->tparams,
+                                  ft->n_constraints, ft->constraints)
+                   : t;
     }
     case TYPE_CALL: {
         TypeCall *tc = (TypeCall *)t;
-        Type *buf[16], **a = tc->n_args <= 16
-                                 ? buf
-                                 : arena_array(&in->ctx->arena, tc->n_args, sizeof(Type *));
-        bool changed = false;
-        for (uint32_t i = 0; i < tc->n_args; i++) {
-            a[i] = deep(in, tc->args[i]);
-            changed |= a[i] != tc->args[i];
-        }
-        return changed ? ir_type_call(in->ctx, tc->func, tc->n_args, a) : t;
+        Type **a = scratch(in, tc->n_args, buf);
+        return deep_all(in, tc->n_args, tc->args, a)
+                   ? ir_type_call(in->ctx, tc->func, tc->n_args, a)
+                   : t;
     }
     case TYPE_REF: {
         Type *v = deep(in, ((RefType *)t)->value);
@@ -220,9 +221,12 @@ static const char *type_str(Infer *in, Type *t) {
 }
 
 static void dim_text(Infer *in, StrBuf *sb, int64_t d) {
-    if (d == DIM_ANY) sb_putc(sb, '?');
-    else if (dim_is_sym(d)) sb_puts(sb, ir_dim_sym_name(in->ctx, d));
-    else sb_printf(sb, "%lld", (long long)d);
+    if (d == DIM_ANY)
+        sb_putc(sb, '?');
+    else if (dim_is_sym(d))
+        sb_puts(sb, ir_dim_sym_name(in->ctx, d));
+    else
+        sb_printf(sb, "%lld", (long long)d);
 }
 
 static Type *mismatch(Infer *in, Type *a, Type *b) {
@@ -250,9 +254,12 @@ static Type *unify(Infer *in, Type *a, Type *b) {
     }
     if (a->kind == TYPE_FUNC && b->kind == TYPE_FUNC) {
         FuncType *fa = (FuncType *)a, *fb = (FuncType *)b;
-        if (fa->n_tparams && !fb->n_tparams) fa = (FuncType *)instantiate(in, fa, NULL);
-        else if (fb->n_tparams && !fa->n_tparams) fb = (FuncType *)instantiate(in, fb, NULL);
-        else if (fa->n_tparams) return ir_type_equal(a, b) ? a : mismatch(in, a, b);
+        if (fa->n_tparams && !fb->n_tparams)
+            fa = (FuncType *)instantiate(in, fa, NULL);
+        else if (fb->n_tparams && !fa->n_tparams)
+            fb = (FuncType *)instantiate(in, fb, NULL);
+        else if (fa->n_tparams)
+            return ir_type_equal(a, b) ? a : mismatch(in, a, b);
         if (fa->n_params != fb->n_params) {
             in->why.len = 0;
             sb_printf(&in->why, "functions of %u and %u parameters", fa->n_params, fb->n_params);
@@ -273,8 +280,10 @@ static Type *unify(Infer *in, Type *a, Type *b) {
         int64_t buf[16], *s = x->ndim <= 16 ? buf : arena_array(&in->ctx->arena, x->ndim, 8);
         for (uint32_t i = 0; i < x->ndim; i++) {
             int64_t p = x->shape[i], q = y->shape[i];
-            if (p == q || q == DIM_ANY) s[i] = p == q ? p : DIM_ANY;
-            else if (p == DIM_ANY) s[i] = DIM_ANY;
+            if (p == q || q == DIM_ANY)
+                s[i] = p == q ? p : DIM_ANY;
+            else if (p == DIM_ANY)
+                s[i] = DIM_ANY;
             else {
                 mismatch(in, a, b);
                 sb_printf(&in->why, " (dimension %u: ", i);
@@ -409,7 +418,8 @@ static void kind_check(Infer *in, Type *t, Span span) {
     }
 }
 
-/* ---- the solver's worklist -------------------------------------------------------------------- */
+/* ---- the solver's worklist --------------------------------------------------------------------
+ */
 
 static Type *type_of(Infer *in, Expr *e);
 
@@ -472,8 +482,10 @@ static bool try_solve(Infer *in, Pending *p) {
 }
 
 static void add_pending(Infer *in, Pending *p) {
-    if (try_solve(in, p)) p->done = true;
-    else vec_push(&in->pending, p);
+    if (try_solve(in, p))
+        p->done = true;
+    else
+        vec_push(&in->pending, p);
 }
 
 static void solve_all(Infer *in) {
@@ -494,7 +506,8 @@ static void solve_all(Infer *in) {
     }
 }
 
-/* ---- constraint generation ---------------------------------------------------------------------- */
+/* ---- constraint generation ----------------------------------------------------------------------
+ */
 
 static Let *let_of(Infer *in, Expr *e) { return e->id < in->n_let_of ? in->let_of[e->id] : NULL; }
 
@@ -550,8 +563,10 @@ static const OpDef *op_def(Infer *in, Expr *callee, Span span) {
     const OpDef *d = op_lookup(op->name, strlen(op->name));
     if (d == NULL) {
         const char *s = op_suggest(op->name, strlen(op->name));
-        if (s) error_at(in, span, "unknown operator %s (did you mean %s?)", op->name, s);
-        else error_at(in, span, "unknown operator or name %s", op->name);
+        if (s)
+            error_at(in, span, "unknown operator %s (did you mean %s?)", op->name, s);
+        else
+            error_at(in, span, "unknown operator or name %s", op->name);
         return NULL;
     }
     op->info = d;
@@ -656,8 +671,10 @@ static void infer_call(Infer *in, Call *c) {
         return;
     }
     Type *ft;
-    if (c->op->kind == EXPR_CONSTRUCTOR) ft = ctor_scheme(in, AS_CONSTRUCTOR(c->op));
-    else ft = resolve(in, type_of(in, c->op));
+    if (c->op->kind == EXPR_CONSTRUCTOR)
+        ft = ctor_scheme(in, AS_CONSTRUCTOR(c->op));
+    else
+        ft = resolve(in, type_of(in, c->op));
     if (ft == in->error) {
         set_ty(in, e, in->error);
         return;
@@ -693,8 +710,7 @@ static void infer_call(Infer *in, Call *c) {
         char what[200];
         snprintf(what, sizeof what, "argument %u of %s", i, callee_name(in, c->op));
         size_t before = in->ds->n_errors;
-        expect(in, f->params[i], type_of(in, c->args[i]),
-               use_span(c->args[i], e), what);
+        expect(in, f->params[i], type_of(in, c->args[i]), use_span(c->args[i], e), what);
         if (in->ds->n_errors != before) note_def(in, c->op);
     }
     set_ty(in, e, f->ret);
@@ -848,8 +864,7 @@ static void post(Visitor *v, Expr *e) {
         Function *f = AS_FUNCTION(e);
         FuncType *s = (FuncType *)scheme_of(in, f);
         expect(in, s->ret, type_of(in, f->body), use_span(f->body, e),
-               f->ret_type ? "function body (against the annotated return type)"
-                           : "function body");
+               f->ret_type ? "function body (against the annotated return type)" : "function body");
         set_ty(in, e, &s->base);
         return;
     }
@@ -905,8 +920,7 @@ static void post(Visitor *v, Expr *e) {
         Type *rt = resolve(in, type_of(in, r));
         Type *val = fresh(in);
         if (rt != in->error && rt->kind != TYPE_INCOMPLETE && rt->kind != TYPE_REF) {
-            error_at(in, use_span(r, e),
-                     "ref_read of a value of type %s, which is not a reference",
+            error_at(in, use_span(r, e), "ref_read of a value of type %s, which is not a reference",
                      type_str(in, rt));
             set_ty(in, e, in->error);
             return;
@@ -920,11 +934,10 @@ static void post(Visitor *v, Expr *e) {
         Type *rt = resolve(in, type_of(in, w->ref));
         if (rt != in->error && rt->kind != TYPE_INCOMPLETE && rt->kind != TYPE_REF) {
             error_at(in, use_span(w->ref, e),
-                     "ref_write to a value of type %s, which is not a reference",
-                     type_str(in, rt));
+                     "ref_write to a value of type %s, which is not a reference", type_str(in, rt));
         } else {
-            expect(in, rt, ir_type_ref(in->ctx, type_of(in, w->value)),
-                   use_span(w->value, e), "ref_write");
+            expect(in, rt, ir_type_ref(in->ctx, type_of(in, w->value)), use_span(w->value, e),
+                   "ref_write");
         }
         set_ty(in, e, in->unit);
         return;
@@ -1012,8 +1025,10 @@ bool ty_infer_module(Module *m) {
         Match *mt = in.matches.data[i];
         const char *miss = ty_match_missing(ctx, mt);
         if (miss)
-            error_at(&in, mt->base.span, "match is not exhaustive: no clause matches %s (use "
-                     "match? for a partial match)", miss);
+            error_at(&in, mt->base.span,
+                     "match is not exhaustive: no clause matches %s (use "
+                     "match? for a partial match)",
+                     miss);
     }
 
     /* write back */

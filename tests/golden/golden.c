@@ -248,10 +248,10 @@ int main(int argc, char **argv) {
     size_t n = list_dir(argv[2], &names);
     size_t passed = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
-        bool ok = errors                              ? run_error_case(argv[2], names[i])
-                  : strcmp(mode, "typed") == 0        ? run_typed_case(argv[2], names[i])
+        bool ok = errors                             ? run_error_case(argv[2], names[i])
+                  : strcmp(mode, "typed") == 0       ? run_typed_case(argv[2], names[i])
                   : strcmp(mode, "type_errors") == 0 ? run_type_error_case(argv[2], names[i])
-                                                      : run_parse_case(argv[2], names[i]);
+                                                     : run_parse_case(argv[2], names[i]);
         ok ? passed++ : failed++;
         free(names[i]);
     }

@@ -24,15 +24,17 @@ static uint32_t next(uint32_t n) {
 
 static Type *random_tensor(Ctx *ctx) {
     static const int64_t dims[] = {0, 1, 1, 2, 3, 3, 4, 8, 16, 224, BIG, INT64_MAX, DIM_ANY};
-    static const rly_dtype dts[] = {RLY_DTYPE_F32, RLY_DTYPE_F32, RLY_DTYPE_F32, RLY_DTYPE_I32,
-                                    RLY_DTYPE_I64, RLY_DTYPE_BOOL, RLY_DTYPE_U8, RLY_DTYPE_I8,
+    static const rly_dtype dts[] = {RLY_DTYPE_F32, RLY_DTYPE_F32,  RLY_DTYPE_F32, RLY_DTYPE_I32,
+                                    RLY_DTYPE_I64, RLY_DTYPE_BOOL, RLY_DTYPE_U8,  RLY_DTYPE_I8,
                                     RLY_DTYPE_F16, RLY_DTYPE_F64};
     uint32_t ndim = next(8) == 0 ? 6 + next(3) : next(6);
     int64_t shape[8];
     for (uint32_t i = 0; i < ndim; i++) {
         uint32_t k = next(RLY_ARRAY_LEN(dims) + 2);
-        if (k < RLY_ARRAY_LEN(dims)) shape[i] = dims[k];
-        else shape[i] = ir_dim_sym(ctx, k & 1 ? "n" : "m", 1);
+        if (k < RLY_ARRAY_LEN(dims))
+            shape[i] = dims[k];
+        else
+            shape[i] = ir_dim_sym(ctx, k & 1 ? "n" : "m", 1);
     }
     return ir_type_tensor(ctx, dts[next(RLY_ARRAY_LEN(dts))], ndim, shape);
 }
@@ -44,13 +46,20 @@ static Type *realistic(Ctx *ctx) {
         uint32_t n;
         int64_t s[5];
     } pool[] = {
-        {RLY_DTYPE_F32, 4, {1, 3, 8, 8}}, {RLY_DTYPE_F32, 4, {4, 3, 3, 3}},
-        {RLY_DTYPE_F32, 1, {4}},          {RLY_DTYPE_F32, 4, {1, 4, 6, 6}},
-        {RLY_DTYPE_F32, 2, {2, 3}},       {RLY_DTYPE_F32, 2, {3, 4}},
-        {RLY_DTYPE_F32, 3, {1, 8, 16}},   {RLY_DTYPE_I32, 1, {3}},
-        {RLY_DTYPE_F32, 0, {0}},          {RLY_DTYPE_I32, 0, {0}},
-        {RLY_DTYPE_F32, 5, {1, 2, 4, 4, 4}}, {RLY_DTYPE_I8, 4, {1, 3, 8, 8}},
-        {RLY_DTYPE_I64, 2, {2, 2}},       {RLY_DTYPE_F32, 3, {2, 5, 6}},
+        {RLY_DTYPE_F32, 4, {1, 3, 8, 8}},
+        {RLY_DTYPE_F32, 4, {4, 3, 3, 3}},
+        {RLY_DTYPE_F32, 1, {4}},
+        {RLY_DTYPE_F32, 4, {1, 4, 6, 6}},
+        {RLY_DTYPE_F32, 2, {2, 3}},
+        {RLY_DTYPE_F32, 2, {3, 4}},
+        {RLY_DTYPE_F32, 3, {1, 8, 16}},
+        {RLY_DTYPE_I32, 1, {3}},
+        {RLY_DTYPE_F32, 0, {0}},
+        {RLY_DTYPE_I32, 0, {0}},
+        {RLY_DTYPE_F32, 5, {1, 2, 4, 4, 4}},
+        {RLY_DTYPE_I8, 4, {1, 3, 8, 8}},
+        {RLY_DTYPE_I64, 2, {2, 2}},
+        {RLY_DTYPE_F32, 3, {2, 5, 6}},
     };
     uint32_t k = next(RLY_ARRAY_LEN(pool));
     return ir_type_tensor(ctx, pool[k].dt, pool[k].n, pool[k].s);
@@ -70,8 +79,8 @@ static Type *random_type(Ctx *ctx) {
 }
 
 static AttrValue *random_int(Ctx *ctx) {
-    static const int64_t v[] = {0, 1, -1, 2, 3, -3, 7, 64, -100, BIG, INT64_MAX, INT64_MIN,
-                                INT32_MAX, INT32_MIN};
+    static const int64_t v[] = {0,  1,    -1,  2,         3,         -3,        7,
+                                64, -100, BIG, INT64_MAX, INT64_MIN, INT32_MAX, INT32_MIN};
     return ir_attr_int(ctx, v[next(RLY_ARRAY_LEN(v))], RLY_DTYPE_I64, SPAN_NONE);
 }
 
@@ -81,9 +90,10 @@ static AttrValue *random_float(Ctx *ctx) {
 }
 
 static AttrValue *random_str(Ctx *ctx, const AttrSpec *sp) {
-    static const char *const v[] = {"",     "bogus", "NCHW",  "NHWC",    "OIHW", "HWIO",
-                                    "NCW",  "NCDHW", "NCHW4c", "OIHW4i4o", "float32", "int8",
-                                    "int32", "ij,jk->ik", "...ij->...ji", "linear", "a,b->ab"};
+    static const char *const v[] = {"",        "bogus",  "NCHW",  "NHWC",      "OIHW",
+                                    "HWIO",    "NCW",    "NCDHW", "NCHW4c",    "OIHW4i4o",
+                                    "float32", "int8",   "int32", "ij,jk->ik", "...ij->...ji",
+                                    "linear",  "a,b->ab"};
     if (sp->choices && next(2)) { /* one of the listed values */
         const char *c = sp->choices;
         uint32_t n = 1;
@@ -117,8 +127,7 @@ static AttrValue *random_value(Ctx *ctx, const AttrSpec *sp) {
     case AT_INTS: return random_list(ctx, random_int);
     case AT_FLOATS: return random_list(ctx, random_float);
     case AT_OPT_INT: return next(3) ? random_int(ctx) : ir_attr_none(ctx, SPAN_NONE);
-    case AT_OPT_INTS:
-        return next(3) ? random_list(ctx, random_int) : ir_attr_none(ctx, SPAN_NONE);
+    case AT_OPT_INTS: return next(3) ? random_list(ctx, random_int) : ir_attr_none(ctx, SPAN_NONE);
     case AT_OPT_FLOAT: return next(3) ? random_float(ctx) : ir_attr_none(ctx, SPAN_NONE);
     case AT_STRS: {
         AttrValue *items[3];

@@ -31,11 +31,12 @@ static void test_prelude(void) {
     char *text = NULL;
     rly_module_print_typed(p, &text);
     static const char *const defs[] = {
-        "def @id[", "def @compose[", "def @flip[", "def @hd[", "def @tl[", "def @nth[",
-        "def @length[", "def @update[", "def @map[", "def @foldl[", "def @foldr[",
-        "def @foldr1[", "def @sum(", "def @concat[", "def @filter[", "def @zip[", "def @rev[",
-        "def @map_accuml[", "def @map_accumr[", "def @unfoldl[", "def @unfoldr[", "def @tmap[",
-        "def @size[", "def @iterate[", "type List[", "type Option[", "type Tree[", "type nat",
+        "def @id[",      "def @compose[", "def @flip[",       "def @hd[",         "def @tl[",
+        "def @nth[",     "def @length[",  "def @update[",     "def @map[",        "def @foldl[",
+        "def @foldr[",   "def @foldr1[",  "def @sum(",        "def @concat[",     "def @filter[",
+        "def @zip[",     "def @rev[",     "def @map_accuml[", "def @map_accumr[", "def @unfoldl[",
+        "def @unfoldr[", "def @tmap[",    "def @size[",       "def @iterate[",    "type List[",
+        "type Option[",  "type Tree[",    "type nat",
     };
     for (size_t i = 0; i < sizeof defs / sizeof *defs; i++)
         CHECK(text && strstr(text, defs[i]) != NULL, "prelude defines %s", defs[i]);
@@ -43,16 +44,18 @@ static void test_prelude(void) {
 
     /* a program using the prelude */
     rly_status st;
-    char *out = check_text(ctx, p,
-                           HDR "def @main(%xs: List[int32]) {\n"
-                               "  let %ys = @map(fn (%x) { add(%x, 1) }, %xs);\n"
-                               "  let %t = Rose(1f, Cons(Rose(2f, Nil), Nil));\n"
-                               "  (@sum(@rev(%ys)), @length(@filter(fn (%x: int32) { less(%x, 3) }, %ys)),\n"
-                               "   @size(@tmap(fn (%v: float32) { equal(%v, 1f) }, %t)),\n"
-                               "   @foldl(fn (%a: float32, %b: int32) { add(%a, cast(%b, dtype=\"float32\")) }, 0f, %ys),\n"
-                               "   @zip(%xs, @map(fn (%x: int32) { cast(%x, dtype=\"float32\") }, %xs)))\n"
-                               "}\n",
-                           &st);
+    char *out = check_text(
+        ctx, p,
+        HDR "def @main(%xs: List[int32]) {\n"
+            "  let %ys = @map(fn (%x) { add(%x, 1) }, %xs);\n"
+            "  let %t = Rose(1f, Cons(Rose(2f, Nil), Nil));\n"
+            "  (@sum(@rev(%ys)), @length(@filter(fn (%x: int32) { less(%x, 3) }, %ys)),\n"
+            "   @size(@tmap(fn (%v: float32) { equal(%v, 1f) }, %t)),\n"
+            "   @foldl(fn (%a: float32, %b: int32) { add(%a, cast(%b, dtype=\"float32\")) }, 0f, "
+            "%ys),\n"
+            "   @zip(%xs, @map(fn (%x: int32) { cast(%x, dtype=\"float32\") }, %xs)))\n"
+            "}\n",
+        &st);
     CHECK(st == RLY_STATUS_OK, "program over the prelude checks: %s", out);
     CHECK(out && strstr(out, "ty=(int32, int32, int32, float32, List[(int32, float32)])") != NULL,
           "result type of @main: %s", out ? out : "");
@@ -79,8 +82,8 @@ static int double_rel(rly_ctx *ctx, const rly_type *const *args, int n, const rl
 }
 
 static void test_user_op(void) {
-    rly_op_def def = {"test.stretch", 1, RLY_PATTERN_INJECTIVE, double_rel, NULL, NULL,
-                      "doubles every dimension"};
+    rly_op_def def = {"test.stretch", 1,    RLY_PATTERN_INJECTIVE,    double_rel,
+                      NULL,           NULL, "doubles every dimension"};
     CHECK(rly_op_register(&def) == RLY_STATUS_OK, "register: %s", rly_last_error());
     CHECK(rly_op_register(&def) == RLY_STATUS_INVALID, "a second registration is refused");
     CHECK(strstr(rly_last_error(), "already defined") != NULL, "says why: %s", rly_last_error());
@@ -115,8 +118,10 @@ static void test_deep(void) {
     char *s = malloc(cap), *p = s;
     p += sprintf(p, "fn (%%x: Tensor[(4), float32]) {\n");
     for (size_t i = 0; i < n; i++) {
-        if (i == 0) p += sprintf(p, "let %%v0 = add(%%x, %%x);\n");
-        else p += sprintf(p, "let %%v%zu = multiply(%%v%zu, %%x);\n", i, i - 1);
+        if (i == 0)
+            p += sprintf(p, "let %%v0 = add(%%x, %%x);\n");
+        else
+            p += sprintf(p, "let %%v%zu = multiply(%%v%zu, %%x);\n", i, i - 1);
     }
     p += sprintf(p, "%%v%zu\n}\n", n - 1);
     rly_module *m;

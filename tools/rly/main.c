@@ -77,7 +77,8 @@ static int cmd_print(int argc, char **argv) {
 /* Infer types, then print the module with them (or report every type error). */
 static int check_and_print(rly_module *mod) {
     char *text = NULL;
-    if (rly_module_infer(mod) != RLY_STATUS_OK || rly_module_print_typed(mod, &text) != RLY_STATUS_OK)
+    if (rly_module_infer(mod) != RLY_STATUS_OK ||
+        rly_module_print_typed(mod, &text) != RLY_STATUS_OK)
         return report(NULL);
     fputs(text, stdout);
     rly_free(text);
