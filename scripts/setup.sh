@@ -10,3 +10,8 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
 fi
+# Python tools for the tests (numpy references, pytest), in a project-local virtualenv.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import numpy, pytest' 2>/dev/null; then
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check 'numpy>=1.26,<3' 'pytest>=7'
+fi

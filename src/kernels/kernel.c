@@ -1,0 +1,357 @@
+/* kernel.c - the kernel interface's helpers: errors, outputs, attributes, element access,
+ * broadcasting, and the registry of reference kernels. */
+#include "kernels/kernel.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int k_error(KCall *kc, const char *fmt, ...) {
+    if (kc->err != NULL && kc->err_cap > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(kc->err, kc->err_cap, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+const char *k_shape_str(const DLTensor *t, char *buf, size_t cap) {
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "(");
+    for (int32_t d = 0; d < t->ndim && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, d ? ", %lld" : "%lld", (long long)t->shape[d]);
+    if (n < cap) snprintf(buf + n, cap - n, t->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    RLY_ASSERT(i < kc->n_out);
+    if (ndim > K_MAX_DIMS) {
+        k_error(kc, "result rank %u exceeds the limit of %d", ndim, K_MAX_DIMS);
+        return NULL;
+    }
+    DLTensor *t = kc->out[i];
+    if (t == NULL) {
+        if (kc->alloc(kc, i, dt, ndim, shape) != 0) return NULL;
+        t = kc->out[i];
+        RLY_ASSERT(t != NULL);
+        return t;
+    }
+    bool same = k_dtype(t) == dt && (uint32_t)t->ndim == ndim;
+    for (uint32_t d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
+    if (!same) {
+        char a[256], b[256];
+        DLTensor want = {.ndim = (int32_t)ndim, .shape = (int64_t *)(uintptr_t)shape};
+        k_error(kc, "result %u is %s%s but the caller expected %s%s", i, sup_dtype_name(dt),
+                k_shape_str(&want, a, sizeof a), sup_dtype_name(k_dtype(t)),
+                k_shape_str(t, b, sizeof b));
+        return NULL;
+    }
+    return t;
+}
+
+/* ---- attributes ---------------------------------------------------------------------------- */
+
+const KAttr *k_attr(const KCall *kc, const char *name) {
+    for (uint32_t i = 0; i < kc->n_attrs; i++)
+        if (strcmp(kc->attrs[i].name, name) == 0) return &kc->attrs[i];
+    fprintf(stderr, "rly: kernel of %s asked for attribute '%s', not in its schema\n", kc->op, name);
+    abort();
+}
+
+int64_t k_int(const KCall *kc, const char *name) {
+    const KAttr *a = k_attr(kc, name);
+    if (a->kind == KA_FLOAT) return (int64_t)a->f;
+    if (a->kind == KA_INTS && a->n == 1) return a->ints[0];
+    return a->i;
+}
+double k_float(const KCall *kc, const char *name) {
+    const KAttr *a = k_attr(kc, name);
+    if (a->kind == KA_INT) return (double)a->i;
+    return a->f;
+}
+bool k_bool(const KCall *kc, const char *name) { return k_int(kc, name) != 0; }
+const char *k_str(const KCall *kc, const char *name) {
+    const KAttr *a = k_attr(kc, name);
+    return a->kind == KA_STR && a->s != NULL ? a->s : "";
+}
+bool k_is_none(const KCall *kc, const char *name) { return k_attr(kc, name)->kind == KA_NONE; }
+uint32_t k_ints(const KCall *kc, const char *name, const int64_t **out) {
+    const KAttr *a = k_attr(kc, name);
+    if (a->kind == KA_INTS || a->kind == KA_FLOATS) {
+        *out = a->ints;
+        return a->n;
+    }
+    if (a->kind == KA_INT) {
+        *out = &a->i;
+        return 1;
+    }
+    *out = NULL;
+    return 0;
+}
+uint32_t k_floats(const KCall *kc, const char *name, const double **out) {
+    const KAttr *a = k_attr(kc, name);
+    if (a->kind == KA_INTS || a->kind == KA_FLOATS) {
+        *out = a->floats;
+        return a->n;
+    }
+    if (a->kind == KA_INT || a->kind == KA_FLOAT) {
+        *out = &a->f;
+        return 1;
+    }
+    *out = NULL;
+    return 0;
+}
+
+/* ---- dtypes ----------------------------------------------------------------------------------- */
+
+rly_dtype k_dtype(const DLTensor *t) {
+    DLDataType d = t->dtype;
+    switch (d.code) {
+    case kDLBool: return RLY_DTYPE_BOOL;
+    case kDLInt:
+        switch (d.bits) {
+        case 8: return RLY_DTYPE_I8;
+        case 16: return RLY_DTYPE_I16;
+        case 32: return RLY_DTYPE_I32;
+        case 64: return RLY_DTYPE_I64;
+        }
+        break;
+    case kDLUInt:
+        switch (d.bits) {
+        case 1:
+        case 8: return d.bits == 1 ? RLY_DTYPE_BOOL : RLY_DTYPE_U8;
+        case 16: return RLY_DTYPE_U16;
+        case 32: return RLY_DTYPE_U32;
+        case 64: return RLY_DTYPE_U64;
+        }
+        break;
+    case kDLFloat:
+        switch (d.bits) {
+        case 16: return RLY_DTYPE_F16;
+        case 32: return RLY_DTYPE_F32;
+        case 64: return RLY_DTYPE_F64;
+        }
+        break;
+    case kDLBfloat:
+        if (d.bits == 16) return RLY_DTYPE_BF16;
+        break;
+    }
+    fprintf(stderr, "rly: unknown DLPack dtype code %u bits %u\n", d.code, d.bits);
+    abort();
+}
+
+bool k_dl_dtype_known(DLDataType d) {
+    if (d.lanes != 1) return false;
+    switch (d.code) {
+    case kDLBool: return d.bits == 8;
+    case kDLInt: return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case kDLUInt: return d.bits == 1 || d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case kDLFloat: return d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case kDLBfloat: return d.bits == 16;
+    }
+    return false;
+}
+
+DLDataType k_dl_dtype(rly_dtype dt) {
+    DLDataType d = {.code = kDLInt, .bits = (uint8_t)sup_dtype_bits(dt), .lanes = 1};
+    if (dt == RLY_DTYPE_BOOL) d.code = kDLBool, d.bits = 8;
+    else if (sup_dtype_is_uint(dt)) d.code = kDLUInt;
+    else if (dt == RLY_DTYPE_BF16) d.code = kDLBfloat;
+    else if (sup_dtype_is_float(dt)) d.code = kDLFloat;
+    return d;
+}
+
+int64_t k_shape_numel(uint32_t ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (uint32_t d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+int64_t k_numel(const DLTensor *t) { return k_shape_numel((uint32_t)t->ndim, t->shape); }
+
+bool k_same_shape(const DLTensor *a, const DLTensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int32_t d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return true;
+}
+
+/* ---- element access ------------------------------------------------------------------------- */
+
+double k_loadf(const void *base, rly_dtype dt, int64_t i) {
+    switch (dt) {
+    case RLY_DTYPE_BOOL: return ((const uint8_t *)base)[i] != 0;
+    case RLY_DTYPE_I8: return ((const int8_t *)base)[i];
+    case RLY_DTYPE_I16: return ((const int16_t *)base)[i];
+    case RLY_DTYPE_I32: return ((const int32_t *)base)[i];
+    case RLY_DTYPE_I64: return (double)((const int64_t *)base)[i];
+    case RLY_DTYPE_U8: return ((const uint8_t *)base)[i];
+    case RLY_DTYPE_U16: return ((const uint16_t *)base)[i];
+    case RLY_DTYPE_U32: return ((const uint32_t *)base)[i];
+    case RLY_DTYPE_U64: return (double)((const uint64_t *)base)[i];
+    case RLY_DTYPE_F16: return sup_f16_to_f32(((const uint16_t *)base)[i]);
+    case RLY_DTYPE_F32: return ((const float *)base)[i];
+    case RLY_DTYPE_F64: return ((const double *)base)[i];
+    case RLY_DTYPE_BF16: return sup_bf16_to_f32(((const uint16_t *)base)[i]);
+    default: RLY_UNREACHABLE();
+    }
+}
+
+/* Float to integer with C's undefined cases defined: truncate, saturate, NaN -> 0. */
+static int64_t f_to_i64(double v, double lo, double hi) {
+    if (isnan(v)) return 0;
+    if (v <= lo) return (int64_t)lo;
+    if (v >= hi) return v >= 9223372036854775807.0 ? INT64_MAX : (int64_t)hi;
+    return (int64_t)v;
+}
+static uint64_t f_to_u64(double v, double hi) {
+    if (isnan(v) || v <= 0) return 0;
+    if (v >= 18446744073709551615.0) return UINT64_MAX;
+    if (v >= hi) return (uint64_t)hi;
+    return (uint64_t)v;
+}
+
+int64_t k_loadi(const void *base, rly_dtype dt, int64_t i) {
+    switch (dt) {
+    case RLY_DTYPE_BOOL: return ((const uint8_t *)base)[i] != 0;
+    case RLY_DTYPE_I8: return ((const int8_t *)base)[i];
+    case RLY_DTYPE_I16: return ((const int16_t *)base)[i];
+    case RLY_DTYPE_I32: return ((const int32_t *)base)[i];
+    case RLY_DTYPE_I64: return ((const int64_t *)base)[i];
+    case RLY_DTYPE_U8: return ((const uint8_t *)base)[i];
+    case RLY_DTYPE_U16: return ((const uint16_t *)base)[i];
+    case RLY_DTYPE_U32: return ((const uint32_t *)base)[i];
+    case RLY_DTYPE_U64: return (int64_t)((const uint64_t *)base)[i];
+    default: return f_to_i64(k_loadf(base, dt, i), -9223372036854775808.0, 9223372036854775807.0);
+    }
+}
+
+uint64_t k_loadu(const void *base, rly_dtype dt, int64_t i) {
+    if (sup_dtype_is_float(dt)) return f_to_u64(k_loadf(base, dt, i), 18446744073709551615.0);
+    return (uint64_t)k_loadi(base, dt, i);
+}
+
+void k_storef(void *base, rly_dtype dt, int64_t i, double v) {
+    switch (dt) {
+    case RLY_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    case RLY_DTYPE_I8: ((int8_t *)base)[i] = (int8_t)f_to_i64(v, INT8_MIN, INT8_MAX); break;
+    case RLY_DTYPE_I16: ((int16_t *)base)[i] = (int16_t)f_to_i64(v, INT16_MIN, INT16_MAX); break;
+    case RLY_DTYPE_I32: ((int32_t *)base)[i] = (int32_t)f_to_i64(v, INT32_MIN, INT32_MAX); break;
+    case RLY_DTYPE_I64:
+        ((int64_t *)base)[i] = f_to_i64(v, -9223372036854775808.0, 9223372036854775807.0);
+        break;
+    case RLY_DTYPE_U8: ((uint8_t *)base)[i] = (uint8_t)f_to_u64(v, UINT8_MAX); break;
+    case RLY_DTYPE_U16: ((uint16_t *)base)[i] = (uint16_t)f_to_u64(v, UINT16_MAX); break;
+    case RLY_DTYPE_U32: ((uint32_t *)base)[i] = (uint32_t)f_to_u64(v, UINT32_MAX); break;
+    case RLY_DTYPE_U64: ((uint64_t *)base)[i] = f_to_u64(v, 18446744073709551615.0); break;
+    case RLY_DTYPE_F16: ((uint16_t *)base)[i] = sup_f32_to_f16((float)v); break;
+    case RLY_DTYPE_F32: ((float *)base)[i] = (float)v; break;
+    case RLY_DTYPE_F64: ((double *)base)[i] = v; break;
+    case RLY_DTYPE_BF16: ((uint16_t *)base)[i] = sup_f32_to_bf16((float)v); break;
+    default: RLY_UNREACHABLE();
+    }
+}
+
+void k_storeu(void *base, rly_dtype dt, int64_t i, uint64_t v) {
+    switch (dt) {
+    case RLY_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    case RLY_DTYPE_I8:
+    case RLY_DTYPE_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
+    case RLY_DTYPE_I16:
+    case RLY_DTYPE_U16: ((uint16_t *)base)[i] = (uint16_t)v; break;
+    case RLY_DTYPE_I32:
+    case RLY_DTYPE_U32: ((uint32_t *)base)[i] = (uint32_t)v; break;
+    case RLY_DTYPE_I64:
+    case RLY_DTYPE_U64: ((uint64_t *)base)[i] = v; break;
+    default: k_storef(base, dt, i, (double)v); break;
+    }
+}
+
+void k_storei(void *base, rly_dtype dt, int64_t i, int64_t v) {
+    if (sup_dtype_is_float(dt)) k_storef(base, dt, i, (double)v);
+    else k_storeu(base, dt, i, (uint64_t)v);
+}
+
+void k_convert(void *dst, rly_dtype dd, int64_t j, const void *src, rly_dtype sd, int64_t i) {
+    if (sup_dtype_is_float(sd)) k_storef(dst, dd, j, k_loadf(src, sd, i));
+    else if (sd == RLY_DTYPE_U64) {
+        uint64_t u = k_loadu(src, sd, i);
+        if (sup_dtype_is_float(dd)) k_storef(dst, dd, j, (double)u);
+        else k_storeu(dst, dd, j, u);
+    } else k_storei(dst, dd, j, k_loadi(src, sd, i));
+}
+
+/* ---- iteration and broadcasting ------------------------------------------------------------- */
+
+void k_strides(uint32_t ndim, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (uint32_t d = ndim; d-- > 0;) {
+        strides[d] = s;
+        s *= shape[d];
+    }
+}
+
+void k_bcast_strides(const DLTensor *t, uint32_t ndim, const int64_t *shape, int64_t *strides) {
+    uint32_t tn = (uint32_t)t->ndim;
+    RLY_ASSERT(tn <= ndim);
+    int64_t s = 1;
+    for (uint32_t d = ndim; d-- > 0;) {
+        if (d + tn < ndim) {
+            strides[d] = 0;
+            continue;
+        }
+        int64_t td = t->shape[d + tn - ndim];
+        strides[d] = (td == 1 && shape[d] != 1) ? 0 : s;
+        s *= td;
+    }
+}
+
+bool k_bcast_shape(const DLTensor *a, const DLTensor *b, uint32_t *ndim, int64_t *out) {
+    uint32_t na = (uint32_t)a->ndim, nb = (uint32_t)b->ndim, n = na > nb ? na : nb;
+    for (uint32_t d = 0; d < n; d++) {
+        int64_t da = d + na >= n ? a->shape[d + na - n] : 1;
+        int64_t db = d + nb >= n ? b->shape[d + nb - n] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        out[d] = da == 1 ? db : da;
+    }
+    *ndim = n;
+    return true;
+}
+
+bool k_axis(int64_t axis, uint32_t ndim, int64_t *out) {
+    if (axis < 0) axis += ndim;
+    if (axis < 0 || axis >= (int64_t)ndim) return false;
+    *out = axis;
+    return true;
+}
+
+/* ---- registry ---------------------------------------------------------------------------------- */
+
+static const KernelDef *const kern_tables[] = {
+    kern_ref_unary,     kern_ref_binary, kern_ref_reduce,       kern_ref_transform,
+    kern_ref_index,     kern_ref_nn,     kern_ref_conv_pool,    kern_ref_image_vision,
+    kern_ref_qnn,       kern_ref_misc,
+};
+
+size_t kern_ref_count(void) {
+    size_t n = 0;
+    for (size_t t = 0; t < sizeof kern_tables / sizeof *kern_tables; t++)
+        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++) n++;
+    return n;
+}
+
+const KernelDef *kern_ref_at(size_t i) {
+    for (size_t t = 0; t < sizeof kern_tables / sizeof *kern_tables; t++)
+        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++)
+            if (i-- == 0) return k;
+    return NULL;
+}
+
+KernelFn kern_ref_lookup(const char *name) {
+    for (size_t t = 0; t < sizeof kern_tables / sizeof *kern_tables; t++)
+        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++)
+            if (strcmp(k->name, name) == 0) return k->fn;
+    return NULL;
+}

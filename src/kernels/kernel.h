@@ -1,0 +1,184 @@
+/* kernel.h - the kernel interface: how an operator's computation is called on tensors. The
+ * interface of src/kernels/.
+ *
+ * Kernels never see the IR (the dependency rule: support <- kernels <- runtime). A caller (the
+ * interpreter, the VM, constant folding) decodes the call's attributes into KAttr rows, flattens
+ * its tensor arguments (a tuple argument contributes its fields), and calls the kernel with a
+ * KCall. The kernel
+ *   - checks what the type relation could not know (a `?` dim that turns out inconsistent, an
+ *     index out of range, an integer division by zero) and fails with k_error, which returns -1;
+ *   - computes each output's dtype and shape itself and obtains the output with k_out, which
+ *     allocates it through the caller's hook, or checks a preallocated one against that shape;
+ *   - fills the outputs and returns 0.
+ * Kernels read inputs at k_ptr(t) (data + byte_offset) as compact row-major tensors: callers
+ * pass no strided views (strides == NULL).
+ *
+ * The reference kernels (src/kernels/ref) are the semantic oracle: plain C, no intrinsics,
+ * every dtype a relation admits, every attribute combination. Element access is generic over
+ * dtypes through k_loadf/k_loadi/k_storef/k_storei; a kernel may specialize hot dtypes (f32)
+ * with typed loops where speed matters (conv, dense). */
+#ifndef RLY_KERNELS_KERNEL_H
+#define RLY_KERNELS_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rly/dlpack.h"
+#include "rly/rly.h"
+#include "support/support.h"
+
+#define K_MAX_DIMS 32 /* the largest rank kernels handle (as .npy) */
+
+/* ---- attributes ---------------------------------------------------------------------------- */
+
+typedef enum KAttrKind {
+    KA_NONE,   /* None (an optional attribute left out) */
+    KA_INT,    /* i (bools are 0/1; AT_DTYPE attributes are the rly_dtype, or -1 for "") */
+    KA_FLOAT,  /* f */
+    KA_STR,    /* s */
+    KA_INTS,   /* n items in ints[] (and the same values in floats[]) */
+    KA_FLOATS, /* n items in floats[] */
+    KA_STRS,   /* n items in strs[] */
+} KAttrKind;
+
+typedef struct KAttr {
+    const char *name; /* the schema's name ("padding") */
+    uint8_t kind;     /* KAttrKind */
+    int64_t i;        /* KA_INT */
+    double f;         /* KA_FLOAT, and KA_INT as a double */
+    const char *s;    /* KA_STR */
+    uint32_t n;       /* list length */
+    const int64_t *ints;
+    const double *floats;
+    const char *const *strs;
+} KAttr;
+
+/* ---- a call ----------------------------------------------------------------------------------- */
+
+typedef struct KCall KCall;
+struct KCall {
+    const char *op; /* operator name, for messages */
+    const KAttr *attrs;
+    uint32_t n_attrs; /* every schema row, defaults filled in */
+
+    /* Arguments: argument a is in[arg_start[a] .. arg_start[a] + arg_len[a]); arg_tuple[a] says
+     * whether it was a tuple (then arg_len[a] is its field count, possibly 0). */
+    uint32_t n_args;
+    const uint32_t *arg_start, *arg_len;
+    const uint8_t *arg_tuple;
+    const DLTensor *const *in;
+    uint32_t n_in;
+
+    /* Result: one tensor (out_tuple false, n_out 1) or the fields of a tuple. out[i] is NULL
+     * until k_out fills it, unless the caller preallocated it. */
+    DLTensor **out;
+    uint32_t n_out;
+    bool out_tuple;
+
+    /* The caller's allocator: make out[i] a new zero-filled tensor of this dtype and shape.
+     * Returns 0, or -1 with kc->err filled (out of memory, size overflow). */
+    int (*alloc)(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape);
+    void *rt; /* the caller's data for alloc */
+
+    char *err; /* the message of a failure; err_cap bytes, NUL-terminated */
+    size_t err_cap;
+};
+
+typedef int (*KernelFn)(KCall *kc);
+
+/* Fail the call: writes the message (printf format) and returns -1. */
+int k_error(KCall *kc, const char *fmt, ...) RLY_PRINTF(2, 3);
+
+/* Output i of dtype dt and the given shape: allocated, or the preallocated out[i] after checking
+ * that its dtype and shape agree (a mismatch is an error naming both). NULL on failure (error
+ * set): the kernel then returns -1. */
+DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape);
+
+/* Argument a's first (or only) tensor; the j-th field of a tuple argument. */
+static inline const DLTensor *k_arg(const KCall *kc, uint32_t a) {
+    return kc->in[kc->arg_start[a]];
+}
+static inline const DLTensor *k_field(const KCall *kc, uint32_t a, uint32_t j) {
+    return kc->in[kc->arg_start[a] + j];
+}
+
+/* Attributes by name; the name must be in the operator's schema (a bug otherwise: aborts). */
+const KAttr *k_attr(const KCall *kc, const char *name);
+int64_t k_int(const KCall *kc, const char *name);
+double k_float(const KCall *kc, const char *name); /* KA_INT or KA_FLOAT */
+bool k_bool(const KCall *kc, const char *name);
+const char *k_str(const KCall *kc, const char *name);
+bool k_is_none(const KCall *kc, const char *name);
+/* Integer list (a single int attribute counts as a list of one); returns the length. */
+uint32_t k_ints(const KCall *kc, const char *name, const int64_t **out);
+uint32_t k_floats(const KCall *kc, const char *name, const double **out);
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+
+rly_dtype k_dtype(const DLTensor *t);     /* the element type (a bug if DLPack-unknown) */
+DLDataType k_dl_dtype(rly_dtype dt);      /* and back */
+bool k_dl_dtype_known(DLDataType d);      /* one of rly's 13 dtypes with one lane */
+static inline void *k_ptr(const DLTensor *t) { return (char *)t->data + t->byte_offset; }
+int64_t k_numel(const DLTensor *t);
+int64_t k_shape_numel(uint32_t ndim, const int64_t *shape); /* product; 1 for rank 0 */
+bool k_same_shape(const DLTensor *a, const DLTensor *b);
+/* "(2, 3)" into buf, for messages. */
+const char *k_shape_str(const DLTensor *t, char *buf, size_t cap);
+
+/* Element i (flat index) of a compact array of dtype dt, as double / as int64. Floats load
+ * exactly (f16, bf16 widened); int64 and uint64 load exactly by k_loadi (uint64 as its bit
+ * pattern: use k_loadu for the value). Bools load as 0/1. */
+double k_loadf(const void *base, rly_dtype dt, int64_t i);
+int64_t k_loadi(const void *base, rly_dtype dt, int64_t i);
+uint64_t k_loadu(const void *base, rly_dtype dt, int64_t i);
+/* Store v into element i, converting to dt as a C cast would, with the cases C leaves undefined
+ * defined: float to integer truncates toward zero and saturates at the type's range, NaN gives
+ * 0; any value to bool is v != 0; doubles round to nearest even into f32/f16/bf16. Integers
+ * stored by k_storei wrap modulo 2^bits (two's complement). */
+void k_storef(void *base, rly_dtype dt, int64_t i, double v);
+void k_storei(void *base, rly_dtype dt, int64_t i, int64_t v);
+void k_storeu(void *base, rly_dtype dt, int64_t i, uint64_t v);
+/* Copy element i of src (dtype sd) into element j of dst (dtype dd), converting exactly as
+ * cast does (integers to integers wrap, to floats round; floats as k_storef). */
+void k_convert(void *dst, rly_dtype dd, int64_t j, const void *src, rly_dtype sd, int64_t i);
+
+/* ---- iteration and broadcasting ------------------------------------------------------------- */
+
+/* Row-major element strides of a shape (strides[ndim-1] = 1). */
+void k_strides(uint32_t ndim, const int64_t *shape, int64_t *strides);
+/* The strides that read tensor t (rank <= ndim, numpy-broadcastable to shape) in the index
+ * space of `shape`: aligned at the right, 0 on broadcast (size-1 or missing) dims. */
+void k_bcast_strides(const DLTensor *t, uint32_t ndim, const int64_t *shape, int64_t *strides);
+/* Numpy broadcast of the shapes of a and b into out (*ndim set); false when incompatible. */
+bool k_bcast_shape(const DLTensor *a, const DLTensor *b, uint32_t *ndim, int64_t *out);
+/* Advance a multi-index over shape in row-major order; false after the last. */
+static inline bool k_next(int64_t *idx, uint32_t ndim, const int64_t *shape) {
+    for (uint32_t d = ndim; d-- > 0;) {
+        if (++idx[d] < shape[d]) return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+/* Normalize an axis (negative counts from the end); false when outside [0, ndim). */
+bool k_axis(int64_t axis, uint32_t ndim, int64_t *out);
+
+/* ---- the kernel registry ------------------------------------------------------------------- */
+
+typedef struct KernelDef {
+    const char *name; /* operator name, as in the operator table */
+    KernelFn fn;
+} KernelDef;
+
+/* Per-category tables of reference kernels, each terminated by a row with name NULL. */
+extern const KernelDef kern_ref_unary[], kern_ref_binary[], kern_ref_reduce[],
+    kern_ref_transform[], kern_ref_index[], kern_ref_nn[], kern_ref_conv_pool[],
+    kern_ref_image_vision[], kern_ref_qnn[], kern_ref_misc[];
+
+/* The reference kernel of operator `name`, or NULL. */
+KernelFn kern_ref_lookup(const char *name);
+/* Every registered reference kernel, for coverage checks. */
+size_t kern_ref_count(void);
+const KernelDef *kern_ref_at(size_t i);
+
+#endif /* RLY_KERNELS_KERNEL_H */
