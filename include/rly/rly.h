@@ -118,6 +118,37 @@ RLY_API rly_status rly_module_infer(rly_module *mod);
  * comment (written without the spaces). */
 RLY_API rly_status rly_module_print_typed(rly_module *mod, char **out);
 
+/* ---- running ------------------------------------------------------------------------------
+ * rly_module_run type-checks a module and runs one function through the reference interpreter
+ * (the semantic oracle), with inputs from .npy/.npz files or generated, and either writes the
+ * results to an .npz (flattened depth-first as output_0, output_1, ...: tuple fields and
+ * constructor fields in order) or renders them as text. */
+
+typedef enum rly_fill {
+    RLY_FILL_NONE = 0, /* every parameter must be given */
+    RLY_FILL_RANDOM,   /* missing inputs: deterministic pseudo-random values */
+    RLY_FILL_ZEROS,
+    RLY_FILL_ONES,
+} rly_fill;
+
+typedef struct rly_run_options {
+    const char *entry;       /* the global to run; NULL means "main" (ignored for an expression) */
+    const char *inputs_npz;  /* NULL, or an .npz whose arrays are named after the parameters */
+    int n_inputs;            /* --input NAME=path.npy pairs: names[i] is read from paths[i] */
+    const char *const *input_names;
+    const char *const *input_paths;
+    rly_fill fill;           /* what to do for parameters no file gives */
+    unsigned seed;           /* for RLY_FILL_RANDOM */
+    const char *output_npz;  /* NULL: render the result as text into *text */
+    int max_print;           /* tensors with more elements print summarized (0: 1000) */
+} rly_run_options;
+
+/* Run the module; on success *text (when output_npz is NULL) is the rendered result, to be freed
+ * with rly_free. Errors (bad inputs, a runtime error at a source span) are RLY_STATUS_ERROR or
+ * RLY_STATUS_IO with the message in rly_last_error(); an output file is written whole or not at
+ * all. */
+RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, char **text);
+
 /* ---- user-defined operators -------------------------------------------------------------
  * An operator registered here is used like a builtin one: by name in Relay text, checked by its
  * type relation, fused by its pattern; its kernel runs it. Registration is process-wide. */

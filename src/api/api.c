@@ -8,11 +8,11 @@
 #include "ir/ir.h"
 #include "runtime/npy.h"
 #include "types/types.h"
+#include "api/api.h"
 
 static _Thread_local char last_error[65536];
 
-static rly_status fail(rly_status st, const char *fmt, ...) RLY_PRINTF(2, 3);
-static rly_status fail(rly_status st, const char *fmt, ...) {
+rly_status api_fail(rly_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -21,7 +21,7 @@ static rly_status fail(rly_status st, const char *fmt, ...) {
 }
 
 /* Render the context's diagnostics into the last error and clear them. */
-static rly_status fail_diags(Ctx *ctx) {
+rly_status api_fail_diags(Ctx *ctx) {
     StrBuf sb = {0};
     diags_render(&ctx->diags, 0, &sb);
     size_t n = sb.len < sizeof last_error - 1 ? sb.len : sizeof last_error - 1;
@@ -41,26 +41,13 @@ static rly_status fail_diags(Ctx *ctx) {
     return RLY_STATUS_ERROR;
 }
 
-/* Every entry point that allocates runs inside RLY_TRY; an allocation failure longjmps to it.
- * Compiler memory is arena-owned, so nothing leaks except malloc'ed temporaries, which
- * protected regions avoid holding across allocations. */
-#define RLY_TRY                                                                                    \
-    OomHandler oom_handler_;                                                                       \
-    oom_handler_.prev = sup_oom_handler;                                                           \
-    if (setjmp(oom_handler_.jb) != 0) {                                                            \
-        sup_oom_handler = oom_handler_.prev;                                                       \
-        return fail(RLY_STATUS_NOMEM, "out of memory");                                            \
-    }                                                                                              \
-    sup_oom_handler = &oom_handler_
-#define RLY_END_TRY (sup_oom_handler = oom_handler_.prev)
-
 RLY_API const char *rly_last_error(void) { return last_error; }
 RLY_API const char *rly_version(void) { return "0.1.0"; }
 RLY_API const char *rly_dtype_name(rly_dtype dt) { return sup_dtype_name(dt); }
 RLY_API void rly_free(void *p) { free(p); }
 
 RLY_API rly_status rly_ctx_new(rly_ctx **out) {
-    if (out == NULL) return fail(RLY_STATUS_INVALID, "rly_ctx_new: out is NULL");
+    if (out == NULL) return api_fail(RLY_STATUS_INVALID, "rly_ctx_new: out is NULL");
     RLY_TRY;
     *out = ir_ctx_new();
     RLY_END_TRY;
@@ -73,7 +60,7 @@ RLY_API void rly_ctx_free(rly_ctx *ctx) { ir_ctx_free(ctx); }
 static rly_status parse(Ctx *ctx, Module *into, const char *text, size_t len, const char *name,
                         Constant *const *meta, uint32_t n_meta, rly_module **out) {
     Module *m = text_parse_into(ctx, into, name, text, len, meta, n_meta);
-    if (m == NULL) return fail_diags(ctx);
+    if (m == NULL) return api_fail_diags(ctx);
     *out = m;
     return RLY_STATUS_OK;
 }
@@ -81,7 +68,7 @@ static rly_status parse(Ctx *ctx, Module *into, const char *text, size_t len, co
 RLY_API rly_status rly_module_parse(rly_ctx *ctx, const char *text, size_t len, const char *name,
                                     rly_module **out) {
     if (ctx == NULL || text == NULL || out == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_parse: NULL argument");
+        return api_fail(RLY_STATUS_INVALID, "rly_module_parse: NULL argument");
     RLY_TRY;
     rly_status st = parse(ctx, NULL, text, len, name ? name : "<string>", NULL, 0, out);
     RLY_END_TRY;
@@ -109,7 +96,7 @@ static bool file_exists(const char *path) {
 static rly_status load_side(Ctx *ctx, const char *spath, PtrVec *consts) {
     Npz z = {0};
     char err[512];
-    if (!rt_npz_load(spath, &z, err, sizeof err)) return fail(RLY_STATUS_IO, "%s", err);
+    if (!rt_npz_load(spath, &z, err, sizeof err)) return api_fail(RLY_STATUS_IO, "%s", err);
     rly_status st = RLY_STATUS_OK;
     for (size_t i = 0; i < z.n && st == RLY_STATUS_OK; i++) {
         char want[32];
@@ -118,7 +105,7 @@ static rly_status load_side(Ctx *ctx, const char *spath, PtrVec *consts) {
         for (size_t j = 0; j < z.n; j++)
             if (strcmp(z.items[j].name, want) == 0) e = &z.items[j];
         if (e == NULL) {
-            st = fail(RLY_STATUS_ERROR,
+            st = api_fail(RLY_STATUS_ERROR,
                       "%s: no array '%s' (tensor constants are named constant_0, "
                       "constant_1, ... in order)",
                       spath, want);
@@ -136,13 +123,13 @@ static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, r
 
 RLY_API rly_status rly_module_parse_file(rly_ctx *ctx, const char *path, rly_module **out) {
     if (ctx == NULL || path == NULL || out == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_parse_file: NULL argument");
+        return api_fail(RLY_STATUS_INVALID, "rly_module_parse_file: NULL argument");
     return parse_file(ctx, NULL, path, out);
 }
 
 RLY_API rly_status rly_module_parse_file_into(rly_module *mod, const char *path) {
     if (mod == NULL || path == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_parse_file_into: NULL argument");
+        return api_fail(RLY_STATUS_INVALID, "rly_module_parse_file_into: NULL argument");
     rly_module *out;
     return parse_file(mod->ctx, mod, path, &out);
 }
@@ -150,7 +137,7 @@ RLY_API rly_status rly_module_parse_file_into(rly_module *mod, const char *path)
 RLY_API rly_status rly_module_parse_into(rly_module *mod, const char *text, size_t len,
                                          const char *name) {
     if (mod == NULL || text == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_parse_into: NULL argument");
+        return api_fail(RLY_STATUS_INVALID, "rly_module_parse_into: NULL argument");
     rly_module *out;
     RLY_TRY;
     rly_status st = parse(mod->ctx, mod, text, len, name ? name : "<string>", NULL, 0, &out);
@@ -160,7 +147,7 @@ RLY_API rly_status rly_module_parse_into(rly_module *mod, const char *text, size
 
 RLY_API rly_status rly_module_prelude(rly_ctx *ctx, rly_module **out) {
     if (ctx == NULL || out == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_prelude: NULL argument");
+        return api_fail(RLY_STATUS_INVALID, "rly_module_prelude: NULL argument");
     const char *t = ty_prelude_text();
     RLY_TRY;
     rly_status st = parse(ctx, NULL, t, strlen(t), "prelude.rly", NULL, 0, out);
@@ -169,11 +156,11 @@ RLY_API rly_status rly_module_prelude(rly_ctx *ctx, rly_module **out) {
 }
 
 RLY_API rly_status rly_module_infer(rly_module *mod) {
-    if (mod == NULL) return fail(RLY_STATUS_INVALID, "rly_module_infer: NULL module");
+    if (mod == NULL) return api_fail(RLY_STATUS_INVALID, "rly_module_infer: NULL module");
     RLY_TRY;
     bool ok = ir_well_formed(mod) && ty_infer_module(mod);
     RLY_END_TRY;
-    return ok ? RLY_STATUS_OK : fail_diags(mod->ctx);
+    return ok ? RLY_STATUS_OK : api_fail_diags(mod->ctx);
 }
 
 static rly_status print(rly_module *mod, bool show_types, char **out);
@@ -186,7 +173,7 @@ static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, r
     char err[512];
     char *text = NULL;
     size_t len = 0;
-    if (!sup_read_file(path, &text, &len, err, sizeof err)) return fail(RLY_STATUS_IO, "%s", err);
+    if (!sup_read_file(path, &text, &len, err, sizeof err)) return api_fail(RLY_STATUS_IO, "%s", err);
     PtrVec consts = {0};
     char *spath = NULL;
     bool side_missing = false;
@@ -218,16 +205,16 @@ static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, r
 RLY_API int rly_module_is_expr(const rly_module *mod) { return mod && mod->is_expr; }
 
 RLY_API rly_status rly_module_check_well_formed(rly_module *mod) {
-    if (mod == NULL) return fail(RLY_STATUS_INVALID, "rly_module_check_well_formed: NULL module");
+    if (mod == NULL) return api_fail(RLY_STATUS_INVALID, "rly_module_check_well_formed: NULL module");
     RLY_TRY;
     bool ok = ir_well_formed(mod);
     RLY_END_TRY;
-    return ok ? RLY_STATUS_OK : fail_diags(mod->ctx);
+    return ok ? RLY_STATUS_OK : api_fail_diags(mod->ctx);
 }
 
 static rly_status print(rly_module *mod, bool show_types, char **out) {
     if (mod == NULL || out == NULL)
-        return fail(RLY_STATUS_INVALID, "%s: NULL argument",
+        return api_fail(RLY_STATUS_INVALID, "%s: NULL argument",
                     show_types ? "rly_module_print_typed" : "rly_module_print");
     StrBuf sb = {0};
     PrintOptions po = {.show_types = show_types};
@@ -242,7 +229,7 @@ RLY_API rly_status rly_module_print(rly_module *mod, char **out) { return print(
 
 RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
     if (mod == NULL || path == NULL)
-        return fail(RLY_STATUS_INVALID, "rly_module_save: NULL argument");
+        return api_fail(RLY_STATUS_INVALID, "rly_module_save: NULL argument");
     StrBuf sb = {0};
     char err[512];
     rly_status st = RLY_STATUS_OK;
@@ -254,7 +241,7 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
     if (mod->meta.len) {
         spath = side_path(path);
         if (strcmp(spath, path) == 0) {
-            st = fail(RLY_STATUS_INVALID,
+            st = api_fail(RLY_STATUS_INVALID,
                       "'%s': the text and its side file would have the same name", path);
         } else {
             side_existed = file_exists(spath);
@@ -273,12 +260,12 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
                 z.items[i].arr.nbytes = c->nbytes;
             }
             if (!rt_npz_save(spath, &z, false, err, sizeof err))
-                st = fail(RLY_STATUS_IO, "%s", err);
+                st = api_fail(RLY_STATUS_IO, "%s", err);
         }
     }
     if (st == RLY_STATUS_OK &&
         !sup_write_file_atomic(path, sb_cstr(&sb), sb.len, err, sizeof err)) {
-        st = fail(RLY_STATUS_IO, "%s", err);
+        st = api_fail(RLY_STATUS_IO, "%s", err);
         if (spath && !side_existed) remove(spath); /* no half of a new pair is left behind */
     }
     RLY_END_TRY;
@@ -349,16 +336,16 @@ static RelResult user_rel(RelCall *rc) {
 RLY_API rly_status rly_op_register(const rly_op_def *def) {
     if (def == NULL || def->name == NULL || def->name[0] == '\0' || def->rel == NULL ||
         def->n_args < 0)
-        return fail(RLY_STATUS_INVALID, "rly_op_register: name, rel and n_args >= 0 are required");
+        return api_fail(RLY_STATUS_INVALID, "rly_op_register: name, rel and n_args >= 0 are required");
     int p = def->pattern;
     if (!(p >= 0 && p <= 4) && p != 8)
-        return fail(RLY_STATUS_INVALID, "rly_op_register: invalid fusion pattern %d", p);
+        return api_fail(RLY_STATUS_INVALID, "rly_op_register: invalid fusion pattern %d", p);
     OpDef *d = calloc(1, sizeof *d);
     char *name = strdup(def->name);
     char *doc = strdup(def->doc ? def->doc : "user-defined operator");
     if (d == NULL || name == NULL || doc == NULL) {
         free(d), free(name), free(doc);
-        return fail(RLY_STATUS_NOMEM, "out of memory");
+        return api_fail(RLY_STATUS_NOMEM, "out of memory");
     }
     d->name = name;
     d->n_args = def->n_args;
@@ -372,7 +359,7 @@ RLY_API rly_status rly_op_register(const rly_op_def *def) {
     StrBuf msg = {0};
     bool ok = op_register(d, &msg);
     rly_status st =
-        ok ? RLY_STATUS_OK : fail(RLY_STATUS_INVALID, "rly_op_register: %s", sb_cstr(&msg));
+        ok ? RLY_STATUS_OK : api_fail(RLY_STATUS_INVALID, "rly_op_register: %s", sb_cstr(&msg));
     sb_free(&msg);
     if (!ok) free(d), free(name), free(doc);
     return st;
@@ -397,7 +384,7 @@ static void describe_op(const OpDef *d, StrBuf *sb) {
 }
 
 RLY_API rly_status rly_ops_describe(const char *name, char **out) {
-    if (out == NULL) return fail(RLY_STATUS_INVALID, "rly_ops_describe: NULL argument");
+    if (out == NULL) return api_fail(RLY_STATUS_INVALID, "rly_ops_describe: NULL argument");
     StrBuf sb = {0};
     RLY_TRY;
     if (name) {
@@ -412,7 +399,7 @@ RLY_API rly_status rly_ops_describe(const char *name, char **out) {
     if (sb.len == 0) {
         const char *s = op_suggest(name, strlen(name));
         sb_free(&sb);
-        return fail(RLY_STATUS_ERROR, "unknown operator %s%s%s%s", name, s ? " (did you mean " : "",
+        return api_fail(RLY_STATUS_ERROR, "unknown operator %s%s%s%s", name, s ? " (did you mean " : "",
                     s ? s : "", s ? "?)" : "");
     }
     *out = sb_take(&sb);

@@ -1,0 +1,200 @@
+/* value.c - runtime values: allocation, reference counting, iterative release. */
+#include "runtime/value.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/support.h"
+
+#define RT_ALIGN 64
+
+void rt_heap_init(RtHeap *h) { memset(h, 0, sizeof *h); }
+
+void rt_heap_free(RtHeap *h) {
+    /* Empty every cell first (that may free other cells: they unlink themselves). */
+    while (h->refs != NULL) {
+        RtRef *r = h->refs;
+        h->refs = r->next;
+        if (r->next) r->next->prev = NULL;
+        r->prev = r->next = NULL;
+        r->heap = NULL;
+        Value *v = r->v;
+        r->v = NULL;
+        rt_release(v);
+    }
+}
+
+static void storage_release(RtStorage *st) {
+    if (st == NULL || --st->rc > 0) return;
+    if (st->owned) free(st->data);
+    free(st);
+}
+
+/* Free one value whose count reached zero; its children are pushed on `stack` to release. */
+static void free_one(Value *v, PtrVec *stack) {
+    switch (v->kind) {
+    case VAL_TENSOR: storage_release(RT_TENSOR(v)->st); break;
+    case VAL_TUPLE:
+        for (uint32_t i = 0; i < RT_TUPLE(v)->n; i++)
+            if (RT_TUPLE(v)->f[i]) vec_push(stack, RT_TUPLE(v)->f[i]);
+        break;
+    case VAL_CLOSURE:
+        for (uint32_t i = 0; i < RT_CLOSURE(v)->n; i++)
+            if (RT_CLOSURE(v)->env[i]) vec_push(stack, RT_CLOSURE(v)->env[i]);
+        break;
+    case VAL_ADT:
+        for (uint32_t i = 0; i < RT_ADT(v)->n; i++)
+            if (RT_ADT(v)->f[i]) vec_push(stack, RT_ADT(v)->f[i]);
+        break;
+    case VAL_REF: {
+        RtRef *r = RT_REF(v);
+        if (r->heap != NULL) {
+            if (r->prev) r->prev->next = r->next;
+            else r->heap->refs = r->next;
+            if (r->next) r->next->prev = r->prev;
+        }
+        if (r->v) vec_push(stack, r->v);
+        break;
+    }
+    default: RLY_UNREACHABLE();
+    }
+    free(v);
+}
+
+void rt_release(Value *v) {
+    if (v == NULL || v->rc == RT_IMMORTAL) return;
+    RLY_CHECK(v->rc > 0, "rt_release: value already freed");
+    if (--v->rc > 0) return;
+    if (v->kind == VAL_TENSOR) { /* the common case: no children */
+        free_one(v, NULL);
+        return;
+    }
+    PtrVec stack = {0};
+    free_one(v, &stack);
+    while (stack.len > 0) {
+        Value *c = vec_pop(&stack);
+        if (c->rc == RT_IMMORTAL) continue;
+        RLY_CHECK(c->rc > 0, "rt_release: value already freed");
+        if (--c->rc == 0) free_one(c, &stack);
+    }
+    vec_free(&stack);
+}
+
+static RtTensor *tensor_header(rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    RtTensor *t = sup_malloc(sizeof(RtTensor) + sizeof(int64_t) * (ndim ? ndim : 1));
+    t->hdr.rc = 1;
+    t->hdr.kind = VAL_TENSOR;
+    memset(&t->t, 0, sizeof t->t);
+    t->t.device.device_type = kDLCPU;
+    t->t.ndim = (int32_t)ndim;
+    t->t.dtype = k_dl_dtype(dt);
+    for (uint32_t d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    t->t.shape = t->shape;
+    t->st = NULL;
+    return t;
+}
+
+RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char *err,
+                        size_t errlen) {
+    uint64_t n = 1;
+    bool over = false;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (shape[d] < 0) {
+            snprintf(err, errlen, "negative dimension %lld", (long long)shape[d]);
+            return NULL;
+        }
+        if (shape[d] != 0 && n > (uint64_t)PTRDIFF_MAX / (uint64_t)shape[d]) over = true;
+        n *= (uint64_t)shape[d];
+    }
+    size_t es = sup_dtype_size(dt);
+    if (over || n > (uint64_t)PTRDIFF_MAX / es) {
+        snprintf(err, errlen, "tensor of %s elements is too large", over ? "too many" : "so many");
+        return NULL;
+    }
+    size_t nbytes = (size_t)n * es;
+    size_t alloc = (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+    if (alloc == 0) alloc = RT_ALIGN;
+    void *data = aligned_alloc(RT_ALIGN, alloc);
+    if (data == NULL) {
+        snprintf(err, errlen, "out of memory allocating a tensor of %zu bytes", nbytes);
+        return NULL;
+    }
+    memset(data, 0, nbytes);
+    RtStorage *st = sup_malloc(sizeof *st);
+    st->rc = 1;
+    st->owned = true;
+    st->nbytes = nbytes;
+    st->data = data;
+    RtTensor *t = tensor_header(dt, ndim, shape);
+    t->st = st;
+    t->t.data = data;
+    return t;
+}
+
+RtTensor *rt_tensor_borrow(rly_dtype dt, uint32_t ndim, const int64_t *shape, void *data,
+                           size_t nbytes) {
+    RtStorage *st = sup_malloc(sizeof *st);
+    st->rc = 1;
+    st->owned = false;
+    st->nbytes = nbytes;
+    st->data = data;
+    RtTensor *t = tensor_header(dt, ndim, shape);
+    t->st = st;
+    t->t.data = data;
+    t->hdr.rc = RT_IMMORTAL;
+    return t;
+}
+
+void rt_value_free_immortal(Value *v) {
+    if (v == NULL || v->rc != RT_IMMORTAL) return;
+    v->rc = 1;
+    rt_release(v);
+}
+
+rly_dtype rt_tensor_dtype(const RtTensor *t) { return k_dtype(&t->t); }
+
+RtTuple *rt_tuple_new(uint32_t n) {
+    RtTuple *t = sup_calloc(1, sizeof(RtTuple) + sizeof(Value *) * n);
+    t->hdr.rc = 1;
+    t->hdr.kind = VAL_TUPLE;
+    t->n = n;
+    return t;
+}
+
+Value *rt_unit(void) {
+    static RtTuple unit = {.hdr = {.rc = RT_IMMORTAL, .kind = VAL_TUPLE}, .n = 0};
+    return &unit.hdr;
+}
+
+RtClosure *rt_closure_new(uint8_t code_kind, const void *code, uint32_t n) {
+    RtClosure *c = sup_calloc(1, sizeof(RtClosure) + sizeof(Value *) * n);
+    c->hdr.rc = 1;
+    c->hdr.kind = VAL_CLOSURE;
+    c->code_kind = code_kind;
+    c->code = code;
+    c->n = n;
+    return c;
+}
+
+RtAdt *rt_adt_new(int32_t tag, const void *ctor, uint32_t n) {
+    RtAdt *a = sup_calloc(1, sizeof(RtAdt) + sizeof(Value *) * n);
+    a->hdr.rc = 1;
+    a->hdr.kind = VAL_ADT;
+    a->tag = tag;
+    a->ctor = ctor;
+    a->n = n;
+    return a;
+}
+
+RtRef *rt_ref_new(RtHeap *h, Value *v_take) {
+    RtRef *r = sup_calloc(1, sizeof *r);
+    r->hdr.rc = 1;
+    r->hdr.kind = VAL_REF;
+    r->v = v_take;
+    r->heap = h;
+    r->next = h->refs;
+    if (h->refs) h->refs->prev = r;
+    h->refs = r;
+    return r;
+}

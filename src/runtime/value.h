@@ -1,0 +1,124 @@
+/* value.h - runtime values: tensors, tuples, closures, constructor values and reference cells.
+ * The interface of src/runtime/ (with npy.h).
+ *
+ * Every value starts with a Value header {rc, kind}. Values are reference counted:
+ * rt_retain/rt_release; a count of RT_IMMORTAL marks shared constants that are never freed
+ * (constants of a program, the unit tuple). Invariants:
+ *   - a tensor is compact row-major (t.strides == NULL), its data 64-byte aligned at
+ *     k_ptr(&t), shape[] inline; its bytes live in a refcounted RtStorage that views share;
+ *   - containers own one reference to each field; releasing is iterative (a list of 10^6
+ *     cells is freed without recursion);
+ *   - reference cells are linked into their RtHeap so that cycles through them (a cell that
+ *     holds a closure capturing the cell) are broken by rt_heap_free at teardown.
+ * Closures hold an opaque `code` pointer that only the executor interprets (the interpreter
+ * stores a Function, the VM a function index), so this layer never sees the IR. */
+#ifndef RLY_RUNTIME_VALUE_H
+#define RLY_RUNTIME_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernel.h"
+#include "rly/dlpack.h"
+#include "rly/rly.h"
+
+typedef enum ValueKind {
+    VAL_TENSOR,
+    VAL_TUPLE,
+    VAL_CLOSURE,
+    VAL_ADT, /* a constructor applied to its fields */
+    VAL_REF,
+} ValueKind;
+
+#define RT_IMMORTAL UINT32_MAX
+
+typedef struct Value {
+    uint32_t rc;  /* references; RT_IMMORTAL: never freed */
+    uint8_t kind; /* ValueKind */
+} Value;
+
+typedef struct RtStorage {
+    uint32_t rc;
+    bool owned; /* data is ours to free (false: borrowed, e.g. a program constant) */
+    size_t nbytes;
+    void *data;
+} RtStorage;
+
+typedef struct RtTensor {
+    Value hdr;
+    DLTensor t;     /* t.shape points at shape[]; t.strides NULL */
+    RtStorage *st;  /* t.data == st->data */
+    int64_t shape[]; /* t.ndim dims */
+} RtTensor;
+
+typedef struct RtTuple {
+    Value hdr;
+    uint32_t n;
+    Value *f[];
+} RtTuple;
+
+typedef struct RtClosure {
+    Value hdr;
+    uint8_t code_kind; /* the executor's tag for `code` (function, constructor, operator, ...) */
+    const void *code;
+    uint32_t n; /* captured values */
+    Value *env[];
+} RtClosure;
+
+typedef struct RtAdt {
+    Value hdr;
+    int32_t tag;      /* the constructor's tag */
+    const void *ctor; /* the executor's constructor handle (for printing) */
+    uint32_t n;
+    Value *f[];
+} RtAdt;
+
+typedef struct RtRef {
+    Value hdr;
+    Value *v; /* owned */
+    struct RtRef *prev, *next;
+    struct RtHeap *heap;
+} RtRef;
+
+/* What an executor's values belong to: the list of live reference cells. */
+typedef struct RtHeap {
+    RtRef *refs;
+} RtHeap;
+
+void rt_heap_init(RtHeap *h);
+/* Break cycles through reference cells: release the contents of every live cell. */
+void rt_heap_free(RtHeap *h);
+
+static inline Value *rt_retain(Value *v) {
+    if (v->rc != RT_IMMORTAL) v->rc++;
+    return v;
+}
+/* Drop a reference; frees v (and, iteratively, what it alone held) at zero. NULL is a no-op. */
+void rt_release(Value *v);
+
+/* A new zero-filled tensor; NULL (with a message in err) when the size overflows or memory is
+ * short. Sizes are checked: bytes = prod(shape) * elem size must fit in size_t and ptrdiff_t. */
+RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char *err,
+                        size_t errlen);
+/* An immortal tensor over borrowed bytes (not copied, never freed; must outlive its use). */
+RtTensor *rt_tensor_borrow(rly_dtype dt, uint32_t ndim, const int64_t *shape, void *data,
+                           size_t nbytes);
+/* Make an immortal value mortal again so rt_release can free it (the owner's teardown). */
+void rt_value_free_immortal(Value *v);
+rly_dtype rt_tensor_dtype(const RtTensor *t);
+static inline void *rt_tensor_data(const RtTensor *t) { return k_ptr(&t->t); }
+
+RtTuple *rt_tuple_new(uint32_t n);  /* fields NULL: the caller fills each with an owned ref */
+Value *rt_unit(void);               /* the immortal empty tuple */
+RtClosure *rt_closure_new(uint8_t code_kind, const void *code, uint32_t n);
+RtAdt *rt_adt_new(int32_t tag, const void *ctor, uint32_t n);
+RtRef *rt_ref_new(RtHeap *h, Value *v_take);
+
+#define RT_TENSOR(v) ((RtTensor *)(v))
+#define RT_TUPLE(v) ((RtTuple *)(v))
+#define RT_CLOSURE(v) ((RtClosure *)(v))
+#define RT_ADT(v) ((RtAdt *)(v))
+#define RT_REF(v) ((RtRef *)(v))
+
+#endif /* RLY_RUNTIME_VALUE_H */
