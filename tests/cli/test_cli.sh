@@ -324,6 +324,63 @@ expect ops_unknown 1
 grep -q 'did you mean nn.conv2d' "$T/err"
 check ops_unknown.suggest $? "no suggestion for a misspelt operator"
 
+# ---- run: the interpreter -----------------------------------------------------------------------
+cat >"$T/add.rly" <<'RLY'
+#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(3), float32]) {
+  add(%x, %y)
+}
+RLY
+run run "$T/add.rly" --fill ones
+expect run_fill 0
+grep -q 'Tensor\[(2, 3), float32\] \[\[2, 2, 2\],' "$T/out"
+check run_fill.printed $? "rly run --fill ones does not print the sum: $(head -2 "$T/out")"
+run run "$T/add.rly"
+expect run_missing_input 1
+grep -q 'missing input x; @main expects x: Tensor\[(2, 3), float32\], y: Tensor\[(3), float32\]' "$T/err"
+check run_missing_input.lists $? "the error does not list the expected inputs"
+# a .npy of the wrong dtype or shape, an unknown input name, an unreadable file
+hdr="{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }"
+{ printf '\x93NUMPY\x01\x00\x76\x00%s%*s\n' "$hdr" $((117 - ${#hdr})) ''; printf '\x01\x00\x00\x00%.0s' 1 2 3; } >"$T/y.npy"
+run run "$T/add.rly" --fill ones --input y="$T/y.npy"
+expect run_bad_npy 1
+expect_stderr run_bad_npy
+run run "$T/add.rly" --fill ones --input z="$T/y.npy"
+expect run_unknown_input 1
+grep -q "input 'z' is not a parameter of @main" "$T/err"
+check run_unknown_input.message $? "no message naming the unknown input"
+run run "$T/add.rly" --inputs "$DATA/garbage.bin"
+expect run_garbage_npz 1
+expect_stderr run_garbage_npz
+run run "$T/add.rly" --fill sideways
+expect run_bad_fill 2
+run run "$T/add.rly" --input y
+expect run_bad_input_arg 2
+run run "$T/add.rly" --entry nope --fill ones
+expect run_no_entry 1
+grep -q 'no function @nope to run; the module defines @main' "$T/err"
+check run_no_entry.message $? "no message naming the missing entry"
+run run
+expect run_missing_file 2
+run run "$T/does_not_exist.rly"
+expect run_nonexistent 1
+# a runtime error is located and writes no output file
+cat >"$T/div.rly" <<'RLY'
+#[version = "0.0.5"]
+def @main(%x: Tensor[(4), int32]) {
+  floor_divide(%x, 0)
+}
+RLY
+mkdir -p "$T/outdir"
+run run "$T/div.rly" --fill ones --output "$T/outdir/out.npz"
+expect run_div_zero 1
+expect_located run_div_zero "$T/div.rly"
+expect_empty_dir run_div_zero.no_output "$T/outdir"
+# --output writes output_0 (checked by the Python tests for content)
+run run "$T/add.rly" --fill random --output "$T/outdir/out.npz"
+expect run_output 0
+check run_output.file $(test -s "$T/outdir/out.npz" && echo 0 || echo 1) "no output file"
+
 if [ "$n_xfail" -gt 0 ]; then echo "($n_xfail known failures counted as passed)"; fi
 echo "$n_pass passed, $n_fail failed"
 [ "$n_fail" -eq 0 ]

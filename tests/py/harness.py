@@ -113,3 +113,20 @@ def assert_close(got, want, rtol=1e-5, atol=1e-6):
     else:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
                                    atol=atol, equal_nan=True)
+
+
+def run_text(text, *extra, inputs=None):
+    """Run a Relay file with `rly run FILE EXTRA...` and return its stdout (the printed result).
+    Raises RlyError when rly exits nonzero."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "prog.rly")
+        with open(src, "w") as f:
+            f.write(text)
+        cmd = [RLY, "run", src] + list(extra)
+        if inputs:
+            np.savez(os.path.join(d, "in.npz"), **inputs)
+            cmd += ["--inputs", os.path.join(d, "in.npz")]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RlyError(p.stderr, p.returncode)
+        return p.stdout

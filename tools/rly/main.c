@@ -224,14 +224,24 @@ static int cmd_demo(void) {
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
     rly_module *mod;
-    int rc;
+    int rc = 0;
     if (rly_module_parse(ctx, rly_demo_text, strlen(rly_demo_text), "examples/demo.rly", &mod) !=
         RLY_STATUS_OK) {
         rc = report(NULL);
     } else {
-        printf("// examples/demo.rly: parsed, well-formed, type-checked; the text with the "
-               "inferred types follows\n");
-        rc = check_and_print(mod);
+        rly_run_options o = {.fill = RLY_FILL_RANDOM, .seed = 0};
+        char *text = NULL;
+        if (rly_module_run(mod, &o, &text) != RLY_STATUS_OK) {
+            rc = report(NULL);
+        } else {
+            printf("// examples/demo.rly: a small CNN (conv-relu-pool, conv-relu, global pool, "
+                   "dense, softmax)\n// run by the reference interpreter on generated weights "
+                   "and input (seed 0).\n// result: (class probabilities, argmax class, the "
+                   "probabilities mapped over a List, a counter closure's second call)\n");
+            fputs(text, stdout);
+            rly_free(text);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+        }
     }
     rly_ctx_free(ctx);
     return rc;
