@@ -120,8 +120,8 @@ def @main() {
     ("ref_of_tuple", """
 def @main() {
   let %r = ref((1, 2));
-  ref_write(%r, (%r^.1, %r^.0));
-  %r^
+  ref_write(%r, (ref_read(%r).1, ref_read(%r).0));
+  ref_read(%r)
 }""", False, "(2, 1)"),
     ("ref_holding_closure_cycle", """
 def @main() {
@@ -239,4 +239,4 @@ def @main() {
 }""")
     with pytest.raises(RlyError) as e:
         printed(text, "--prelude")
-    assert "prog.rly:3:3: error: no clause of this match accepts the value" in e.value.stderr
+    assert "prog.rly:4:3: error: no clause of this match accepts the value" in e.value.stderr
