@@ -240,3 +240,35 @@ def @main() {
     with pytest.raises(RlyError) as e:
         printed(text, "--prelude")
     assert "prog.rly:4:3: error: no clause of this match accepts the value" in e.value.stderr
+
+
+def test_any_dims_inconsistent_at_run_time():
+    text = prog("""
+def @main(%x: Tensor[(?, 3), float32], %y: Tensor[(?, 3), float32]) {
+  add(%x, %y)
+}""")
+    x = np.ones((2, 3), np.float32)
+    out = run_relay(text, {"x": x, "y": x})
+    np.testing.assert_array_equal(out[0], 2 * x)
+    with pytest.raises(RlyError) as e:
+        run_relay(text, {"x": x, "y": np.ones((4, 3), np.float32)})
+    assert "prog.rly:4:3: error: add: shapes (2, 3) and (4, 3) are not broadcastable" in e.value.stderr
+
+
+def test_symbolic_dims_bind_consistently():
+    text = prog("""
+def @main(%x: Tensor[(n, 3), float32], %y: Tensor[(n, 3), float32]) {
+  subtract(%x, %y)
+}""")
+    with pytest.raises(RlyError) as e:
+        run_relay(text, {"x": np.ones((2, 3), np.float32), "y": np.ones((4, 3), np.float32)})
+    assert "input y: dimension 0 is 4 but n is 2 in an earlier input" in e.value.stderr
+
+
+def test_wrong_input_dtype_lists_expected():
+    text = prog("""
+def @main(%x: Tensor[(2), float32]) { %x }""")
+    with pytest.raises(RlyError) as e:
+        run_relay(text, {"x": np.ones((2,), np.float64)})
+    assert "input x: dtype float64, expected float32; @main expects x: Tensor[(2), float32]" \
+        in e.value.stderr
