@@ -233,6 +233,21 @@ uint64_t k_loadu(const void *base, rly_dtype dt, int64_t i) {
     return (uint64_t)k_loadi(base, dt, i);
 }
 
+/* v rounded to float with round-to-odd: truncate toward zero, then set the last mantissa bit if
+ * anything was lost. Rounding that float to a format with at least two fewer mantissa bits
+ * (f16: 11, bf16: 8, versus 24) is then the correctly rounded result of v, with no double
+ * rounding. */
+static float round_odd_f32(double v) {
+    float f = (float)v;
+    if (isnan(v) || isinf(f) || (double)f == v) return f;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (fabs((double)f) > fabs(v)) bits--; /* rounded away from zero: step back toward it */
+    bits |= 1u;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 void k_storef(void *base, rly_dtype dt, int64_t i, double v) {
     switch (dt) {
     case RLY_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
@@ -246,10 +261,10 @@ void k_storef(void *base, rly_dtype dt, int64_t i, double v) {
     case RLY_DTYPE_U16: ((uint16_t *)base)[i] = (uint16_t)f_to_u64(v, UINT16_MAX); break;
     case RLY_DTYPE_U32: ((uint32_t *)base)[i] = (uint32_t)f_to_u64(v, UINT32_MAX); break;
     case RLY_DTYPE_U64: ((uint64_t *)base)[i] = f_to_u64(v, 18446744073709551615.0); break;
-    case RLY_DTYPE_F16: ((uint16_t *)base)[i] = sup_f32_to_f16((float)v); break;
+    case RLY_DTYPE_F16: ((uint16_t *)base)[i] = sup_f32_to_f16(round_odd_f32(v)); break;
     case RLY_DTYPE_F32: ((float *)base)[i] = (float)v; break;
     case RLY_DTYPE_F64: ((double *)base)[i] = v; break;
-    case RLY_DTYPE_BF16: ((uint16_t *)base)[i] = sup_f32_to_bf16((float)v); break;
+    case RLY_DTYPE_BF16: ((uint16_t *)base)[i] = sup_f32_to_bf16(round_odd_f32(v)); break;
     default: RLY_UNREACHABLE();
     }
 }
