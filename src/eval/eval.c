@@ -634,7 +634,7 @@ static void step_call(Interp *it, Task *t) {
     Value **args = (Value **)&it->vals.data[it->vals.len - n];
     Value *argv[16];
     Value **own = n <= 16 ? argv : sup_malloc(sizeof(Value *) * n);
-    memcpy(own, args, sizeof(Value *) * n);
+    if (n > 0) memcpy(own, args, sizeof(Value *) * n);
     it->vals.len -= n;
     if (callee->kind == EXPR_OP) {
         const OpDef *op = AS_OP(callee)->info;
@@ -709,7 +709,7 @@ static void step(Interp *it) {
             return;
         }
         RtTuple *v = rt_tuple_new(tu->n);
-        memcpy(v->f, &it->vals.data[it->vals.len - tu->n], sizeof(Value *) * tu->n);
+        if (tu->n > 0) memcpy(v->f, &it->vals.data[it->vals.len - tu->n], sizeof(Value *) * tu->n);
         it->vals.len -= tu->n;
         finish(it, e, &v->hdr);
         return;
