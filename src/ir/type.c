@@ -17,14 +17,15 @@ static bool same_ptrs(uint32_t n, void *const *a, uint32_t m, void *const *b) {
     return n == m && (n == 0 || memcmp(a, b, n * sizeof(void *)) == 0);
 }
 
+static bool tensor_same(const TensorType *x, const TensorType *y) {
+    return x->dtype == y->dtype && x->ndim == y->ndim &&
+           (x->ndim == 0 || memcmp(x->shape, y->shape, x->ndim * sizeof(int64_t)) == 0);
+}
+
 static bool type_same(const Type *a, const Type *b) {
     if (a->kind != b->kind || a->hash != b->hash) return false;
     switch ((TypeKind)a->kind) {
-    case TYPE_TENSOR: {
-        const TensorType *x = (const TensorType *)a, *y = (const TensorType *)b;
-        return x->dtype == y->dtype && x->ndim == y->ndim &&
-               (x->ndim == 0 || memcmp(x->shape, y->shape, x->ndim * sizeof(int64_t)) == 0);
-    }
+    case TYPE_TENSOR: return tensor_same((const TensorType *)a, (const TensorType *)b);
     case TYPE_TUPLE: {
         const TupleType *x = (const TupleType *)a, *y = (const TupleType *)b;
         return same_ptrs(x->n, (void *const *)x->fields, y->n, (void *const *)y->fields);
@@ -88,8 +89,11 @@ Type *ir_type_tensor(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *sh
     t.base.hash = h;
     size_t mask = ctx->types.cap ? ctx->types.cap - 1 : 0;
     if (ctx->types.cap) { /* lookup before copying the shape */
-        for (size_t i = (size_t)h & mask; ctx->types.slots[i]; i = (i + 1) & mask)
-            if (type_same(ctx->types.slots[i], &t.base)) return ctx->types.slots[i];
+        for (size_t i = (size_t)h & mask; ctx->types.slots[i]; i = (i + 1) & mask) {
+            const Type *c = ctx->types.slots[i];
+            if (c->kind == TYPE_TENSOR && c->hash == h && tensor_same((const TensorType *)c, &t))
+                return ctx->types.slots[i];
+        }
     }
     /* scalars point at a shared empty array, never NULL, so memcpy(dst, shape, 0) is valid */
     static int64_t no_dims[1];
