@@ -48,8 +48,10 @@ int main(int argc, char **argv) {
     int reps = 3;
     long n = 1000000;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-r") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
-        else n = atol(argv[i]);
+        if (strcmp(argv[i], "-r") == 0 && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else
+            n = atol(argv[i]);
     }
     char text[1024];
     struct {

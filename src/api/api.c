@@ -106,9 +106,9 @@ static rly_status load_side(Ctx *ctx, const char *spath, PtrVec *consts) {
             if (strcmp(z.items[j].name, want) == 0) e = &z.items[j];
         if (e == NULL) {
             st = api_fail(RLY_STATUS_ERROR,
-                      "%s: no array '%s' (tensor constants are named constant_0, "
-                      "constant_1, ... in order)",
-                      spath, want);
+                          "%s: no array '%s' (tensor constants are named constant_0, "
+                          "constant_1, ... in order)",
+                          spath, want);
             break;
         }
         Expr *c =
@@ -173,7 +173,8 @@ static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, r
     char err[512];
     char *text = NULL;
     size_t len = 0;
-    if (!sup_read_file(path, &text, &len, err, sizeof err)) return api_fail(RLY_STATUS_IO, "%s", err);
+    if (!sup_read_file(path, &text, &len, err, sizeof err))
+        return api_fail(RLY_STATUS_IO, "%s", err);
     PtrVec consts = {0};
     char *spath = NULL;
     bool side_missing = false;
@@ -205,7 +206,8 @@ static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, r
 RLY_API int rly_module_is_expr(const rly_module *mod) { return mod && mod->is_expr; }
 
 RLY_API rly_status rly_module_check_well_formed(rly_module *mod) {
-    if (mod == NULL) return api_fail(RLY_STATUS_INVALID, "rly_module_check_well_formed: NULL module");
+    if (mod == NULL)
+        return api_fail(RLY_STATUS_INVALID, "rly_module_check_well_formed: NULL module");
     RLY_TRY;
     bool ok = ir_well_formed(mod);
     RLY_END_TRY;
@@ -215,7 +217,7 @@ RLY_API rly_status rly_module_check_well_formed(rly_module *mod) {
 static rly_status print(rly_module *mod, bool show_types, char **out) {
     if (mod == NULL || out == NULL)
         return api_fail(RLY_STATUS_INVALID, "%s: NULL argument",
-                    show_types ? "rly_module_print_typed" : "rly_module_print");
+                        show_types ? "rly_module_print_typed" : "rly_module_print");
     StrBuf sb = {0};
     PrintOptions po = {.show_types = show_types};
     RLY_TRY;
@@ -242,7 +244,7 @@ RLY_API rly_status rly_module_save(rly_module *mod, const char *path) {
         spath = side_path(path);
         if (strcmp(spath, path) == 0) {
             st = api_fail(RLY_STATUS_INVALID,
-                      "'%s': the text and its side file would have the same name", path);
+                          "'%s': the text and its side file would have the same name", path);
         } else {
             side_existed = file_exists(spath);
             z.n = mod->meta.len;
@@ -336,7 +338,8 @@ static RelResult user_rel(RelCall *rc) {
 RLY_API rly_status rly_op_register(const rly_op_def *def) {
     if (def == NULL || def->name == NULL || def->name[0] == '\0' || def->rel == NULL ||
         def->n_args < 0)
-        return api_fail(RLY_STATUS_INVALID, "rly_op_register: name, rel and n_args >= 0 are required");
+        return api_fail(RLY_STATUS_INVALID,
+                        "rly_op_register: name, rel and n_args >= 0 are required");
     int p = def->pattern;
     if (!(p >= 0 && p <= 4) && p != 8)
         return api_fail(RLY_STATUS_INVALID, "rly_op_register: invalid fusion pattern %d", p);
@@ -399,8 +402,8 @@ RLY_API rly_status rly_ops_describe(const char *name, char **out) {
     if (sb.len == 0) {
         const char *s = op_suggest(name, strlen(name));
         sb_free(&sb);
-        return api_fail(RLY_STATUS_ERROR, "unknown operator %s%s%s%s", name, s ? " (did you mean " : "",
-                    s ? s : "", s ? "?)" : "");
+        return api_fail(RLY_STATUS_ERROR, "unknown operator %s%s%s%s", name,
+                        s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
     }
     *out = sb_take(&sb);
     return RLY_STATUS_OK;

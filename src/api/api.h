@@ -18,10 +18,9 @@ rly_status api_fail_diags(Ctx *ctx);
     oom_handler_.prev = sup_oom_handler;                                                           \
     if (setjmp(oom_handler_.jb) != 0) {                                                            \
         sup_oom_handler = oom_handler_.prev;                                                       \
-        return api_fail(RLY_STATUS_NOMEM, "out of memory");                                            \
+        return api_fail(RLY_STATUS_NOMEM, "out of memory");                                        \
     }                                                                                              \
     sup_oom_handler = &oom_handler_
 #define RLY_END_TRY (sup_oom_handler = oom_handler_.prev)
-
 
 #endif /* RLY_API_API_H */

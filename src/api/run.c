@@ -36,7 +36,8 @@ static void describe_params(Ctx *ctx, const Function *f, StrBuf *out) {
 /* Does array a fit tensor type tt? Symbolic dims must agree across all inputs. */
 static bool fits(Binder *b, const TensorType *tt, const NpyArray *a, StrBuf *why) {
     if (a->dtype != tt->dtype) {
-        sb_printf(why, "dtype %s, expected %s", sup_dtype_name(a->dtype), sup_dtype_name(tt->dtype));
+        sb_printf(why, "dtype %s, expected %s", sup_dtype_name(a->dtype),
+                  sup_dtype_name(tt->dtype));
         return false;
     }
     if (a->ndim != tt->ndim) {
@@ -52,7 +53,8 @@ static bool fits(Binder *b, const TensorType *tt, const NpyArray *a, StrBuf *why
         }
         if (dim_is_sym(want)) {
             uint32_t k = 0;
-            while (k < b->n_sym && b->sym[k] != want) k++;
+            while (k < b->n_sym && b->sym[k] != want)
+                k++;
             if (k < b->n_sym && b->val[k] != got) {
                 sb_printf(why, "dimension %u is %lld but %s is %lld in an earlier input", d,
                           (long long)got, ir_dim_sym_name(b->ctx, want), (long long)b->val[k]);
@@ -125,13 +127,16 @@ static Value *fill_value(Binder *b, Type *t, rly_fill fill, StrBuf *why) {
     int64_t n = k_numel(&v->t);
     void *p = rt_tensor_data(v);
     for (int64_t i = 0; i < n; i++) {
-        if (fill == RLY_FILL_ONES) k_storei(p, tt->dtype, i, 1);
+        if (fill == RLY_FILL_ONES)
+            k_storei(p, tt->dtype, i, 1);
         else if (fill == RLY_FILL_RANDOM) {
             uint64_t r = next_rand(b);
             if (sup_dtype_is_float(tt->dtype))
                 k_storef(p, tt->dtype, i, (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-            else if (tt->dtype == RLY_DTYPE_BOOL) k_storei(p, tt->dtype, i, (int64_t)(r >> 63));
-            else k_storei(p, tt->dtype, i, (int64_t)(r % 10));
+            else if (tt->dtype == RLY_DTYPE_BOOL)
+                k_storei(p, tt->dtype, i, (int64_t)(r >> 63));
+            else
+                k_storei(p, tt->dtype, i, (int64_t)(r % 10));
         }
     }
     return &v->hdr;
@@ -147,10 +152,12 @@ static bool flatten(const Value *v, PtrVec *out, StrBuf *why) {
         switch (x->kind) {
         case VAL_TENSOR: vec_push(out, (void *)x); break;
         case VAL_TUPLE:
-            for (uint32_t i = RT_TUPLE(x)->n; i-- > 0;) vec_push(&st, RT_TUPLE(x)->f[i]);
+            for (uint32_t i = RT_TUPLE(x)->n; i-- > 0;)
+                vec_push(&st, RT_TUPLE(x)->f[i]);
             break;
         case VAL_ADT:
-            for (uint32_t i = RT_ADT(x)->n; i-- > 0;) vec_push(&st, RT_ADT(x)->f[i]);
+            for (uint32_t i = RT_ADT(x)->n; i-- > 0;)
+                vec_push(&st, RT_ADT(x)->f[i]);
             break;
         case VAL_REF: vec_push(&st, RT_REF(x)->v); break;
         default:
@@ -181,13 +188,15 @@ static rly_status write_outputs(const Value *v, const char *path) {
         NpyArray *a = &z.items[i].arr;
         a->dtype = rt_tensor_dtype(t);
         a->ndim = (uint32_t)t->t.ndim;
-        for (uint32_t d = 0; d < a->ndim; d++) a->shape[d] = t->shape[d];
+        for (uint32_t d = 0; d < a->ndim; d++)
+            a->shape[d] = t->shape[d];
         a->data = rt_tensor_data(t);
         a->nbytes = (size_t)k_numel(&t->t) * sup_dtype_size(a->dtype);
     }
     char err[512];
     if (!rt_npz_save(path, &z, false, err, sizeof err)) st = api_fail(RLY_STATUS_IO, "%s", err);
-    for (size_t i = 0; i < z.n; i++) free(z.items[i].name);
+    for (size_t i = 0; i < z.n; i++)
+        free(z.items[i].name);
     free(z.items);
 out:
     vec_free(&ts);
@@ -198,7 +207,8 @@ out:
 /* Bind every parameter of f: the owned values into args[]. */
 static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
                               const rly_run_options *o, Value **args) {
-    Binder b = {.ctx = ctx, .rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)o->seed * 0x2545F4914F6CDD1Dull};
+    Binder b = {.ctx = ctx,
+                .rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)o->seed * 0x2545F4914F6CDD1Dull};
     if (b.rng == 0) b.rng = 1;
     Npz z = {0};
     char err[512];
@@ -213,7 +223,8 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
     for (size_t i = 0; i < z.n + (size_t)o->n_inputs; i++) {
         const char *nm = i < z.n ? z.items[i].name : o->input_names[i - z.n];
         uint32_t p = 0;
-        while (p < f->n_params && strcmp(f->params[p]->name, nm) != 0) p++;
+        while (p < f->n_params && strcmp(f->params[p]->name, nm) != 0)
+            p++;
         if (p == f->n_params) {
             st = api_fail(RLY_STATUS_ERROR, "input '%s' is not a parameter of @%s; it expects %s",
                           nm, entry, f->n_params ? sb_cstr(&expect) : "no inputs");
@@ -327,7 +338,8 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
 out:
     RLY_END_TRY;
     rt_release(result);
-    for (uint32_t i = 0; args && i < n_args; i++) rt_release(args[i]);
+    for (uint32_t i = 0; args && i < n_args; i++)
+        rt_release(args[i]);
     free(args);
     ev_free(it);
     return st;

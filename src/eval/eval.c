@@ -24,7 +24,7 @@
 enum { CODE_FUNC, CODE_CTOR };
 
 typedef struct FnInfo {
-    Function *fn;     /* NULL for a module's bare expression */
+    Function *fn; /* NULL for a module's bare expression */
     Expr *body;
     uint32_t n_slots; /* locals + memo slots + captures */
     uint32_t n_caps;  /* captured variables, in slots [cap_base, cap_base + n_caps) */
@@ -49,8 +49,8 @@ enum { TASK_EVAL, TASK_RETURN };
 typedef struct Task {
     uint8_t kind;
     uint32_t step;
-    Expr *e;         /* TASK_EVAL */
-    FnInfo *fn;      /* TASK_RETURN: the caller's frame */
+    Expr *e;    /* TASK_EVAL */
+    FnInfo *fn; /* TASK_RETURN: the caller's frame */
     uint32_t base;
 } Task;
 
@@ -73,8 +73,8 @@ struct Interp {
     Vec(const DLTensor *) k_in;
     Vec(uint32_t) k_start, k_len;
     Vec(uint8_t) k_tuple;
-    PtrVec k_out;      /* DLTensor* per output */
-    PtrVec k_outv;     /* RtTensor* per output */
+    PtrVec k_out;  /* DLTensor* per output */
+    PtrVec k_outv; /* RtTensor* per output */
     char err[1024];
 };
 
@@ -95,9 +95,11 @@ static void fail(Interp *it, Span span, const char *fmt, ...) {
 static NodeInfo *node(Interp *it, uint32_t id) {
     if (id >= it->n_ni) {
         size_t n = it->n_ni ? it->n_ni : 1024;
-        while (n <= id) n *= 2;
+        while (n <= id)
+            n *= 2;
         it->ni = sup_realloc(it->ni, n * sizeof *it->ni);
-        for (size_t i = it->n_ni; i < n; i++) it->ni[i] = (NodeInfo){NULL, -1, NULL};
+        for (size_t i = it->n_ni; i < n; i++)
+            it->ni[i] = (NodeInfo){NULL, -1, NULL};
         it->n_ni = n;
     }
     return &it->ni[id];
@@ -127,7 +129,8 @@ static void bind_slot(LayoutState *ls, Var *v) {
 
 static void bind_pattern(LayoutState *ls, Pattern *p) {
     if (p->kind == PAT_VAR) bind_slot(ls, p->var);
-    for (uint32_t i = 0; i < p->n; i++) bind_pattern(ls, p->pats[i]);
+    for (uint32_t i = 0; i < p->n; i++)
+        bind_pattern(ls, p->pats[i]);
 }
 
 static VisitResult layout_pre(Visitor *v, Expr *e) {
@@ -139,7 +142,8 @@ static VisitResult layout_pre(Visitor *v, Expr *e) {
         if (c == NULL || c->kind == EXPR_VAR) continue;
         if (c->id >= ls->n_parents) {
             size_t m = ls->n_parents ? ls->n_parents : 256;
-            while (m <= c->id) m *= 2;
+            while (m <= c->id)
+                m *= 2;
             ls->parents = sup_realloc(ls->parents, m * sizeof *ls->parents);
             memset(ls->parents + ls->n_parents, 0, (m - ls->n_parents) * sizeof *ls->parents);
             ls->n_parents = m;
@@ -150,7 +154,8 @@ static VisitResult layout_pre(Visitor *v, Expr *e) {
     case EXPR_LET: bind_slot(ls, AS_LET(e)->var); break;
     case EXPR_MATCH: {
         Match *m = AS_MATCH(e);
-        for (uint32_t i = 0; i < m->n_clauses; i++) bind_pattern(ls, m->clauses[i].lhs);
+        for (uint32_t i = 0; i < m->n_clauses; i++)
+            bind_pattern(ls, m->clauses[i].lhs);
         break;
     }
     default: break;
@@ -167,7 +172,8 @@ static FnInfo *fn_info(Interp *it, Function *fn, Expr *body) {
     fi->body = body;
     LayoutState ls = {.it = it, .fi = fi, .root_fn = fn ? &fn->base : NULL};
     if (fn)
-        for (uint32_t i = 0; i < fn->n_params; i++) bind_slot(&ls, fn->params[i]);
+        for (uint32_t i = 0; i < fn->n_params; i++)
+            bind_slot(&ls, fn->params[i]);
     Visitor v = {.pre = layout_pre, .state = &ls};
     ir_visit(&v, fn ? &fn->base : body);
     for (size_t i = 0; i < ls.memo.len; i++) {
@@ -184,7 +190,8 @@ static FnInfo *fn_info(Interp *it, Function *fn, Expr *body) {
     fi->cap_base = fi->n_slots;
     fi->n_caps = (uint32_t)fv.len;
     fi->caps = arena_array(&it->arena, fv.len ? fv.len : 1, sizeof(Var *));
-    for (size_t i = 0; i < fv.len; i++) fi->caps[i] = fv.data[i];
+    for (size_t i = 0; i < fv.len; i++)
+        fi->caps[i] = fv.data[i];
     fi->n_slots += fi->n_caps;
     vec_free(&fv);
     if (n) {
@@ -194,7 +201,19 @@ static FnInfo *fn_info(Interp *it, Function *fn, Expr *body) {
     return fi;
 }
 
-/* ---- attributes for kernels -------------------------------------------------------------------- */
+/* ---- attributes for kernels --------------------------------------------------------------------
+ */
+
+/* The scalar leaves of a (possibly nested) attribute list, in order. Attribute values are
+ * small and written by hand, so recursion over their nesting is bounded by the parser's limit. */
+static void flatten_attr(const AttrValue *v, PtrVec *out) {
+    if (v->kind != ATTR_LIST) {
+        vec_push(out, (void *)v);
+        return;
+    }
+    for (uint32_t i = 0; i < v->list.n; i++)
+        flatten_attr(v->list.items[i], out);
+}
 
 static void conv_attr(Interp *it, const AttrSpec *spec, const AttrValue *v, KAttr *k) {
     memset(k, 0, sizeof *k);
@@ -230,27 +249,34 @@ static void conv_attr(Interp *it, const AttrSpec *spec, const AttrValue *v, KAtt
         }
         break;
     case ATTR_LIST: {
-        uint32_t n = v->list.n;
-        bool strs = n > 0 && v->list.items[0]->kind == ATTR_STR;
+        /* Nested lists (nn.pad's pad_width=[[1, 2], [0, 0]]) are flattened row by row. */
+        PtrVec leaves = {0};
+        flatten_attr(v, &leaves);
+        uint32_t n = (uint32_t)leaves.len;
+        const AttrValue *const *items = (const AttrValue *const *)leaves.data;
+        bool strs = n > 0 && items[0]->kind == ATTR_STR;
         bool floats = false;
-        for (uint32_t i = 0; i < n; i++) floats |= v->list.items[i]->kind == ATTR_FLOAT;
+        for (uint32_t i = 0; i < n; i++)
+            floats |= items[i]->kind == ATTR_FLOAT;
         k->n = n;
         if (strs) {
             const char **s = arena_array(&it->arena, n, sizeof *s);
             for (uint32_t i = 0; i < n; i++)
-                s[i] = v->list.items[i]->kind == ATTR_STR ? v->list.items[i]->s : "";
+                s[i] = items[i]->kind == ATTR_STR ? items[i]->s : "";
             k->kind = KA_STRS, k->strs = s;
+            vec_free(&leaves);
             break;
         }
         int64_t *ints = arena_array(&it->arena, n ? n : 1, sizeof *ints);
         double *fl = arena_array(&it->arena, n ? n : 1, sizeof *fl);
         for (uint32_t i = 0; i < n; i++) {
-            const AttrValue *x = v->list.items[i];
+            const AttrValue *x = items[i];
             fl[i] = x->kind == ATTR_FLOAT ? x->f : x->kind == ATTR_INT ? (double)x->i : x->b;
             ints[i] = x->kind == ATTR_FLOAT ? (int64_t)x->f : x->kind == ATTR_INT ? x->i : x->b;
         }
         k->kind = floats || spec->type == AT_FLOATS ? KA_FLOATS : KA_INTS;
         k->ints = ints, k->floats = fl;
+        vec_free(&leaves);
         break;
     }
     default: k->kind = KA_NONE; break;
@@ -274,12 +300,14 @@ static CallInfo *call_info(Interp *it, Call *c, const OpDef *op) {
         return NULL;
     }
     sb_free(&msg);
-    for (uint32_t i = 0; i < op->n_attrs; i++) conv_attr(it, &op->attrs[i], vals[i], &ci->attrs[i]);
+    for (uint32_t i = 0; i < op->n_attrs; i++)
+        conv_attr(it, &op->attrs[i], vals[i], &ci->attrs[i]);
     node(it, c->base.id)->info = ci;
     return ci;
 }
 
-/* ---- values ------------------------------------------------------------------------------------ */
+/* ---- values ------------------------------------------------------------------------------------
+ */
 
 static Value *const_value(Interp *it, Constant *c) {
     NodeInfo *n = node(it, c->base.id);
@@ -295,14 +323,17 @@ static bool scalar_true(const Value *v) {
     return k_loadi(rt_tensor_data(t), rt_tensor_dtype(t), 0) != 0;
 }
 
-/* ---- the stacks ---------------------------------------------------------------------------------- */
+/* ---- the stacks
+ * ---------------------------------------------------------------------------------- */
 
 static void push_eval(Interp *it, Expr *e) {
     Task t = {.kind = TASK_EVAL, .step = 0, .e = e};
     vec_push(&it->tasks, t);
 }
 
-static inline Value **slot(Interp *it, uint32_t i) { return (Value **)&it->slots.data[it->base + i]; }
+static inline Value **slot(Interp *it, uint32_t i) {
+    return (Value **)&it->slots.data[it->base + i];
+}
 
 static void set_slot(Interp *it, uint32_t i, Value *v_take) {
     Value **s = slot(it, i);
@@ -338,7 +369,8 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
     bool tail = !memo && it->tasks.len > 0 && vec_last(&it->tasks).kind == TASK_RETURN;
     /* Captured values first (they are read from the closure, not the frame). */
     if (tail) {
-        for (size_t i = it->base; i < it->slots.len; i++) rt_release(it->slots.data[i]);
+        for (size_t i = it->base; i < it->slots.len; i++)
+            rt_release(it->slots.data[i]);
         it->slots.len = it->base;
     } else {
         if (memo) { /* come back to store the memo */
@@ -351,8 +383,10 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
     }
     it->fn = fi;
     vec_reserve(&it->slots, it->slots.len + fi->n_slots);
-    for (uint32_t i = 0; i < fi->n_slots; i++) it->slots.data[it->slots.len++] = NULL;
-    for (uint32_t i = 0; i < n; i++) *slot(it, (uint32_t)node(it, fi->fn->params[i]->base.id)->slot) = args[i];
+    for (uint32_t i = 0; i < fi->n_slots; i++)
+        it->slots.data[it->slots.len++] = NULL;
+    for (uint32_t i = 0; i < n; i++)
+        *slot(it, (uint32_t)node(it, fi->fn->params[i]->base.id)->slot) = args[i];
     if (clo) {
         for (uint32_t i = 0; i < fi->n_caps; i++)
             *slot(it, fi->cap_base + i) = rt_retain(clo->env[i] ? clo->env[i] : &clo->hdr);
@@ -360,7 +394,8 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
     push_eval(it, fi->body);
 }
 
-/* ---- operator calls --------------------------------------------------------------------------- */
+/* ---- operator calls ---------------------------------------------------------------------------
+ */
 
 static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
     Interp *it = kc->rt;
@@ -423,7 +458,8 @@ static Value *call_op(Interp *it, Call *c, const OpDef *op, Value **args, uint32
     if (out_tuple) n_out = AS_TUPLE_TYPE(ty)->n;
     vec_reserve(&it->k_out, n_out);
     vec_reserve(&it->k_outv, n_out);
-    for (uint32_t i = 0; i < n_out; i++) it->k_out.data[i] = it->k_outv.data[i] = NULL;
+    for (uint32_t i = 0; i < n_out; i++)
+        it->k_out.data[i] = it->k_outv.data[i] = NULL;
     if (ci == NULL) goto done;
     for (uint32_t a = 0; a < n; a++)
         if (!flatten_arg(it, args[a], op, a, c->base.span)) goto done;
@@ -436,8 +472,7 @@ static Value *call_op(Interp *it, Call *c, const OpDef *op, Value **args, uint32
         TensorType *tt = AS_TENSOR_TYPE(ty);
         for (uint32_t d = 0; d < tt->ndim; d++)
             if (tt->shape[d] < 0) {
-                fail(it, c->base.span, "%s: a user operator needs a static result shape",
-                     op->name);
+                fail(it, c->base.span, "%s: a user operator needs a static result shape", op->name);
                 goto done;
             }
         RtTensor *o = rt_tensor_new(tt->dtype, tt->ndim, tt->shape, it->err, sizeof it->err);
@@ -446,7 +481,8 @@ static Value *call_op(Interp *it, Call *c, const OpDef *op, Value **args, uint32
             goto done;
         }
         DLTensor *targs = sup_malloc(sizeof(DLTensor) * (it->k_in.len ? it->k_in.len : 1));
-        for (size_t i = 0; i < it->k_in.len; i++) targs[i] = *it->k_in.data[i];
+        for (size_t i = 0; i < it->k_in.len; i++)
+            targs[i] = *it->k_in.data[i];
         rly_kernel_fn kf = (rly_kernel_fn)(uintptr_t)op->user_kernel;
         int rc = kf(targs, (int)it->k_in.len, &o->t, op->user_data);
         free(targs);
@@ -488,8 +524,8 @@ static Value *call_op(Interp *it, Call *c, const OpDef *op, Value **args, uint32
     for (uint32_t i = 0; i < n_out; i++) {
         RtTensor *o = it->k_outv.data[i];
         if (o == NULL) {
-            fail(it, c->base.span, "%s: internal error: the kernel left result %u unset",
-                 op->name, i);
+            fail(it, c->base.span, "%s: internal error: the kernel left result %u unset", op->name,
+                 i);
             goto free_outs;
         }
         Type *fty = out_tuple ? AS_TUPLE_TYPE(ty)->fields[i] : ty;
@@ -506,16 +542,19 @@ static Value *call_op(Interp *it, Call *c, const OpDef *op, Value **args, uint32
     }
     if (out_tuple) {
         RtTuple *tu = rt_tuple_new(n_out);
-        for (uint32_t i = 0; i < n_out; i++) tu->f[i] = it->k_outv.data[i];
+        for (uint32_t i = 0; i < n_out; i++)
+            tu->f[i] = it->k_outv.data[i];
         result = &tu->hdr;
     } else {
         result = it->k_outv.data[0];
     }
     goto done;
 free_outs:
-    for (uint32_t i = 0; i < n_out; i++) rt_release(it->k_outv.data[i]);
+    for (uint32_t i = 0; i < n_out; i++)
+        rt_release(it->k_outv.data[i]);
 done:
-    for (uint32_t a = 0; a < n; a++) rt_release(args[a]);
+    for (uint32_t a = 0; a < n; a++)
+        rt_release(args[a]);
     return result;
 }
 
@@ -544,15 +583,18 @@ static void bind(Interp *it, const Pattern *p, Value *v) {
     case PAT_WILDCARD: return;
     case PAT_VAR: set_slot(it, (uint32_t)node(it, p->var->base.id)->slot, rt_retain(v)); return;
     case PAT_CTOR:
-        for (uint32_t i = 0; i < p->n; i++) bind(it, p->pats[i], RT_ADT(v)->f[i]);
+        for (uint32_t i = 0; i < p->n; i++)
+            bind(it, p->pats[i], RT_ADT(v)->f[i]);
         return;
     case PAT_TUPLE:
-        for (uint32_t i = 0; i < p->n; i++) bind(it, p->pats[i], RT_TUPLE(v)->f[i]);
+        for (uint32_t i = 0; i < p->n; i++)
+            bind(it, p->pats[i], RT_TUPLE(v)->f[i]);
         return;
     }
 }
 
-/* ---- the machine ------------------------------------------------------------------------------ */
+/* ---- the machine ------------------------------------------------------------------------------
+ */
 
 static Value *pop_val(Interp *it) { return vec_pop(&it->vals); }
 
@@ -561,14 +603,16 @@ static void apply(Interp *it, Call *call, Value *f, Value **args, uint32_t n) {
     if (f->kind != VAL_CLOSURE) {
         fail(it, call->base.span, "the callee is not a function");
         rt_release(f);
-        for (uint32_t i = 0; i < n; i++) rt_release(args[i]);
+        for (uint32_t i = 0; i < n; i++)
+            rt_release(args[i]);
         return;
     }
     RtClosure *clo = RT_CLOSURE(f);
     if (clo->code_kind == CODE_CTOR) {
         Constructor *ct = (Constructor *)clo->code;
         RtAdt *a = rt_adt_new(ct->tag, ct, n);
-        for (uint32_t i = 0; i < n; i++) a->f[i] = args[i];
+        for (uint32_t i = 0; i < n; i++)
+            a->f[i] = args[i];
         rt_release(f);
         finish(it, &call->base, &a->hdr);
         return;
@@ -579,7 +623,8 @@ static void apply(Interp *it, Call *call, Value *f, Value **args, uint32_t n) {
         fail(it, call->base.span, "function of %u parameters called with %u arguments",
              fi->fn->n_params, n);
         rt_release(f);
-        for (uint32_t i = 0; i < n; i++) rt_release(args[i]);
+        for (uint32_t i = 0; i < n; i++)
+            rt_release(args[i]);
         return;
     }
     enter(it, fi, args, n, clo, &call->base);
@@ -607,8 +652,10 @@ static Value *ctor_value(Interp *it, Constructor *ct) {
     NodeInfo *n = node(it, ct->base.id);
     if (n->info) return n->info;
     Value *v;
-    if (ct->n_inputs == 0) v = &rt_adt_new(ct->tag, ct, 0)->hdr;
-    else v = &rt_closure_new(CODE_CTOR, ct, 0)->hdr;
+    if (ct->n_inputs == 0)
+        v = &rt_adt_new(ct->tag, ct, 0)->hdr;
+    else
+        v = &rt_closure_new(CODE_CTOR, ct, 0)->hdr;
     v->rc = RT_IMMORTAL;
     vec_push(&it->immortals, v);
     node(it, ct->base.id)->info = v;
@@ -640,7 +687,8 @@ static void step_call(Interp *it, Task *t) {
         const OpDef *op = AS_OP(callee)->info;
         if (op == NULL) {
             fail(it, c->base.span, "unknown operator %s", AS_OP(callee)->name);
-            for (uint32_t i = 0; i < n; i++) rt_release(own[i]);
+            for (uint32_t i = 0; i < n; i++)
+                rt_release(own[i]);
         } else {
             Value *r = call_op(it, c, op, own, n);
             if (r) finish(it, t->e, r);
@@ -648,13 +696,16 @@ static void step_call(Interp *it, Task *t) {
     } else if (callee->kind == EXPR_CONSTRUCTOR) {
         Constructor *ct = AS_CONSTRUCTOR(callee);
         RtAdt *a = rt_adt_new(ct->tag, ct, n);
-        for (uint32_t i = 0; i < n; i++) a->f[i] = own[i];
+        for (uint32_t i = 0; i < n; i++)
+            a->f[i] = own[i];
         finish(it, t->e, &a->hdr);
     } else if (callee->kind == EXPR_GLOBAL_VAR) {
         Value *f = global_closure(it, AS_GLOBAL_VAR(callee), c->base.span);
-        if (f) apply(it, c, f, own, n);
+        if (f)
+            apply(it, c, f, own, n);
         else
-            for (uint32_t i = 0; i < n; i++) rt_release(own[i]);
+            for (uint32_t i = 0; i < n; i++)
+                rt_release(own[i]);
     } else {
         apply(it, c, pop_val(it), own, n);
     }
@@ -665,7 +716,8 @@ static void step(Interp *it) {
     Task *t = &vec_last(&it->tasks);
     if (t->kind == TASK_RETURN) {
         Value *v = pop_val(it);
-        for (size_t i = it->base; i < it->slots.len; i++) rt_release(it->slots.data[i]);
+        for (size_t i = it->base; i < it->slots.len; i++)
+            rt_release(it->slots.data[i]);
         it->slots.len = it->base;
         it->fn = t->fn;
         it->base = t->base;
@@ -754,8 +806,7 @@ static void step(Interp *it) {
             Value **s = var_slot(it, fi->caps[i]);
             if (s == NULL || *s == NULL) {
                 rt_release(&c->hdr);
-                fail(it, e->span, "internal error: captured %%%s has no value",
-                     fi->caps[i]->name);
+                fail(it, e->span, "internal error: captured %%%s has no value", fi->caps[i]->name);
                 return;
             }
             c->env[i] = rt_retain(*s);
@@ -835,7 +886,8 @@ static void step(Interp *it) {
 
 /* Run the machine until the task stack is back at `floor`. */
 static Value *run(Interp *it, size_t floor) {
-    while (it->tasks.len > floor && !it->failed) step(it);
+    while (it->tasks.len > floor && !it->failed)
+        step(it);
     if (it->failed) {
         /* Unwind: release every value and frame this run created. */
         it->tasks.len = floor;
@@ -845,15 +897,18 @@ static Value *run(Interp *it, size_t floor) {
 }
 
 static void reset(Interp *it) {
-    for (size_t i = 0; i < it->vals.len; i++) rt_release(it->vals.data[i]);
-    for (size_t i = 0; i < it->slots.len; i++) rt_release(it->slots.data[i]);
+    for (size_t i = 0; i < it->vals.len; i++)
+        rt_release(it->vals.data[i]);
+    for (size_t i = 0; i < it->slots.len; i++)
+        rt_release(it->slots.data[i]);
     it->vals.len = it->slots.len = it->tasks.len = 0;
     it->fn = NULL;
     it->base = 0;
     it->letrec = NULL;
 }
 
-/* ---- entry points ------------------------------------------------------------------------------- */
+/* ---- entry points -------------------------------------------------------------------------------
+ */
 
 Interp *ev_new(Module *m) {
     Interp *it = sup_calloc(1, sizeof *it);
@@ -869,7 +924,8 @@ void ev_free(Interp *it) {
     if (it == NULL) return;
     reset(it);
     rt_heap_free(&it->heap);
-    for (size_t i = 0; i < it->immortals.len; i++) rt_value_free_immortal(it->immortals.data[i]);
+    for (size_t i = 0; i < it->immortals.len; i++)
+        rt_value_free_immortal(it->immortals.data[i]);
     vec_free(&it->immortals);
     vec_free(&it->tasks);
     vec_free(&it->vals);
@@ -902,7 +958,8 @@ Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *cons
     vec_push(&it->tasks, r);
     it->base = (uint32_t)it->slots.len;
     it->fn = fi;
-    for (uint32_t i = 0; i < fi->n_slots; i++) vec_push(&it->slots, NULL);
+    for (uint32_t i = 0; i < fi->n_slots; i++)
+        vec_push(&it->slots, NULL);
     for (uint32_t i = 0; i < n_args; i++)
         *slot(it, (uint32_t)node(it, d->func->params[i]->base.id)->slot) = rt_retain(args[i]);
     push_eval(it, fi->body);
@@ -919,26 +976,34 @@ Value *ev_eval_module_expr(Interp *it) {
     vec_push(&it->tasks, r);
     it->base = 0;
     it->fn = fi;
-    for (uint32_t i = 0; i < fi->n_slots; i++) vec_push(&it->slots, NULL);
+    for (uint32_t i = 0; i < fi->n_slots; i++)
+        vec_push(&it->slots, NULL);
     push_eval(it, fi->body);
     Value *v = run(it, 0);
     reset(it);
     return v;
 }
 
-/* ---- printing ------------------------------------------------------------------------------------ */
+/* ---- printing
+ * ------------------------------------------------------------------------------------ */
 
 static void print_elem(const RtTensor *t, int64_t i, StrBuf *out) {
     rly_dtype dt = rt_tensor_dtype(t);
     const void *p = rt_tensor_data(t);
-    if (dt == RLY_DTYPE_BOOL) sb_puts(out, k_loadi(p, dt, i) ? "True" : "False");
-    else if (dt == RLY_DTYPE_U64) sb_printf(out, "%llu", (unsigned long long)k_loadu(p, dt, i));
-    else if (!sup_dtype_is_float(dt)) sb_printf(out, "%lld", (long long)k_loadi(p, dt, i));
+    if (dt == RLY_DTYPE_BOOL)
+        sb_puts(out, k_loadi(p, dt, i) ? "True" : "False");
+    else if (dt == RLY_DTYPE_U64)
+        sb_printf(out, "%llu", (unsigned long long)k_loadu(p, dt, i));
+    else if (!sup_dtype_is_float(dt))
+        sb_printf(out, "%lld", (long long)k_loadi(p, dt, i));
     else {
         double x = k_loadf(p, dt, i);
-        if (isnan(x)) sb_puts(out, "nan");
-        else if (isinf(x)) sb_puts(out, x > 0 ? "inf" : "-inf");
-        else sb_printf(out, "%.*g", dt == RLY_DTYPE_F64 ? 17 : dt == RLY_DTYPE_F32 ? 8 : 4, x);
+        if (isnan(x))
+            sb_puts(out, "nan");
+        else if (isinf(x))
+            sb_puts(out, x > 0 ? "inf" : "-inf");
+        else
+            sb_printf(out, "%.*g", dt == RLY_DTYPE_F64 ? 17 : dt == RLY_DTYPE_F32 ? 8 : 4, x);
     }
 }
 
@@ -965,18 +1030,19 @@ static void print_dims(const RtTensor *t, uint32_t d, int64_t off, bool summariz
 static void print_tensor(const RtTensor *t, size_t max_elems, StrBuf *out) {
     if (t->t.ndim == 0) { /* a scalar prints as a Relay literal: 3, 2.5f, 7i64, True */
         static const char *const suffix[RLY_DTYPE_COUNT] = {
-            [RLY_DTYPE_I8] = "i8",   [RLY_DTYPE_I16] = "i16", [RLY_DTYPE_I64] = "i64",
-            [RLY_DTYPE_U8] = "u8",   [RLY_DTYPE_U16] = "u16", [RLY_DTYPE_U32] = "u32",
-            [RLY_DTYPE_U64] = "u64", [RLY_DTYPE_F16] = "f16", [RLY_DTYPE_F32] = "f",
+            [RLY_DTYPE_I8] = "i8",   [RLY_DTYPE_I16] = "i16",  [RLY_DTYPE_I64] = "i64",
+            [RLY_DTYPE_U8] = "u8",   [RLY_DTYPE_U16] = "u16",  [RLY_DTYPE_U32] = "u32",
+            [RLY_DTYPE_U64] = "u64", [RLY_DTYPE_F16] = "f16",  [RLY_DTYPE_F32] = "f",
             [RLY_DTYPE_F64] = "f64", [RLY_DTYPE_BF16] = "bf16"};
         rly_dtype dt = rt_tensor_dtype(t);
         print_elem(t, 0, out);
         if (suffix[dt]) sb_puts(out, suffix[dt]);
         return;
     }
-    char s[256];
-    sb_printf(out, "Tensor[%s, %s] ", k_shape_str(&t->t, s, sizeof s),
-              sup_dtype_name(rt_tensor_dtype(t)));
+    sb_puts(out, "Tensor[("); /* the shape as Relay types write it: (1), (2, 3) */
+    for (int32_t d = 0; d < t->t.ndim; d++)
+        sb_printf(out, d ? ", %lld" : "%lld", (long long)t->shape[d]);
+    sb_printf(out, "), %s] ", sup_dtype_name(rt_tensor_dtype(t)));
     /* Rank is bounded (K_MAX_DIMS): this recursion is over dimensions, not program size. */
     print_dims(t, 0, 0, (size_t)k_numel(&t->t) > max_elems, out);
 }

@@ -40,7 +40,8 @@ DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_
         return t;
     }
     bool same = k_dtype(t) == dt && (uint32_t)t->ndim == ndim;
-    for (uint32_t d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
+    for (uint32_t d = 0; same && d < ndim; d++)
+        same = t->shape[d] == shape[d];
     if (!same) {
         char a[256], b[256];
         DLTensor want = {.ndim = (int32_t)ndim, .shape = (int64_t *)(uintptr_t)shape};
@@ -57,7 +58,8 @@ DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_
 const KAttr *k_attr(const KCall *kc, const char *name) {
     for (uint32_t i = 0; i < kc->n_attrs; i++)
         if (strcmp(kc->attrs[i].name, name) == 0) return &kc->attrs[i];
-    fprintf(stderr, "rly: kernel of %s asked for attribute '%s', not in its schema\n", kc->op, name);
+    fprintf(stderr, "rly: kernel of %s asked for attribute '%s', not in its schema\n", kc->op,
+            name);
     abort();
 }
 
@@ -105,7 +107,8 @@ uint32_t k_floats(const KCall *kc, const char *name, const double **out) {
     return 0;
 }
 
-/* ---- dtypes ----------------------------------------------------------------------------------- */
+/* ---- dtypes -----------------------------------------------------------------------------------
+ */
 
 rly_dtype k_dtype(const DLTensor *t) {
     DLDataType d = t->dtype;
@@ -157,16 +160,21 @@ bool k_dl_dtype_known(DLDataType d) {
 
 DLDataType k_dl_dtype(rly_dtype dt) {
     DLDataType d = {.code = kDLInt, .bits = (uint8_t)sup_dtype_bits(dt), .lanes = 1};
-    if (dt == RLY_DTYPE_BOOL) d.code = kDLBool, d.bits = 8;
-    else if (sup_dtype_is_uint(dt)) d.code = kDLUInt;
-    else if (dt == RLY_DTYPE_BF16) d.code = kDLBfloat;
-    else if (sup_dtype_is_float(dt)) d.code = kDLFloat;
+    if (dt == RLY_DTYPE_BOOL)
+        d.code = kDLBool, d.bits = 8;
+    else if (sup_dtype_is_uint(dt))
+        d.code = kDLUInt;
+    else if (dt == RLY_DTYPE_BF16)
+        d.code = kDLBfloat;
+    else if (sup_dtype_is_float(dt))
+        d.code = kDLFloat;
     return d;
 }
 
 int64_t k_shape_numel(uint32_t ndim, const int64_t *shape) {
     int64_t n = 1;
-    for (uint32_t d = 0; d < ndim; d++) n *= shape[d];
+    for (uint32_t d = 0; d < ndim; d++)
+        n *= shape[d];
     return n;
 }
 int64_t k_numel(const DLTensor *t) { return k_shape_numel((uint32_t)t->ndim, t->shape); }
@@ -285,17 +293,23 @@ void k_storeu(void *base, rly_dtype dt, int64_t i, uint64_t v) {
 }
 
 void k_storei(void *base, rly_dtype dt, int64_t i, int64_t v) {
-    if (sup_dtype_is_float(dt)) k_storef(base, dt, i, (double)v);
-    else k_storeu(base, dt, i, (uint64_t)v);
+    if (sup_dtype_is_float(dt))
+        k_storef(base, dt, i, (double)v);
+    else
+        k_storeu(base, dt, i, (uint64_t)v);
 }
 
 void k_convert(void *dst, rly_dtype dd, int64_t j, const void *src, rly_dtype sd, int64_t i) {
-    if (sup_dtype_is_float(sd)) k_storef(dst, dd, j, k_loadf(src, sd, i));
+    if (sup_dtype_is_float(sd))
+        k_storef(dst, dd, j, k_loadf(src, sd, i));
     else if (sd == RLY_DTYPE_U64) {
         uint64_t u = k_loadu(src, sd, i);
-        if (sup_dtype_is_float(dd)) k_storef(dst, dd, j, (double)u);
-        else k_storeu(dst, dd, j, u);
-    } else k_storei(dst, dd, j, k_loadi(src, sd, i));
+        if (sup_dtype_is_float(dd))
+            k_storef(dst, dd, j, (double)u);
+        else
+            k_storeu(dst, dd, j, u);
+    } else
+        k_storei(dst, dd, j, k_loadi(src, sd, i));
 }
 
 /* ---- iteration and broadcasting ------------------------------------------------------------- */
@@ -342,18 +356,19 @@ bool k_axis(int64_t axis, uint32_t ndim, int64_t *out) {
     return true;
 }
 
-/* ---- registry ---------------------------------------------------------------------------------- */
+/* ---- registry ----------------------------------------------------------------------------------
+ */
 
 static const KernelDef *const kern_tables[] = {
-    kern_ref_unary,     kern_ref_binary, kern_ref_reduce,       kern_ref_transform,
-    kern_ref_index,     kern_ref_nn,     kern_ref_conv_pool,    kern_ref_image_vision,
-    kern_ref_qnn,       kern_ref_misc,
+    kern_ref_unary, kern_ref_binary,    kern_ref_reduce,       kern_ref_transform, kern_ref_index,
+    kern_ref_nn,    kern_ref_conv_pool, kern_ref_image_vision, kern_ref_qnn,       kern_ref_misc,
 };
 
 size_t kern_ref_count(void) {
     size_t n = 0;
     for (size_t t = 0; t < sizeof kern_tables / sizeof *kern_tables; t++)
-        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++) n++;
+        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++)
+            n++;
     return n;
 }
 

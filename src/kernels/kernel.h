@@ -54,7 +54,8 @@ typedef struct KAttr {
     const char *const *strs;
 } KAttr;
 
-/* ---- a call ----------------------------------------------------------------------------------- */
+/* ---- a call -----------------------------------------------------------------------------------
+ */
 
 typedef struct KCall KCall;
 struct KCall {
@@ -116,9 +117,9 @@ uint32_t k_floats(const KCall *kc, const char *name, const double **out);
 
 /* ---- tensors ------------------------------------------------------------------------------- */
 
-rly_dtype k_dtype(const DLTensor *t);     /* the element type (a bug if DLPack-unknown) */
-DLDataType k_dl_dtype(rly_dtype dt);      /* and back */
-bool k_dl_dtype_known(DLDataType d);      /* one of rly's 13 dtypes with one lane */
+rly_dtype k_dtype(const DLTensor *t); /* the element type (a bug if DLPack-unknown) */
+DLDataType k_dl_dtype(rly_dtype dt);  /* and back */
+bool k_dl_dtype_known(DLDataType d);  /* one of rly's 13 dtypes with one lane */
 static inline void *k_ptr(const DLTensor *t) { return (char *)t->data + t->byte_offset; }
 int64_t k_numel(const DLTensor *t);
 int64_t k_shape_numel(uint32_t ndim, const int64_t *shape); /* product; 1 for rank 0 */
@@ -171,9 +172,9 @@ typedef struct KernelDef {
 } KernelDef;
 
 /* Per-category tables of reference kernels, each terminated by a row with name NULL. */
-extern const KernelDef kern_ref_unary[], kern_ref_binary[], kern_ref_reduce[],
-    kern_ref_transform[], kern_ref_index[], kern_ref_nn[], kern_ref_conv_pool[],
-    kern_ref_image_vision[], kern_ref_qnn[], kern_ref_misc[];
+extern const KernelDef kern_ref_unary[], kern_ref_binary[], kern_ref_reduce[], kern_ref_transform[],
+    kern_ref_index[], kern_ref_nn[], kern_ref_conv_pool[], kern_ref_image_vision[], kern_ref_qnn[],
+    kern_ref_misc[];
 
 /* The reference kernel of operator `name`, or NULL. */
 KernelFn kern_ref_lookup(const char *name);

@@ -50,8 +50,10 @@ static void free_one(Value *v, PtrVec *stack) {
     case VAL_REF: {
         RtRef *r = RT_REF(v);
         if (r->heap != NULL) {
-            if (r->prev) r->prev->next = r->next;
-            else r->heap->refs = r->next;
+            if (r->prev)
+                r->prev->next = r->next;
+            else
+                r->heap->refs = r->next;
             if (r->next) r->next->prev = r->prev;
         }
         if (r->v) vec_push(stack, r->v);
@@ -89,7 +91,8 @@ static RtTensor *tensor_header(rly_dtype dt, uint32_t ndim, const int64_t *shape
     t->t.device.device_type = kDLCPU;
     t->t.ndim = (int32_t)ndim;
     t->t.dtype = k_dl_dtype(dt);
-    for (uint32_t d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    for (uint32_t d = 0; d < ndim; d++)
+        t->shape[d] = shape[d];
     t->t.shape = t->shape;
     t->st = NULL;
     return t;

@@ -47,8 +47,8 @@ typedef struct RtStorage {
 
 typedef struct RtTensor {
     Value hdr;
-    DLTensor t;     /* t.shape points at shape[]; t.strides NULL */
-    RtStorage *st;  /* t.data == st->data */
+    DLTensor t;      /* t.shape points at shape[]; t.strides NULL */
+    RtStorage *st;   /* t.data == st->data */
     int64_t shape[]; /* t.ndim dims */
 } RtTensor;
 
@@ -109,8 +109,8 @@ void rt_value_free_immortal(Value *v);
 rly_dtype rt_tensor_dtype(const RtTensor *t);
 static inline void *rt_tensor_data(const RtTensor *t) { return k_ptr(&t->t); }
 
-RtTuple *rt_tuple_new(uint32_t n);  /* fields NULL: the caller fills each with an owned ref */
-Value *rt_unit(void);               /* the immortal empty tuple */
+RtTuple *rt_tuple_new(uint32_t n); /* fields NULL: the caller fills each with an owned ref */
+Value *rt_unit(void);              /* the immortal empty tuple */
 RtClosure *rt_closure_new(uint8_t code_kind, const void *code, uint32_t n);
 RtAdt *rt_adt_new(int32_t tag, const void *ctor, uint32_t n);
 RtRef *rt_ref_new(RtHeap *h, Value *v_take);

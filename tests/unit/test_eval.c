@@ -12,8 +12,7 @@
 #include "rly/rly.h"
 
 /* Run text's @main (prelude loaded when asked); the rendered result or the error text. */
-static char *run_text(const char *text, bool prelude, const rly_run_options *opts,
-                      rly_status *st) {
+static char *run_text(const char *text, bool prelude, const rly_run_options *opts, rly_status *st) {
     rly_ctx *ctx;
     rly_ctx_new(&ctx);
     rly_module *m = NULL;

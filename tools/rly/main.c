@@ -173,9 +173,12 @@ static int cmd_run(int argc, char **argv) {
             paths[o.n_inputs++] = eq + 1;
         } else if (strcmp(a, "--fill") == 0 && has) {
             const char *m = argv[++i];
-            if (strcmp(m, "random") == 0) o.fill = RLY_FILL_RANDOM;
-            else if (strcmp(m, "zeros") == 0) o.fill = RLY_FILL_ZEROS;
-            else if (strcmp(m, "ones") == 0) o.fill = RLY_FILL_ONES;
+            if (strcmp(m, "random") == 0)
+                o.fill = RLY_FILL_RANDOM;
+            else if (strcmp(m, "zeros") == 0)
+                o.fill = RLY_FILL_ZEROS;
+            else if (strcmp(m, "ones") == 0)
+                o.fill = RLY_FILL_ONES;
             else {
                 fprintf(stderr, "rly run: --fill takes random, zeros or ones, not '%s'\n", m);
                 return 2;
@@ -197,7 +200,8 @@ static int cmd_run(int argc, char **argv) {
     int rc = load(ctx, in, prelude, &mod);
     if (rc == 0) {
         char *text = NULL;
-        if (rly_module_run(mod, &o, &text) != RLY_STATUS_OK) rc = report(NULL);
+        if (rly_module_run(mod, &o, &text) != RLY_STATUS_OK)
+            rc = report(NULL);
         else if (text) {
             fputs(text, stdout);
             rly_free(text);
