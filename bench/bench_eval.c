@@ -44,6 +44,20 @@ static double run_once(const char *text, int prelude) {
     return t;
 }
 
+/* tmpl with each "@N@" replaced by n (templates are ours: they fit). */
+static void subst(char *out, size_t cap, const char *tmpl, long n) {
+    size_t k = 0;
+    while (*tmpl && k + 32 < cap) {
+        if (strncmp(tmpl, "@N@", 3) == 0) {
+            k += (size_t)snprintf(out + k, cap - k, "%ld", n);
+            tmpl += 3;
+        } else {
+            out[k++] = *tmpl++;
+        }
+    }
+    out[k] = '\0';
+}
+
 int main(int argc, char **argv) {
     int reps = 3;
     long n = 1000000;
@@ -60,28 +74,28 @@ int main(int argc, char **argv) {
     } progs[] = {
         {"loop",
          "#[version = \"0.0.5\"]\n"
-         "def @loop(%%i: int32, %%acc: int32) -> int32 {\n"
-         "  if (less(%%i, %ld)) { @loop(add(%%i, 1), add(%%acc, 2)) } else { %%acc }\n"
+         "def @loop(%i: int32, %acc: int32) -> int32 {\n"
+         "  if (less(%i, @N@)) { @loop(add(%i, 1), add(%acc, 2)) } else { %acc }\n"
          "}\n"
          "def @main() { @loop(0, 0) }\n",
          0},
         {"deep",
          "#[version = \"0.0.5\"]\n"
-         "def @count(%%n: int32) -> int32 {\n"
-         "  if (equal(%%n, 0)) { 0 } else { add(1, @count(subtract(%%n, 1))) }\n"
+         "def @count(%n: int32) -> int32 {\n"
+         "  if (equal(%n, 0)) { 0 } else { add(1, @count(subtract(%n, 1))) }\n"
          "}\n"
-         "def @main() { @count(%ld) }\n",
+         "def @main() { @count(@N@) }\n",
          0},
         {"list",
          "#[version = \"0.0.5\"]\n"
-         "def @build(%%n: int32, %%acc: List[int32]) -> List[int32] {\n"
-         "  if (equal(%%n, 0)) { %%acc } else { @build(subtract(%%n, 1), Cons(%%n, %%acc)) }\n"
+         "def @build(%n: int32, %acc: List[int32]) -> List[int32] {\n"
+         "  if (equal(%n, 0)) { %acc } else { @build(subtract(%n, 1), Cons(%n, %acc)) }\n"
          "}\n"
-         "def @main() { @length(@build(%ld, Nil)) }\n",
+         "def @main() { @length(@build(@N@, Nil)) }\n",
          1},
     };
     for (size_t p = 0; p < sizeof progs / sizeof *progs; p++) {
-        snprintf(text, sizeof text, progs[p].fmt, n);
+        subst(text, sizeof text, progs[p].fmt, n);
         double best = 1e30;
         for (int r = 0; r < reps; r++) {
             double t = run_once(text, progs[p].prelude);
