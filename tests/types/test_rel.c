@@ -9,6 +9,12 @@
  *   ARG is a Relay type (`Tensor[(1, ?, n), float32]`, `(Tensor[(2,), int32], float32)`, ...),
  *   attributes are written as in Relay text. Every operator of the table must have at least one
  *   accepted and one rejected case, or the suite fails.
+ *   test_rel --run DIR   also runs every accepted case whose argument types are static (and at
+ *                        most 4 M elements) through the interpreter on random inputs: the run
+ *                        must succeed or stop with a located runtime error from the operator,
+ *                        never an internal error (a kernel result that disagrees with the type
+ *                        the relation gave, or a result left unset). This cross-checks every
+ *                        reference kernel against its relation on the whole suite.
  * Closes with `N passed, N failed`. */
 #include <dirent.h>
 #include <stdio.h>
@@ -16,11 +22,65 @@
 #include "../check.h"
 #include "frontend/text/text.h"
 #include "ops/ops.h"
+#include "rly/rly.h"
 
 typedef struct OpSeen {
     unsigned ok, err;
 } OpSeen;
 static StrMap seen; /* op name -> OpSeen* */
+static bool run_kernels;
+static long n_ran, n_ran_ok;
+
+/* Elements of a static type made of tensors and tuples; -1 when some dim is not a constant. */
+static int64_t static_elems(Type *t) {
+    if (t->kind == TYPE_TUPLE) {
+        int64_t n = 0;
+        for (uint32_t i = 0; i < AS_TUPLE_TYPE(t)->n; i++) {
+            int64_t k = static_elems(AS_TUPLE_TYPE(t)->fields[i]);
+            if (k < 0) return -1;
+            n += k;
+        }
+        return n;
+    }
+    if (t->kind != TYPE_TENSOR) return -1;
+    int64_t n = 1;
+    for (uint32_t d = 0; d < AS_TENSOR_TYPE(t)->ndim; d++) {
+        int64_t x = AS_TENSOR_TYPE(t)->shape[d];
+        if (x < 0 || (x > 0 && n > ((int64_t)1 << 40) / x)) return -1;
+        n *= x;
+    }
+    return n;
+}
+
+/* Run `def @main<fn_text after "fn ">` on random inputs (see --run). */
+static void run_case_program(const char *file, int lineno, const char *opname,
+                             const char *fn_text) {
+    StrBuf text = {0};
+    sb_printf(&text, "#[version = \"0.0.5\"]\ndef @main%s\n", fn_text + 3);
+    rly_ctx *ctx;
+    rly_ctx_new(&ctx);
+    rly_module *m = NULL;
+    char *out = NULL;
+    rly_run_options o = {.fill = RLY_FILL_RANDOM, .seed = (unsigned)lineno};
+    n_ran++;
+    if (rly_module_parse(ctx, text.data, text.len, file, &m) != RLY_STATUS_OK ||
+        rly_module_run(m, &o, &out) != RLY_STATUS_OK) {
+        const char *e = rly_last_error();
+        char want[160];
+        snprintf(want, sizeof want, "%s:", file);
+        char want_op[160];
+        snprintf(want_op, sizeof want_op, "error: %s: ", opname);
+        CHECK(strstr(e, "internal error") == NULL && strncmp(e, want, strlen(want)) == 0 &&
+                  strstr(e, want_op) != NULL,
+              "%s:%d: %s: running the case failed badly:\n%s", file, lineno, opname, e);
+        if (getenv("RLY_TEST_REL_VERBOSE")) fprintf(stderr, "%s:%d: %s\n", file, lineno, e);
+    } else {
+        n_ran_ok++;
+    }
+    free(out);
+    rly_ctx_free(ctx);
+    sb_free(&text);
+}
 
 static OpSeen *seen_of(const char *name) {
     OpSeen *s = strmap_get(&seen, name, strlen(name));
@@ -180,6 +240,16 @@ static void run_case(const char *file, int lineno, char *line) {
                   sb_cstr(&g));
             if (out == t) s->ok++;
             sb_free(&g);
+            if (out == t && run_kernels) {
+                int64_t total = 0;
+                for (uint32_t i = 0; i < f->n_params && total >= 0; i++) {
+                    int64_t k = static_elems(f->params[i]->ann);
+                    total = k < 0 ? -1 : total + k;
+                }
+                int64_t k = static_elems(out);
+                if (total >= 0 && k >= 0 && total + k <= ((int64_t)4 << 20))
+                    run_case_program(file, lineno, opname, sb_cstr(&prog));
+            }
         }
     }
 done:
@@ -194,8 +264,13 @@ static int cmp_names(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--run") == 0) {
+        run_kernels = true;
+        argv++;
+        argc--;
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: test_rel DIR\n");
+        fprintf(stderr, "usage: test_rel [--run] DIR\n");
         return 2;
     }
     DIR *d = opendir(argv[1]);
@@ -236,5 +311,9 @@ int main(int argc, char **argv) {
         CHECK(s && s->ok > 0, "operator %s has no accepted case", op->name);
         CHECK(s && s->err > 0, "operator %s has no rejected case", op->name);
     }
+    if (run_kernels)
+        printf("ran %ld accepted cases through the interpreter: %ld succeeded, %ld stopped with "
+               "a located runtime error\n",
+               n_ran, n_ran_ok, n_ran - n_ran_ok);
     return check_summary();
 }
