@@ -356,6 +356,61 @@ bool k_axis(int64_t axis, uint32_t ndim, int64_t *out) {
     return true;
 }
 
+/* ---- layouts ------------------------------------------------------------------------------- */
+
+int k_layout_find(const KLayout *l, char a) {
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->axis[i] == a) return (int)i;
+    return -1;
+}
+
+int64_t k_layout_block(const KLayout *l, char a) {
+    int j = k_layout_find(l, (char)(a - 'A' + 'a'));
+    return j < 0 ? 0 : l->factor[j];
+}
+
+bool k_layout_parse(const char *s, KLayout *l) {
+    l->text = s;
+    l->n = 0;
+    if (s == NULL || s[0] == '\0') return false;
+    for (const char *p = s; *p;) {
+        if (l->n == K_MAX_DIMS) return false;
+        if (*p >= 'A' && *p <= 'Z') {
+            if (k_layout_find(l, *p) >= 0) return false;
+            l->axis[l->n] = *p++;
+            l->factor[l->n++] = 0;
+            continue;
+        }
+        int64_t f = 0;
+        while (*p >= '0' && *p <= '9' && f <= INT32_MAX)
+            f = f * 10 + (*p++ - '0');
+        if (f <= 0 || f > INT32_MAX || !(*p >= 'a' && *p <= 'z') || k_layout_find(l, *p) >= 0)
+            return false;
+        l->axis[l->n] = *p++;
+        l->factor[l->n++] = f;
+    }
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->factor[i] > 0 && k_layout_find(l, (char)(l->axis[i] - 'a' + 'A')) < 0) return false;
+    return true;
+}
+
+int k_layout_attr(KCall *kc, const char *attr, uint32_t ndim, KLayout *l) {
+    const char *s = k_str(kc, attr);
+    if (!k_layout_parse(s, l)) return k_error(kc, "%s \"%s\" is not a layout", attr, s);
+    if (l->n != ndim)
+        return k_error(kc, "%s \"%s\" has %u axes but its tensor has rank %u", attr, s, l->n, ndim);
+    return 0;
+}
+
+int k_layout_axes(KCall *kc, const KLayout *l, const char *axes, int *pos) {
+    for (uint32_t i = 0; axes[i]; i++) {
+        pos[i] = k_layout_find(l, axes[i]);
+        if (pos[i] < 0 || k_layout_block(l, axes[i]) > 0)
+            return k_error(kc, "layout \"%s\" must have the axis %c, unsplit", l->text, axes[i]);
+    }
+    return 0;
+}
+
 /* ---- registry ----------------------------------------------------------------------------------
  */
 

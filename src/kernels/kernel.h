@@ -164,6 +164,35 @@ static inline bool k_next(int64_t *idx, uint32_t ndim, const int64_t *shape) {
 /* Normalize an axis (negative counts from the end); false when outside [0, ndim). */
 bool k_axis(int64_t axis, uint32_t ndim, int64_t *out);
 
+/* ---- layouts ------------------------------------------------------------------------------- */
+
+/* A layout string as TVM writes it: primal axes in upper case, each once ("NCHW", "NHWC",
+ * "NCDHW" for data: batch N, channels C, spatial D, H, W; "OIHW", "HWIO" for weights: output
+ * channels O, input channels I); a split adds a sub-axis, a block size and the lower-case letter
+ * of an axis the layout also names ("NCHW16c": C = C_outer * 16 + c). The one parser of layouts
+ * in src/kernels; the type relation (src/ops) has checked the attribute, a kernel still checks
+ * the parse, the rank and the axes it reads. */
+typedef struct KLayout {
+    const char *text;           /* the string parsed, for messages */
+    uint32_t n;                 /* axes, = the rank of a tensor in this layout (>= 1) */
+    char axis[K_MAX_DIMS];      /* 'A'..'Z' a primal axis, 'a'..'z' a sub-axis */
+    int64_t factor[K_MAX_DIMS]; /* block size of a sub-axis, in [1, INT32_MAX]; 0 for primal */
+} KLayout;
+
+/* Parse s; false when it is not a layout (empty, an axis twice, a sub-axis without a block size
+ * or without its primal axis, more than K_MAX_DIMS axes). */
+bool k_layout_parse(const char *s, KLayout *l);
+/* The position of axis a ('N' primal, 'c' a sub-axis) in l, or -1. */
+int k_layout_find(const KLayout *l, char a);
+/* The block size of primal axis a's sub-axis, or 0 when l does not split a. */
+int64_t k_layout_block(const KLayout *l, char a);
+/* The layout attribute `attr` of a tensor of rank ndim, parsed: -1 with an error when it is not
+ * a layout or has another number of axes. */
+int k_layout_attr(KCall *kc, const char *attr, uint32_t ndim, KLayout *l);
+/* The positions in l of the primal axes named in `axes` ("NCHW", "HW"), which must be present
+ * and unsplit: pos[i] for axes[i]. -1 with an error otherwise. */
+int k_layout_axes(KCall *kc, const KLayout *l, const char *axes, int *pos);
+
 /* ---- the kernel registry ------------------------------------------------------------------- */
 
 typedef struct KernelDef {

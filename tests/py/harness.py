@@ -2,15 +2,25 @@
 
 The operator tests (test_ops_*.py) build a one-call Relay program per case, run it through the
 interpreter with `rly run FILE --inputs in.npz --output out.npz`, and compare the outputs with a
-numpy reference. RLY_BIN names the rly executable (CTest sets it; scripts/test.sh too).
+numpy reference. RLY_BIN names the rly executable (CTest sets it; scripts/test.sh too). The
+helpers they share live here too: call text (op_call), seeded random data (case_rng, rand_array)
+and comparisons with a per-dtype tolerance table (check); each file keeps its own seed and table.
 """
 import os
 import subprocess
 import tempfile
+import zlib
 
 import numpy as np
 
 RLY = os.environ.get("RLY_BIN", "rly")
+
+# The dtype lists of the elementwise tests (binary, unary, reduce).
+FLOATS = ["float16", "float32", "float64"]
+SIGNED = ["int8", "int16", "int32", "int64"]
+UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
+INTS = SIGNED + UNSIGNED
+NUMERIC = FLOATS + INTS
 
 _DT = {
     np.dtype("bool"): "bool", np.dtype("int8"): "int8", np.dtype("int16"): "int16",
@@ -20,10 +30,11 @@ _DT = {
 }
 
 
-def tensor_type(a):
-    """The Relay type text of a numpy array: Tensor[(2, 3), float32]."""
+def tensor_type(a, dyn=False):
+    """The Relay type text of a numpy array: Tensor[(2, 3), float32]; with dyn every dim is
+    unknown: Tensor[(?, ?), float32]."""
     a = np.asarray(a)
-    dims = ", ".join(str(d) for d in a.shape)
+    dims = ", ".join("?" if dyn else str(d) for d in a.shape)
     if a.ndim == 1:
         dims += ","
     return "Tensor[(%s), %s]" % (dims, _DT[a.dtype])
@@ -61,23 +72,24 @@ def run_relay(text, inputs=None, entry=None, extra=()):
             return [z["output_%d" % i] for i in range(n)]
 
 
-def op_program(call, args):
+def op_program(call, args, dyn=False):
     """The text of `def @main(%x0: T0, ...) { CALL }` where CALL has {0}, {1}, ... for the
     arguments. An argument that is a list or tuple of arrays becomes a tuple parameter; returns
-    (text, inputs) with the inputs named x0, x1, ... (tuple fields x1_0, x1_1, ...)."""
+    (text, inputs) with the inputs named x0, x1, ... (tuple fields x1_0, x1_1, ...). With dyn
+    every dim of the parameter types is `?`."""
     params, names, inputs = [], [], {}
     for i, a in enumerate(args):
         if isinstance(a, (list, tuple)):
             fields = []
             for j, f in enumerate(a):
                 nm = "x%d_%d" % (i, j)
-                params.append("%%%s: %s" % (nm, tensor_type(f)))
+                params.append("%%%s: %s" % (nm, tensor_type(f, dyn)))
                 inputs[nm] = np.asarray(f)
                 fields.append("%" + nm)
             names.append("(" + ", ".join(fields) + ("," if len(fields) == 1 else "") + ")")
         else:
             nm = "x%d" % i
-            params.append("%%%s: %s" % (nm, tensor_type(a)))
+            params.append("%%%s: %s" % (nm, tensor_type(a, dyn)))
             inputs[nm] = np.asarray(a)
             names.append("%" + nm)
     body = call.format(*names)
@@ -85,21 +97,91 @@ def op_program(call, args):
     return text, inputs
 
 
-def run_op(call, *args):
+def run_op(call, *args, dyn=False):
     """Run one operator call: run_op("nn.conv2d({0}, {1}, padding=[1, 1])", x, w). Returns a
-    list of outputs (one array, or a tuple's fields)."""
-    text, inputs = op_program(call, args)
+    list of outputs (one array, or a tuple's fields). dyn: as op_program's."""
+    text, inputs = op_program(call, args, dyn)
     return run_relay(text, inputs)
 
 
-def run_op_error(call, *args):
+def run_op_error(call, *args, dyn=False):
     """Run a call that must fail at run time; returns rly's stderr."""
-    text, inputs = op_program(call, args)
+    text, inputs = op_program(call, args, dyn)
     try:
         run_relay(text, inputs)
     except RlyError as e:
         return e.stderr
     raise AssertionError("expected `rly run` to fail for " + call)
+
+
+def run_dyn(call, *args):
+    """run_op with every dim of the parameters unknown (`?`)."""
+    return run_op(call, *args, dyn=True)
+
+
+def run_dyn_error(call, *args):
+    """run_op_error with every dim of the parameters unknown (`?`)."""
+    return run_op_error(call, *args, dyn=True)
+
+
+def one(call, *args):
+    """Run a call that has one result; returns that array."""
+    out = run_op(call, *args)
+    assert len(out) == 1
+    return out[0]
+
+
+def fmt_attr(v):
+    """An attribute value as Relay text: True, "NCHW", [1, 2], 0.5, None."""
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, str):
+        return '"%s"' % v
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(fmt_attr(x) for x in v) + "]"
+    if isinstance(v, float):
+        return repr(float(v))
+    return str(v)
+
+
+def op_call(op, n_args, **attrs):
+    """The call text for run_op: op_call("nn.dense", 2, units=5) is
+    'nn.dense({0}, {1}, units=5)'."""
+    args = ", ".join("{%d}" % i for i in range(n_args))
+    kw = "".join(", %s=%s" % (k, fmt_attr(v)) for k, v in attrs.items())
+    return "%s(%s%s)" % (op, args, kw)
+
+
+def run_call(op, args, **attrs):
+    """Run op on the list args with attributes: run_call("nn.dense", [x, w], units=5). Returns
+    the list of outputs."""
+    return run_op(op_call(op, len(args), **attrs), *args)
+
+
+def run1(op, args, **attrs):
+    """run_call's first output."""
+    return run_call(op, args, **attrs)[0]
+
+
+def case_rng(seed, *key):
+    """A generator seeded by the file's seed and the case's key (crc32 of its repr), so every
+    case is reproducible on its own."""
+    return np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
+
+
+def rand_array(r, shape, dtype, floats=(-10.0, 10.0), ints=(None, None)):
+    """Random data of a dtype from generator r: bools; floats uniform in floats = (lo, hi);
+    integers uniform in ints = (lo, hi), both included, within the dtype's range (a None bound
+    is the dtype's own)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return r.integers(0, 2, size=shape).astype(bool)
+    if dt.kind == "f":
+        return r.uniform(floats[0], floats[1], size=shape).astype(dt)
+    info = np.iinfo(dt)
+    lo = info.min if ints[0] is None else max(ints[0], info.min)
+    hi = info.max if ints[1] is None else min(ints[1], info.max)
+    return r.integers(lo, hi, size=shape, dtype=dt, endpoint=True)
 
 
 def assert_close(got, want, rtol=1e-5, atol=1e-6):
@@ -113,6 +195,16 @@ def assert_close(got, want, rtol=1e-5, atol=1e-6):
     else:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
                                    atol=atol, equal_nan=True)
+
+
+def check(got, want, dtype, tol):
+    """assert_close with the (rtol, atol) that the table tol ({"float32": (rtol, atol), ...})
+    gives the dtype; assert_close's defaults for a dtype it lacks (exact for integers)."""
+    if str(np.dtype(dtype)) in tol:
+        rtol, atol = tol[str(np.dtype(dtype))]
+        assert_close(got, want, rtol=rtol, atol=atol)
+    else:
+        assert_close(got, want)
 
 
 def run_text(text, *extra, inputs=None):

@@ -10,15 +10,10 @@ errors (integer division by zero, `?` dims that do not broadcast).
 import numpy as np
 import pytest
 
-from harness import RlyError, assert_close, run_op, run_op_error, run_relay
+from harness import (FLOATS, INTS, NUMERIC, SIGNED, RlyError, assert_close, case_rng, check,
+                     rand_array, run_op, run_op_error, run_relay)
 
 SEED = 77031
-
-FLOATS = ["float16", "float32", "float64"]
-SIGNED = ["int8", "int16", "int32", "int64"]
-UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
-INTS = SIGNED + UNSIGNED
-NUMERIC = FLOATS + INTS
 
 TOL = {"float16": (2e-3, 1e-3), "float32": (1e-6, 1e-6), "float64": (1e-13, 1e-13)}
 
@@ -38,32 +33,13 @@ SHAPE_IDS = ["%s-%s" % (a, b) for a, b in BCAST]
 
 
 def rng_for(*key):
-    h = SEED
-    for k in key:
-        for ch in str(k):
-            h = (h * 131 + ord(ch)) % (2**32)
-    return np.random.default_rng(h)
+    return case_rng(SEED, *key)
 
 
 def rand(shape, dtype, key, lo=None, hi=None):
-    r = rng_for(shape, dtype, key, lo, hi)
-    if dtype == "bool":
-        return r.integers(0, 2, size=shape).astype(bool)
-    if dtype in FLOATS:
-        return r.uniform(-10 if lo is None else lo, 10 if hi is None else hi,
-                         size=shape).astype(dtype)
-    info = np.iinfo(dtype)
-    lo = info.min if lo is None else max(lo, info.min)
-    hi = info.max if hi is None else min(hi, info.max)
-    return r.integers(lo, hi, size=shape, dtype=dtype, endpoint=True)
-
-
-def check(got, want, dtype):
-    if dtype in TOL:
-        rtol, atol = TOL[dtype]
-        assert_close(got, want, rtol=rtol, atol=atol)
-    else:
-        assert_close(got, want)
+    """Random data; lo, hi bound integers and floats (floats in [-10, 10) by default)."""
+    floats = (-10, 10) if lo is None else (lo, hi)
+    return rand_array(rng_for(shape, dtype, key, lo, hi), shape, dtype, floats, (lo, hi))
 
 
 # ---- references ---------------------------------------------------------------------------------
@@ -137,7 +113,7 @@ def test_arith_dtypes(op, dtype):
     sa, sb = (4, 1, 3), (2, 1)
     a, b = arith_inputs(op, dtype, sa, sb)
     (got,) = run_op("%s({0}, {1})" % op, a, b)
-    check(got, arith_ref(op, a, b, dtype), dtype)
+    check(got, arith_ref(op, a, b, dtype), dtype, TOL)
 
 
 @pytest.mark.parametrize("shapes", BCAST, ids=SHAPE_IDS)
@@ -146,7 +122,7 @@ def test_arith_dtypes(op, dtype):
 def test_arith_broadcast(op, dtype, shapes):
     a, b = arith_inputs(op, dtype, *shapes)
     (got,) = run_op("%s({0}, {1})" % op, a, b)
-    check(got, arith_ref(op, a, b, dtype), dtype)
+    check(got, arith_ref(op, a, b, dtype), dtype, TOL)
 
 
 @pytest.mark.parametrize("op", ARITH)
@@ -192,7 +168,7 @@ def test_float_division_by_zero(op):
     a = np.array([1.0, -1.0, 0.0, 2.5], dtype="float32")
     b = np.zeros(4, dtype="float32")
     (got,) = run_op("%s({0}, {1})" % op, a, b)
-    check(got, arith_ref(op, a, b, "float32"), "float32")
+    check(got, arith_ref(op, a, b, "float32"), "float32", TOL)
 
 
 @pytest.mark.parametrize("dtype", SIGNED)

@@ -21,57 +21,23 @@ import re
 import numpy as np
 import pytest
 
-from harness import RlyError, assert_close, run_op, run_op_error
+from harness import (assert_close, case_rng, check, fmt_attr, op_call, rand_array, run1,
+                     run_op, run_op_error)
 
 SEED = 20240611
 print("test_ops_conv_pool: seed", SEED)
 
-TOL = {
-    "float64": dict(rtol=1e-9, atol=1e-9),
-    "float32": dict(rtol=1e-4, atol=1e-4),
-    "float16": dict(rtol=2e-3, atol=2e-3),
-}
+TOL = {"float64": (1e-9, 1e-9), "float32": (1e-4, 1e-4), "float16": (2e-3, 2e-3)}
 
 
 def rng_for(*key):
     """A generator seeded from SEED and the case's parameters (stable across runs)."""
-    return np.random.default_rng([SEED] + [sum(map(ord, str(k))) for k in key])
+    return case_rng(SEED, *key)
 
 
 def rand(rng, shape, dtype, lo=-1.0, hi=1.0):
-    if np.dtype(dtype).kind in "iu":
-        lo_i = 0 if np.dtype(dtype).kind == "u" else -4
-        return rng.integers(lo_i, 5, size=shape).astype(dtype)
-    return rng.uniform(lo, hi, size=shape).astype(dtype)
-
-
-def fmt(v):
-    if isinstance(v, bool):
-        return "True" if v else "False"
-    if isinstance(v, str):
-        return '"%s"' % v
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(fmt(i) for i in v) + "]"
-    if v is None:
-        return "None"
-    return repr(v)
-
-
-def call(op, n_args, **attrs):
-    args = ", ".join("{%d}" % i for i in range(n_args))
-    extra = "".join(", %s=%s" % (k, fmt(v)) for k, v in attrs.items())
-    return "%s(%s%s)" % (op, args, extra)
-
-
-def run1(op, args, **attrs):
-    return run_op(call(op, len(args), **attrs), *args)[0]
-
-
-def close(got, want, dtype):
-    if np.dtype(dtype).kind in "biu":
-        assert_close(got, want)
-    else:
-        assert_close(got, want, **TOL[str(np.dtype(dtype))])
+    """Random data: floats in [lo, hi), integers in [-4, 4] ([0, 4] unsigned)."""
+    return rand_array(rng, shape, dtype, (lo, hi), (-4, 4))
 
 
 def acc_type(dtype):
@@ -209,7 +175,7 @@ def conv_case(op, nsp, xshape, wshape, dtype, attrs, transposed=False, wdtype=No
         want = conv_ref(xr, wr, strides, padding, dilation, groups)
     got = run1(op, [to_layout(x, DATA_REF[nsp], dl),
                     to_layout(w, (IO_REF if transposed else OI_REF)[nsp], kl)], **attrs)
-    close(got, to_layout(want, DATA_REF[nsp], ol).astype(out_dtype), out_dtype)
+    check(got, to_layout(want, DATA_REF[nsp], ol).astype(out_dtype), out_dtype, TOL)
 
 
 # ---- nn.conv2d ---------------------------------------------------------------------------------
@@ -307,7 +273,7 @@ def test_conv2d_float32_larger():
 def test_conv2d_error_channels():
     x = np.zeros((1, 3, 5, 5), "float32")
     w = np.zeros((4, 3, 3, 3), "float32")
-    err = run_op_error(call("nn.conv2d", 2, channels=5), x, w)
+    err = run_op_error(op_call("nn.conv2d", 2, channels=5), x, w)
     assert "channels" in err
 
 
@@ -456,7 +422,7 @@ def test_conv2d_backward_weight(xs, ks, cout, attrs, dtype):
     ol = attrs.get("out_layout") or "OIHW"
     got = run1("nn.conv2d_backward_weight", [to_layout(grad, "NCHW", dl), to_layout(x, "NCHW", xl)],
                kernel_size=list(ks), **attrs)
-    close(got, to_layout(want, "OIHW", ol).astype(dtype), dtype)
+    check(got, to_layout(want, "OIHW", ol).astype(dtype), dtype, TOL)
 
 
 # ---- pools -------------------------------------------------------------------------------------
@@ -522,7 +488,7 @@ def pool_case(op, nsp, xshape, dtype, attrs, kind):
     want = pool_ref(x.astype(at), kind, ks, strides, dil, padding, attrs.get("ceil_mode", False),
                     attrs.get("count_include_pad", False), dtype)
     got = run1(op, [to_layout(x, ref, layout)], **attrs)
-    close(got, to_layout(want, ref, layout).astype(dtype), dtype)
+    check(got, to_layout(want, ref, layout).astype(dtype), dtype, TOL)
 
 
 POOL2D = [
@@ -670,7 +636,7 @@ def test_pool2d_grad(kind, attrs, cip):
                          a.get("padding", [0]), a.get("ceil_mode", False), cip, dtype)
     got = run1("nn.%s_pool2d_grad" % kind,
                [to_layout(og, "NCHW", layout), to_layout(x, "NCHW", layout)], **a)
-    close(got, to_layout(want, "NCHW", layout).astype(dtype), dtype)
+    check(got, to_layout(want, "NCHW", layout).astype(dtype), dtype, TOL)
 
 
 # ---- global and adaptive pools ---------------------------------------------------------------
@@ -700,7 +666,7 @@ def test_global_pool2d(kind, layout, dtype):
     x = rand(rng, (2, 4, 5, 3), dtype, -3, 3)
     want = adaptive_ref(x.astype(acc_type(dtype)), [1, 1], kind)
     got = run1("nn.global_%s_pool2d" % kind, [to_layout(x, "NCHW", layout)], layout=layout)
-    close(got, to_layout(want, "NCHW", layout).astype(dtype), dtype)
+    check(got, to_layout(want, "NCHW", layout).astype(dtype), dtype, TOL)
 
 
 ADAPTIVE = [
@@ -727,7 +693,7 @@ def test_adaptive_pool(kind, nsp, xs, size, layout, dtype):
     ref = DATA_REF[nsp]
     got = run1("nn.adaptive_%s_pool%dd" % (kind, nsp), [to_layout(x, ref, layout)],
                output_size=size, layout=layout)
-    close(got, to_layout(want, ref, layout).astype(dtype), dtype)
+    check(got, to_layout(want, ref, layout).astype(dtype), dtype, TOL)
 
 
 def test_adaptive_avg_pool2d_int8():
@@ -802,7 +768,7 @@ def test_upsampling(sh, sw, method, align, layout, dtype):
                       "align_corners" if align else "asymmetric")
     got = run1("nn.upsampling", [to_layout(x, "NCHW", layout)], scale_h=sh, scale_w=sw,
                layout=layout, method=method, align_corners=align)
-    close(got, to_layout(want, "NCHW", layout).astype(dtype), dtype)
+    check(got, to_layout(want, "NCHW", layout).astype(dtype), dtype, TOL)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int32", "float16"])
@@ -814,7 +780,7 @@ def test_upsampling_dtypes(method, dtype):
     if np.dtype(dtype).kind == "i":
         want = np.trunc(want)  # integer results truncate
     got = run1("nn.upsampling", [x], scale_h=2.0, scale_w=2.0, method=method)
-    close(got, want.astype(dtype), dtype)
+    check(got, want.astype(dtype), dtype, TOL)
 
 
 UPSAMPLING3D = [
@@ -837,7 +803,7 @@ def test_upsampling3d(sd, sh, sw, method, ct, layout, dtype):
     want = resize_ref(x.astype(np.float64), out_size, method, ct)
     got = run1("nn.upsampling3d", [to_layout(x, "NCDHW", layout)], scale_d=sd, scale_h=sh,
                scale_w=sw, layout=layout, method=method, coordinate_transformation_mode=ct)
-    close(got, to_layout(want, "NCDHW", layout).astype(dtype), dtype)
+    check(got, to_layout(want, "NCDHW", layout).astype(dtype), dtype, TOL)
 
 
 # ---- padding and dilation ----------------------------------------------------------------------
@@ -868,8 +834,9 @@ def test_pad(shape, widths, mode, dtype):
         want = np.pad(x, grow, mode=mode)
     crop = tuple(slice(-min(b, 0), want.shape[i] - (-min(a, 0))) for i, (b, a) in enumerate(widths))
     want = want[crop]
-    got = run_op("nn.pad({0}, {1}, pad_width=%s, pad_mode=\"%s\")" % (fmt(widths), mode), x, value)[0]
-    close(got, want, dtype)
+    got = run_op("nn.pad({0}, {1}, pad_width=%s, pad_mode=\"%s\")" % (fmt_attr(widths), mode),
+                 x, value)[0]
+    check(got, want, dtype, TOL)
 
 
 def test_pad_value_cast():
@@ -894,7 +861,7 @@ def test_mirror_pad(shape, widths, mode, dtype):
     x = rand(rng, shape, dtype, -5, 5)
     want = np.pad(x, widths, mode="symmetric" if mode == "SYMMETRIC" else "reflect")
     got = run1("nn.mirror_pad", [x], pad_width=widths, mode=mode)
-    close(got, want, dtype)
+    check(got, want, dtype, TOL)
 
 
 DILATE = [
@@ -914,4 +881,4 @@ def test_dilate(shape, strides, value, dtype):
     want = np.full(oshape, value).astype(dtype)
     want[tuple(slice(None, None, s) for s in strides)] = x
     got = run1("nn.dilate", [x], strides=strides, dilation_value=value)
-    close(got, want, dtype)
+    check(got, want, dtype, TOL)

@@ -19,31 +19,13 @@ import zlib
 import numpy as np
 import pytest
 
-from harness import assert_close, run_op, run_op_error
+from harness import assert_close, op_call, run_op, run_op_error
 
 # ---- helpers ----------------------------------------------------------------------------------
 
 
 def rng(*key):
     return np.random.default_rng(zlib.crc32(repr(key).encode()))
-
-
-def attr(v):
-    if isinstance(v, bool):
-        return "True" if v else "False"
-    if isinstance(v, str):
-        return '"%s"' % v
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(attr(x) for x in v) + "]"
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
-
-
-def call(op, n_args, **attrs):
-    args = ", ".join("{%d}" % i for i in range(n_args))
-    kw = "".join(", %s=%s" % (k, attr(v)) for k, v in attrs.items())
-    return "%s(%s%s)" % (op, args, kw)
 
 
 def f32(v):
@@ -194,7 +176,7 @@ def run_resize(op, x, layout, spatial, size, **kw):
                  extrap="extrapolation_value", roi="roi", out_dtype="out_dtype")
     for k, v in kw.items():
         attrs[names[k]] = v
-    got = run_op(call(op, 1, **attrs), x)[0]
+    got = run_op(op_call(op, 1, **attrs), x)[0]
     check(got, resize_ref(x, layout, spatial, size, **kw))
 
 
@@ -289,8 +271,9 @@ def test_resize2d_int_div_nearest():
     # Integer upscale with nearest/asymmetric: TVM's resize2d uses x // factor, whatever the
     # rounding method; "round" would give other indices.
     x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)
-    got = run_op(call("image.resize2d", 1, size=[6, 8], method="nearest_neighbor",
-                      coordinate_transformation_mode="asymmetric", rounding_method="round"), x)[0]
+    got = run_op(op_call("image.resize2d", 1, size=[6, 8], method="nearest_neighbor",
+                         coordinate_transformation_mode="asymmetric",
+                         rounding_method="round"), x)[0]
     want = x[:, :, [0, 0, 1, 1, 2, 2]][:, :, :, [0, 0, 1, 1, 2, 2, 3, 3]]
     assert_close(got, want)
 
@@ -298,16 +281,16 @@ def test_resize2d_int_div_nearest():
 def test_resize2d_known_values():
     # align_corners bilinear 2x2 -> 3x3 is the midpoint average.
     x = np.array([[[[0.0, 2.0], [4.0, 6.0]]]], dtype=np.float32)
-    got = run_op(call("image.resize2d", 1, size=[3, 3], method="linear",
-                      coordinate_transformation_mode="align_corners"), x)[0]
+    got = run_op(op_call("image.resize2d", 1, size=[3, 3], method="linear",
+                         coordinate_transformation_mode="align_corners"), x)[0]
     assert_close(got, np.array([[[[0, 1, 2], [2, 3, 4], [4, 5, 6]]]], dtype=np.float32))
 
 
 def test_resize2d_onnx_nearest_example():
     # ONNX's resize_upsample_scales_nearest: half_pixel, round_prefer_floor, 2x2 -> 4x6.
     x = np.array([[[[1, 2], [3, 4]]]], dtype=np.float32)
-    got = run_op(call("image.resize2d", 1, size=[4, 6], method="nearest_neighbor",
-                      rounding_method="round_prefer_floor"), x)[0]
+    got = run_op(op_call("image.resize2d", 1, size=[4, 6], method="nearest_neighbor",
+                         rounding_method="round_prefer_floor"), x)[0]
     want = np.array([[1, 1, 1, 2, 2, 2]] * 2 + [[3, 3, 3, 4, 4, 4]] * 2, dtype=np.float32)
     assert_close(got, want[None, None])
 
@@ -315,8 +298,8 @@ def test_resize2d_onnx_nearest_example():
 def test_resize2d_onnx_linear_align_corners_example():
     # ONNX's resize_upsample_scales_linear_align_corners: 2x2 -> 4x4.
     x = np.array([[[[1, 2], [3, 4]]]], dtype=np.float32)
-    got = run_op(call("image.resize2d", 1, size=[4, 4],
-                      coordinate_transformation_mode="align_corners"), x)[0]
+    got = run_op(op_call("image.resize2d", 1, size=[4, 4],
+                         coordinate_transformation_mode="align_corners"), x)[0]
     t = 1.0 / 3.0
     row = np.array([0, t, 2 * t, 1.0])
     want = 1 + row[None, :] + 2 * row[:, None]
@@ -378,22 +361,22 @@ def test_crop_and_resize(layout, method, crop):
     shape = (2, 3, 5, 6) if layout == "NCHW" else (2, 5, 6, 3)
     x = rng("crop", layout, method, tuple(crop)).standard_normal(shape).astype(np.float32)
     ind = np.array([0, 1, 1, 0], dtype=np.int32)
-    got = run_op(call("image.crop_and_resize", 3, crop_size=crop, layout=layout, method=method,
-                      extrapolation_value=-3.5), x, BOXES, ind)[0]
+    got = run_op(op_call("image.crop_and_resize", 3, crop_size=crop, layout=layout, method=method,
+                         extrapolation_value=-3.5), x, BOXES, ind)[0]
     check(got, crop_ref(x, BOXES, ind, crop, layout, method, -3.5))
 
 
 def test_crop_and_resize_out_dtype_int64_indices():
     x = rng("crop64").integers(0, 255, (2, 4, 4, 1)).astype(np.uint8)
     ind = np.array([1, 0, 1, 0], dtype=np.int64)
-    got = run_op(call("image.crop_and_resize", 3, crop_size=[3, 3], layout="NHWC",
-                      out_dtype="float32"), x, BOXES, ind)[0]
+    got = run_op(op_call("image.crop_and_resize", 3, crop_size=[3, 3], layout="NHWC",
+                         out_dtype="float32"), x, BOXES, ind)[0]
     check(got, crop_ref(x, BOXES, ind, [3, 3], "NHWC", "bilinear", 0.0, "float32"))
 
 
 def test_crop_and_resize_bad_box_index():
     x = np.zeros((2, 1, 3, 3), dtype=np.float32)
-    err = run_op_error(call("image.crop_and_resize", 3, crop_size=[2, 2]), x, BOXES,
+    err = run_op_error(op_call("image.crop_and_resize", 3, crop_size=[2, 2]), x, BOXES,
                        np.array([0, 1, 2, 0], dtype=np.int32))
     assert "box_indices" in err and "out of range" in err
 
@@ -416,13 +399,13 @@ def affine_ref(theta, h, w):
 @pytest.mark.parametrize("target", [[3, 4], [5, 5], [2, 7]])
 def test_affine_grid(dtype, target):
     theta = rng("affine", dtype, tuple(target)).standard_normal((2, 2, 3)).astype(dtype)
-    got = run_op(call("image.affine_grid", 1, target_shape=target), theta)[0]
+    got = run_op(op_call("image.affine_grid", 1, target_shape=target), theta)[0]
     check(got, affine_ref(theta, *target))
 
 
 def test_affine_grid_identity():
     theta = np.array([[[1, 0, 0], [0, 1, 0]]], dtype=np.float64)
-    got = run_op(call("image.affine_grid", 1, target_shape=[3, 3]), theta)[0]
+    got = run_op(op_call("image.affine_grid", 1, target_shape=[3, 3]), theta)[0]
     lin = -1.0 + np.arange(3) * (2.0 - 1e-7) / 2
     assert_close(got[0, 0], np.tile(lin, (3, 1)), rtol=1e-12, atol=1e-12)
     assert_close(got[0, 1], np.tile(lin[:, None], (1, 3)), rtol=1e-12, atol=1e-12)
@@ -519,8 +502,8 @@ def test_grid_sample_2d(method, pad, align):
     grid = (r.uniform(-1.6, 1.6, (2, 2, 3, 6))).astype(np.float32)
     grid[0, :, 0, 0] = [1.0, -1.0]  # exact corners
     grid[0, :, 0, 1] = [0.25, 0.5]
-    got = run_op(call("image.grid_sample", 2, method=method, padding_mode=pad,
-                      align_corners=align), x, grid)[0]
+    got = run_op(op_call("image.grid_sample", 2, method=method, padding_mode=pad,
+                         align_corners=align), x, grid)[0]
     check(got, grid_sample_ref(x, grid, method, pad, align))
 
 
@@ -531,8 +514,8 @@ def test_grid_sample_3d(method, pad, align):
     r = rng("gs3", method, pad, align)
     x = r.standard_normal((1, 2, 3, 4, 3)).astype(np.float32)
     grid = r.uniform(-1.5, 1.5, (1, 3, 2, 3, 2)).astype(np.float32)
-    got = run_op(call("image.grid_sample", 2, method=method, padding_mode=pad,
-                      align_corners=align, layout="NCDHW"), x, grid)[0]
+    got = run_op(op_call("image.grid_sample", 2, method=method, padding_mode=pad,
+                         align_corners=align, layout="NCDHW"), x, grid)[0]
     check(got, grid_sample_ref(x, grid, method, pad, align))
 
 
@@ -541,8 +524,8 @@ def test_grid_sample_nhwc_layout(method):
     r = rng("gsnhwc", method)
     x = r.standard_normal((2, 4, 5, 3)).astype(np.float32)
     grid = r.uniform(-1.2, 1.2, (2, 2, 3, 4)).astype(np.float32)
-    got = run_op(call("image.grid_sample", 2, method=method, layout="NHWC",
-                      padding_mode="border"), x, grid)[0]
+    got = run_op(op_call("image.grid_sample", 2, method=method, layout="NHWC",
+                         padding_mode="border"), x, grid)[0]
     want = grid_sample_ref(np.transpose(x, (0, 3, 1, 2)), grid, method, "border", True)
     check(got, np.transpose(want, (0, 2, 3, 1)))
 
@@ -552,8 +535,8 @@ def test_grid_sample_affine_identity():
     # (up to the 1e-7 step fudge).
     x = rng("gsid").standard_normal((1, 2, 4, 5)).astype(np.float64)
     theta = np.array([[[1, 0, 0], [0, 1, 0]]], dtype=np.float64)
-    grid = run_op(call("image.affine_grid", 1, target_shape=[4, 5]), theta)[0]
-    got = run_op(call("image.grid_sample", 2), x, grid)[0]
+    grid = run_op(op_call("image.affine_grid", 1, target_shape=[4, 5]), theta)[0]
+    got = run_op(op_call("image.grid_sample", 2), x, grid)[0]
     assert_close(got, x, rtol=1e-5, atol=1e-5)
 
 
@@ -600,8 +583,8 @@ def test_dilation2d(dl, kl, strides, padding, dilations):
     ws = {"IHW": (3, 2, 3), "HWI": (2, 3, 3)}[kl]
     x = r.standard_normal(xs).astype(np.float32)
     w = r.standard_normal(ws).astype(np.float32)
-    got = run_op(call("image.dilation2d", 2, strides=strides, padding=padding,
-                      dilations=dilations, data_layout=dl, kernel_layout=kl), x, w)[0]
+    got = run_op(op_call("image.dilation2d", 2, strides=strides, padding=padding,
+                         dilations=dilations, data_layout=dl, kernel_layout=kl), x, w)[0]
     check(got, dilation_ref(x, w, strides, padding, dilations, dl, kl))
 
 
@@ -609,7 +592,7 @@ def test_dilation2d_int32():
     r = rng("dil32")
     x = r.integers(-50, 50, (1, 2, 5, 5)).astype(np.int32)
     w = r.integers(-5, 5, (2, 3, 3)).astype(np.int32)
-    got = run_op(call("image.dilation2d", 2, padding=[1, 1]), x, w)[0]
+    got = run_op(op_call("image.dilation2d", 2, padding=[1, 1]), x, w)[0]
     check(got, dilation_ref(x, w, [1, 1], [1, 1], [1, 1], "NCHW", "IHW"))
 
 
@@ -670,8 +653,8 @@ def roi_align_ref(x, rois, pooled, scale, sample_ratio, mode, layout):
 def test_roi_align(layout, mode, sample_ratio, scale):
     shape = (2, 3, 8, 9) if layout == "NCHW" else (2, 8, 9, 3)
     x = rng("ra", layout, mode, sample_ratio, scale).standard_normal(shape).astype(np.float32)
-    got = run_op(call("vision.roi_align", 2, pooled_size=[3, 2], spatial_scale=scale,
-                      sample_ratio=sample_ratio, layout=layout, mode=mode), x, ROIS)[0]
+    got = run_op(op_call("vision.roi_align", 2, pooled_size=[3, 2], spatial_scale=scale,
+                         sample_ratio=sample_ratio, layout=layout, mode=mode), x, ROIS)[0]
     check(got, roi_align_ref(x, ROIS, [3, 2], scale, sample_ratio, mode, layout))
 
 
@@ -702,14 +685,14 @@ def roi_pool_ref(x, rois, pooled, scale, layout):
 def test_roi_pool(layout, pooled, scale):
     shape = (2, 2, 8, 9) if layout == "NCHW" else (2, 8, 9, 2)
     x = rng("rp", layout, tuple(pooled), scale).standard_normal(shape).astype(np.float32)
-    got = run_op(call("vision.roi_pool", 2, pooled_size=pooled, spatial_scale=scale,
-                      layout=layout), x, ROIS)[0]
+    got = run_op(op_call("vision.roi_pool", 2, pooled_size=pooled, spatial_scale=scale,
+                         layout=layout), x, ROIS)[0]
     check(got, roi_pool_ref(x, ROIS, pooled, scale, layout))
 
 
 def test_roi_pool_int_data():
     x = rng("rpi").integers(-100, 100, (2, 2, 8, 9)).astype(np.int16)
-    got = run_op(call("vision.roi_pool", 2, pooled_size=[2, 3], spatial_scale=1.0), x, ROIS)[0]
+    got = run_op(op_call("vision.roi_pool", 2, pooled_size=[2, 3], spatial_scale=1.0), x, ROIS)[0]
     check(got, roi_pool_ref(x, ROIS, [2, 3], 1.0, "NCHW"))
 
 
@@ -717,7 +700,7 @@ def test_roi_pool_int_data():
 def test_roi_batch_index_out_of_range(op):
     x = np.zeros((2, 1, 4, 4), dtype=np.float32)
     rois = np.array([[2, 0, 0, 2, 2]], dtype=np.float32)
-    err = run_op_error(call(op, 2, pooled_size=[1, 1], spatial_scale=1.0), x, rois)
+    err = run_op_error(op_call(op, 2, pooled_size=[1, 1], spatial_scale=1.0), x, rois)
     assert "batch index" in err
 
 
@@ -759,7 +742,7 @@ def gvc_ref(data, thr, id_index, score_index):
 @pytest.mark.parametrize("id_index,score_index", [(0, 1), (-1, 1), (1, 0)])
 def test_get_valid_counts(thr, id_index, score_index):
     data = boxes_data(("gvc", thr, id_index), 2, 7)
-    got = run_op(call("vision.get_valid_counts", 2, id_index=id_index, score_index=score_index),
+    got = run_op(op_call("vision.get_valid_counts", 2, id_index=id_index, score_index=score_index),
                  data, np.float32(thr))
     want = gvc_ref(data, thr, id_index, score_index)
     for g, w in zip(got, want):
@@ -874,7 +857,7 @@ def test_non_max_suppression(case, use_gvc):
     full = dict(force_suppress=False, top_k=-1, coord_start=2, score_index=1, id_index=0,
                 return_indices=True, invalid_to_bottom=False)
     full.update(kw)
-    got = run_op(call("vision.non_max_suppression", 5, **kw), data_in, vc, indices,
+    got = run_op(op_call("vision.non_max_suppression", 5, **kw), data_in, vc, indices,
                  np.int32(max_out), np.float32(iou))
     want = nms_ref(data_in, vc, indices, max_out, iou, full["force_suppress"], full["top_k"],
                    full["coord_start"], full["score_index"], full["id_index"],
@@ -888,7 +871,7 @@ def test_nms_int64_counts_float64_data():
     data = boxes_data(("nms64",), 2, 6).astype(np.float64)
     vc = np.array([6, 4], dtype=np.int64)
     ind = np.tile(np.arange(6, dtype=np.int64)[::-1], (2, 1))
-    got = run_op(call("vision.non_max_suppression", 5, force_suppress=True), data, vc, ind,
+    got = run_op(op_call("vision.non_max_suppression", 5, force_suppress=True), data, vc, ind,
                  np.int32(3), np.float64(0.25))
     want = nms_ref(data, vc, ind, 3, 0.25, True, -1, 2, 1, 0, True, False)
     for g, w in zip(got, want):
@@ -897,7 +880,7 @@ def test_nms_int64_counts_float64_data():
 
 def test_get_valid_counts_float64():
     data = boxes_data(("gvc64",), 1, 5, k=7).astype(np.float64)
-    got = run_op(call("vision.get_valid_counts", 2), data, np.float64(0.4))
+    got = run_op(op_call("vision.get_valid_counts", 2), data, np.float64(0.4))
     for g, w in zip(got, gvc_ref(data, 0.4, 0, 1)):
         check(g, w)
 
@@ -908,15 +891,15 @@ def test_nms_coord_start_and_score_index():
     data = np.concatenate([d[:, :, 1:2], d[:, :, 2:6], d[:, :, 0:1]], axis=2)
     vc = np.array([8], dtype=np.int32)
     ind = np.arange(8, dtype=np.int32)[None]
-    got = run_op(call("vision.non_max_suppression", 5, coord_start=1, score_index=0, id_index=5,
-                      return_indices=False), data, vc, ind, np.int64(-1), np.float32(0.2))
+    got = run_op(op_call("vision.non_max_suppression", 5, coord_start=1, score_index=0, id_index=5,
+                         return_indices=False), data, vc, ind, np.int64(-1), np.float32(0.2))
     want = nms_ref(data, vc, ind, -1, 0.2, False, -1, 1, 0, 5, False, False)
     check(got[0], want[0])
 
 
 def test_nms_bad_valid_count():
     data = boxes_data(("nms_bad",), 1, 4)
-    err = run_op_error(call("vision.non_max_suppression", 5), data,
+    err = run_op_error(op_call("vision.non_max_suppression", 5), data,
                        np.array([5], dtype=np.int32), np.zeros((1, 4), np.int32), np.int32(-1),
                        np.float32(0.5))
     assert "valid_count" in err
@@ -926,9 +909,9 @@ def test_get_valid_counts_then_nms_known():
     # Two overlapping boxes of class 0 and one separate: the lower-scored overlap goes.
     data = np.array([[[0, 0.9, 0, 0, 1, 1], [0, 0.8, 0.1, 0.1, 1.1, 1.1],
                       [1, 0.7, 0.1, 0.1, 1.1, 1.1], [0, 0.05, 3, 3, 4, 4]]], dtype=np.float32)
-    vc, d2, ind = run_op(call("vision.get_valid_counts", 2), data, np.float32(0.1))
+    vc, d2, ind = run_op(op_call("vision.get_valid_counts", 2), data, np.float32(0.1))
     assert_close(vc, np.array([3], dtype=np.int32))
-    sel, cnt = run_op(call("vision.non_max_suppression", 5), d2, vc, ind, np.int32(-1),
+    sel, cnt = run_op(op_call("vision.non_max_suppression", 5), d2, vc, ind, np.int32(-1),
                       np.float32(0.5))
     assert_close(sel, np.array([[0, 2, -1, -1]], dtype=np.int32))
     assert_close(cnt, np.array([[2]], dtype=np.int32))
@@ -985,7 +968,7 @@ def test_all_class_nms(fmt, max_out, iou, score_thr):
     d = boxes_data(("acnms_b", fmt, max_out, iou, score_thr), 2, 8)
     boxes = d[:, :, 2:6].copy()
     scores = r.permutation(2 * 3 * 8).reshape(2, 3, 8).astype(np.float32) / 48.0
-    got = run_op(call("vision.all_class_non_max_suppression", 5, output_format=fmt), boxes,
+    got = run_op(op_call("vision.all_class_non_max_suppression", 5, output_format=fmt), boxes,
                  scores, np.int64(max_out), np.float32(iou), np.float32(score_thr))
     want = all_class_ref(boxes, scores, max_out, iou, score_thr, fmt)
     assert len(got) == len(want)
@@ -997,7 +980,7 @@ def test_all_class_nms_known():
     boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
                        [0, 10.1, 1, 11.1], [0, 100, 1, 101]]], dtype=np.float32)
     scores = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3]]], dtype=np.float32)
-    sel, n = run_op(call("vision.all_class_non_max_suppression", 5), boxes, scores,
+    sel, n = run_op(op_call("vision.all_class_non_max_suppression", 5), boxes, scores,
                     np.int64(3), np.float32(0.5), np.float32(0.0))
     assert int(n[0]) == 3
     assert_close(sel[:3], np.array([[0, 0, 3], [0, 0, 0], [0, 0, 5]], dtype=np.int64))
@@ -1061,9 +1044,10 @@ def test_regular_nms(per_class, max_det, n_cls, iou, score_thr):
     size = r.uniform(0.1, 0.4, (2, 8, 2))
     boxes = np.concatenate([centers - size / 2, centers + size / 2], axis=2).astype(np.float32)
     scores = (r.permutation(2 * 8 * 4).reshape(2, 8, 4) / 64.0).astype(np.float32)
-    got = run_op(call("vision.regular_non_max_suppression", 2, max_detections_per_class=per_class,
-                      max_detections=max_det, num_classes=n_cls, iou_threshold=iou,
-                      score_threshold=score_thr), boxes, scores)
+    got = run_op(op_call("vision.regular_non_max_suppression", 2,
+                         max_detections_per_class=per_class, max_detections=max_det,
+                         num_classes=n_cls, iou_threshold=iou, score_threshold=score_thr),
+                 boxes, scores)
     want = regular_nms_ref(boxes, scores, per_class, max_det, n_cls, iou, score_thr)
     assert len(got) == 4
     for g, w in zip(got, want):
@@ -1105,8 +1089,8 @@ def prior_ref(shape, sizes, ratios, steps, offsets, clip, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_multibox_prior(sizes, ratios, steps, offsets, clip, dtype):
     x = np.zeros((1, 3, 3, 4), dtype=dtype)
-    got = run_op(call("vision.multibox_prior", 1, sizes=sizes, ratios=ratios, steps=steps,
-                      offsets=offsets, clip=clip), x)[0]
+    got = run_op(op_call("vision.multibox_prior", 1, sizes=sizes, ratios=ratios, steps=steps,
+                         offsets=offsets, clip=clip), x)[0]
     check(got, prior_ref(x.shape, sizes, ratios, steps, offsets, clip, dtype))
 
 
@@ -1151,8 +1135,8 @@ def test_multibox_transform_loc(clip, threshold, keep_bg):
     loc = (r.standard_normal((2, 24)) * 0.5).astype(np.float32)
     anchor = prior_ref((1, 1, 2, 3), [0.4], [1.0], [-1, -1], [0.5, 0.5], False, np.float32)
     var = [0.1, 0.1, 0.2, 0.2] if clip else [0.2, 0.1, 0.3, 0.1]
-    got = run_op(call("vision.multibox_transform_loc", 3, clip=clip, threshold=threshold,
-                      variances=var, keep_background=keep_bg), cls, loc, anchor)
+    got = run_op(op_call("vision.multibox_transform_loc", 3, clip=clip, threshold=threshold,
+                         variances=var, keep_background=keep_bg), cls, loc, anchor)
     want = transform_loc_ref(cls, loc, anchor, clip, threshold, var, keep_bg)
     for g, w in zip(got, want):
         check(g, w)
@@ -1246,9 +1230,9 @@ def test_proposal(scales, ratios, stride, thr, pre_n, post_n, min_size, iou_loss
         np.float32)
     info = np.array([[16 * stride / 4, 20 * stride / 4, 1.0], [12 * stride / 4, 15 * stride / 4,
                                                                0.5]], dtype=np.float32)
-    got = run_op(call("vision.proposal", 3, scales=scales, ratios=ratios, feature_stride=stride,
-                      threshold=thr, rpn_pre_nms_top_n=pre_n, rpn_post_nms_top_n=post_n,
-                      rpn_min_size=min_size, iou_loss=iou_loss), cls, bbox, info)[0]
+    got = run_op(op_call("vision.proposal", 3, scales=scales, ratios=ratios, feature_stride=stride,
+                         threshold=thr, rpn_pre_nms_top_n=pre_n, rpn_post_nms_top_n=post_n,
+                         rpn_min_size=min_size, iou_loss=iou_loss), cls, bbox, info)[0]
     want = proposal_ref(cls, bbox, info, scales, ratios, stride, thr, pre_n, post_n, min_size,
                         iou_loss)
     check(got, want)
@@ -1276,7 +1260,7 @@ def reorg_ref(x, s):
 
 def test_yolo_reorg_doc_example():
     x = np.arange(16, dtype=np.float32).reshape(1, 4, 2, 2)
-    got = run_op(call("vision.yolo_reorg", 1, stride=2), x)[0]
+    got = run_op(op_call("vision.yolo_reorg", 1, stride=2), x)[0]
     want = np.array([0, 2, 8, 10, 1, 3, 9, 11, 4, 6, 12, 14, 5, 7, 13, 15],
                     dtype=np.float32).reshape(1, 16, 1, 1)
     assert_close(got, want)
@@ -1290,10 +1274,11 @@ def test_yolo_reorg(shape, stride, dtype):
     x = rng("reorg", shape, stride).integers(-100, 100, shape).astype(dtype)
     if np.dtype(dtype).kind == "u":
         x = np.abs(x.astype(np.int64)).astype(dtype)
-    got = run_op(call("vision.yolo_reorg", 1, stride=stride), x)[0]
+    got = run_op(op_call("vision.yolo_reorg", 1, stride=stride), x)[0]
     check(got, reorg_ref(x, stride))
 
 
 def test_yolo_reorg_channels_not_divisible():
-    err = run_op_error(call("vision.yolo_reorg", 1, stride=2), np.zeros((1, 2, 4, 4), np.float32))
+    err = run_op_error(op_call("vision.yolo_reorg", 1, stride=2),
+                       np.zeros((1, 2, 4, 4), np.float32))
     assert "divisible" in err

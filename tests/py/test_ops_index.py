@@ -7,12 +7,11 @@ with "index I out of range for axis A of size N".
 """
 import itertools
 import os
-import zlib
 
 import numpy as np
 import pytest
 
-from harness import RlyError, assert_close, run_op, run_op_error, run_relay, _DT
+from harness import assert_close, case_rng, one, rand_array, run_dyn_error, run_op, run_op_error
 
 SEED = int(os.environ.get("RLY_SEED", "20240601"))
 print("test_ops_index: RLY_SEED=%d" % SEED)
@@ -24,29 +23,16 @@ IDX = ["int32", "int64", "uint8", "int8"]
 
 
 def rng_for(*key):
-    return np.random.default_rng([SEED, zlib.crc32(repr(key).encode())])
+    return case_rng(SEED, *key)
 
 
 def rand(shape, dtype, *key, lo=-50, hi=50):
-    r = rng_for(shape, dtype, *key)
-    dt = np.dtype(dtype)
-    if dt == np.bool_:
-        return r.random(shape) > 0.5
-    if dt.kind == "u":
-        return r.integers(max(lo, 0), hi, size=shape).astype(dt)
-    if dt.kind == "i":
-        return r.integers(lo, hi, size=shape).astype(dt)
-    return (r.standard_normal(shape) * 4).astype(dt)
+    """Random data: bools, integers in [lo, hi) (>= 0 for unsigned), floats in [-8, 8)."""
+    return rand_array(rng_for(shape, dtype, *key), shape, dtype, (-8.0, 8.0), (lo, hi - 1))
 
 
 def randint(shape, lo, hi, dtype, *key):
     return rng_for(shape, lo, hi, dtype, *key).integers(lo, hi, size=shape).astype(dtype)
-
-
-def one(call, *args):
-    out = run_op(call, *args)
-    assert len(out) == 1
-    return out[0]
 
 
 def wrap(v, dtype):
@@ -61,29 +47,6 @@ def wrap(v, dtype):
     if dt.kind == "i" and v >= 1 << (bits - 1):
         v -= 1 << bits
     return dt.type(v)
-
-
-def dyn_program(call, args):
-    params, names, inputs = [], [], {}
-    for i, a in enumerate(args):
-        a = np.asarray(a)
-        nm = "x%d" % i
-        dims = ", ".join("?" for _ in a.shape) + ("," if a.ndim == 1 else "")
-        params.append("%%%s: Tensor[(%s), %s]" % (nm, dims, _DT[a.dtype]))
-        inputs[nm] = a
-        names.append("%" + nm)
-    text = '#[version = "0.0.5"]\ndef @main(%s) {\n  %s\n}\n' % (", ".join(params),
-                                                              call.format(*names))
-    return text, inputs
-
-
-def run_dyn_error(call, *args):
-    text, inputs = dyn_program(call, args)
-    try:
-        run_relay(text, inputs)
-    except RlyError as e:
-        return e.stderr
-    raise AssertionError("expected `rly run` to fail for " + call)
 
 
 # ---- take -----------------------------------------------------------------------------------

@@ -20,29 +20,13 @@ import zlib
 import numpy as np
 import pytest
 
-from harness import assert_close, run_op, run_op_error
+from harness import assert_close, op_call, run_op, run_op_error
 
 # ---- helpers ----------------------------------------------------------------------------------
 
 
 def rng(*key):
     return np.random.default_rng(zlib.crc32(repr(key).encode()))
-
-
-def attr(v):
-    if isinstance(v, bool):
-        return "True" if v else "False"
-    if isinstance(v, str):
-        return '"%s"' % v
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(attr(x) for x in v) + "]"
-    return repr(v) if isinstance(v, float) else str(v)
-
-
-def call(op, n_args, **attrs):
-    args = ", ".join("{%d}" % i for i in range(n_args))
-    kw = "".join(", %s=%s" % (k, attr(v)) for k, v in attrs.items())
-    return "%s(%s%s)" % (op, args, kw)
 
 
 def round_away(x):
@@ -183,27 +167,27 @@ def test_quantize(out_dtype, per_channel, axis):
             zp = np.abs(zp).astype(np.int32)
     else:
         scale, zp = np.float32(1.0 if axis == -1 else 0.37), np.int32(3)
-    got = run_op(call("qnn.quantize", 3, out_dtype=out_dtype, axis=axis), x, scale, zp)[0]
+    got = run_op(op_call("qnn.quantize", 3, out_dtype=out_dtype, axis=axis), x, scale, zp)[0]
     assert_close(got, quantize_ref(x, scale, zp, axis, out_dtype))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16"])
 def test_quantize_input_dtypes(dtype):
     x = (rng("qdt", dtype).standard_normal((3, 5)) * 30).astype(dtype)
-    got = run_op(call("qnn.quantize", 3), x, np.float32(0.25), np.int32(-4))[0]
+    got = run_op(op_call("qnn.quantize", 3), x, np.float32(0.25), np.int32(-4))[0]
     assert_close(got, quantize_ref(x, np.float32(0.25), np.int32(-4), -1, "int8"))
 
 
 def test_quantize_default_is_int8_and_saturates():
     x = np.array([-1000.0, -0.5, 0.5, 1.5, 1000.0], dtype=np.float32)
-    got = run_op(call("qnn.quantize", 3), x, np.float32(1.0), np.int32(0))[0]
+    got = run_op(op_call("qnn.quantize", 3), x, np.float32(1.0), np.int32(0))[0]
     assert_close(got, np.array([-128, -1, 1, 2, 127], dtype=np.int8))
 
 
 def test_quantize_axis_ignored_for_scalar_params():
     # As in TVM's relation, the axis is only checked when a parameter is per-channel.
     x = np.array([[0.4, -1.6], [2.4, 7.0]], dtype=np.float32)
-    got = run_op(call("qnn.quantize", 3, axis=7), x, np.float32(0.8), np.int32(1))[0]
+    got = run_op(op_call("qnn.quantize", 3, axis=7), x, np.float32(0.8), np.int32(1))[0]
     assert_close(got, quantize_ref(x, np.float32(0.8), np.int32(1), -1, "int8"))
 
 
@@ -231,7 +215,7 @@ def test_dequantize(in_dtype, out_dtype, per_channel):
         zp = r.integers(-10, 10, 4).astype(np.int32)
     else:
         scale, zp = np.float32(0.0625), np.int32(7)
-    got = run_op(call("qnn.dequantize", 3, out_dtype=out_dtype), q, scale, zp)[0]
+    got = run_op(op_call("qnn.dequantize", 3, out_dtype=out_dtype), q, scale, zp)[0]
     tol = 1e-3 if out_dtype == "float16" else 1e-6
     assert_close(got, dequantize_ref(q, scale, zp, -1, out_dtype), rtol=tol, atol=tol)
 
@@ -240,7 +224,7 @@ def test_dequantize_axis0_int32_wraps():
     q = np.array([[2**31 - 1, 5], [-2**31, -5]], dtype=np.int32)
     scale = np.array([1.0, 2.0], dtype=np.float32)
     zp = np.array([-1, 1], dtype=np.int32)
-    got = run_op(call("qnn.dequantize", 3, axis=0), q, scale, zp)[0]
+    got = run_op(op_call("qnn.dequantize", 3, axis=0), q, scale, zp)[0]
     assert_close(got, dequantize_ref(q, scale, zp, 0, "float32"))
 
 
@@ -267,8 +251,8 @@ def test_requantize_modes(rounding, compute, s_in, s_out):
     r = rng("rq", rounding, compute, s_in, s_out)
     q = r.integers(-300, 300, (4, 9)).astype(np.int32)
     q[0, :8] = [-5, -3, -1, 1, 3, 5, -7, 7]  # ties when the multiplier is 0.5
-    got = run_op(call("qnn.requantize", 5, rounding=rounding, compute_dtype=compute,
-                      out_dtype="int16"), q, np.float32(s_in), np.int32(2), np.float32(s_out),
+    got = run_op(op_call("qnn.requantize", 5, rounding=rounding, compute_dtype=compute,
+                         out_dtype="int16"), q, np.float32(s_in), np.int32(2), np.float32(s_out),
                  np.int32(-3))[0]
     assert_close(got, requantize_ref(q, s_in, 2, s_out, -3, -1, rounding, compute, "int16"))
 
@@ -278,7 +262,7 @@ def test_requantize_modes(rounding, compute, s_in, s_out):
 def test_requantize_dtypes(in_dtype, out_dtype):
     r = rng("rqdt", in_dtype, out_dtype)
     q = qdata(r, in_dtype, (2, 3, 4))
-    got = run_op(call("qnn.requantize", 5, out_dtype=out_dtype), q, np.float32(0.8),
+    got = run_op(op_call("qnn.requantize", 5, out_dtype=out_dtype), q, np.float32(0.8),
                  np.int32(10), np.float32(0.3), np.int32(20))[0]
     assert_close(got, requantize_ref(q, 0.8, 10, 0.3, 20, -1, "None", "None", out_dtype))
 
@@ -293,17 +277,17 @@ def test_requantize_per_channel(axis, rounding, compute):
     s_in = r.uniform(0.001, 0.2, dim).astype(np.float32)
     s_in[0] = 0.5
     zp = r.integers(-10, 10, dim).astype(np.int32)
-    got = run_op(call("qnn.requantize", 5, axis=axis, rounding=rounding, compute_dtype=compute,
-                      out_dtype="uint8"), q, s_in, zp, np.float32(0.05), np.int32(128))[0]
+    got = run_op(op_call("qnn.requantize", 5, axis=axis, rounding=rounding, compute_dtype=compute,
+                         out_dtype="uint8"), q, s_in, zp, np.float32(0.05), np.int32(128))[0]
     assert_close(got, requantize_ref(q, s_in, zp, 0.05, 128, axis, rounding, compute, "uint8"))
 
 
 def test_requantize_rounding_known():
     # multiplier 0.5 exactly: ties; UPWARD rounds them toward +inf, TONEAREST away from zero.
     q = np.array([-5, -3, -1, 1, 3, 5], dtype=np.int32)
-    up = run_op(call("qnn.requantize", 5, rounding="UPWARD", out_dtype="int32"), q,
+    up = run_op(op_call("qnn.requantize", 5, rounding="UPWARD", out_dtype="int32"), q,
                 np.float32(1.0), np.int32(0), np.float32(2.0), np.int32(0))[0]
-    near = run_op(call("qnn.requantize", 5, rounding="TONEAREST", out_dtype="int32"), q,
+    near = run_op(op_call("qnn.requantize", 5, rounding="TONEAREST", out_dtype="int32"), q,
                   np.float32(1.0), np.int32(0), np.float32(2.0), np.int32(0))[0]
     assert_close(up, np.array([-2, -1, 0, 1, 2, 3], dtype=np.int32))
     assert_close(near, np.array([-3, -2, -1, 1, 2, 3], dtype=np.int32))
@@ -312,7 +296,7 @@ def test_requantize_rounding_known():
 @pytest.mark.parametrize("mult", [1e-12, 3.0e-10, 0.999999, 1.0, 1.5, 7.3, 1000.25])
 def test_requantize_extreme_multipliers(mult):
     q = np.array([-2**31, -123456, -1, 0, 1, 99999, 2**31 - 1], dtype=np.int32)
-    got = run_op(call("qnn.requantize", 5, out_dtype="int32"), q, np.float32(mult),
+    got = run_op(op_call("qnn.requantize", 5, out_dtype="int32"), q, np.float32(mult),
                  np.int32(0), np.float32(1.0), np.int32(0))[0]
     assert_close(got, requantize_ref(q, mult, 0, 1.0, 0, -1, "None", "None", "int32"))
 
@@ -322,7 +306,7 @@ def test_requantize_fixed_point_matches_exact_rounding():
     # UPWARD result is floor(q * m + 1/2) of the exact product.
     q = np.arange(-64, 65, dtype=np.int32)
     for m in (0.25, 0.75, 1.25, 3.0):
-        got = run_op(call("qnn.requantize", 5, out_dtype="int32"), q, np.float32(m), np.int32(0),
+        got = run_op(op_call("qnn.requantize", 5, out_dtype="int32"), q, np.float32(m), np.int32(0),
                      np.float32(1.0), np.int32(0))[0]
         want = np.floor(q.astype(np.float64) * m + 0.5).astype(np.int32)
         assert_close(got, want)
@@ -396,8 +380,8 @@ def test_qnn_conv2d(case, dl, kl, per_channel):
     kzp = r.integers(-3, 4, oc).astype(np.int32) if per_channel else np.int32(2)
     ksc = np.full(oc, 0.05, np.float32) if per_channel else np.float32(0.05)
     _, _, kern, st, pad, dil, groups = CONV_CASES[case]
-    got = run_op(call("qnn.conv2d", 6, strides=st, padding=pad, dilation=dil, groups=groups,
-                      channels=oc, kernel_size=list(kern), data_layout=dl, kernel_layout=kl),
+    got = run_op(op_call("qnn.conv2d", 6, strides=st, padding=pad, dilation=dil, groups=groups,
+                         channels=oc, kernel_size=list(kern), data_layout=dl, kernel_layout=kl),
                  x, w, np.int32(100), kzp, np.float32(0.1), ksc)[0]
     assert_close(got, conv_ref(x, w, 100, kzp, st, pad, dil, groups, dl, kl, "int32"))
 
@@ -414,7 +398,7 @@ def test_qnn_conv2d_dtypes(dtype, wdtype, out_dtype, out_layout):
               out_layout=out_layout)
     if out_dtype:
         kw["out_dtype"] = out_dtype
-    got = run_op(call("qnn.conv2d", 6, **kw), x, w, np.int32(-7), np.int32(3), np.float32(0.1),
+    got = run_op(op_call("qnn.conv2d", 6, **kw), x, w, np.int32(-7), np.int32(3), np.float32(0.1),
                  np.float32(0.2))[0]
     assert_close(got, conv_ref(x, w, -7, 3, [2, 1], [1, 2], [1, 1], 2, "NHWC", "HWIO",
                                out_dtype or "int32", out_layout or "NHWC"))
@@ -426,8 +410,8 @@ def test_qnn_conv2d_depthwise_hwoi(mult):
     x = qdata(r, "uint8", (1, 5, 6, 3))
     w = qdata(r, "int8", (3, 3, 3, mult))  # HWOI: O holds the input channels, I the multiplier
     kzp = r.integers(-2, 3, 3 * mult).astype(np.int32)
-    got = run_op(call("qnn.conv2d", 6, padding=[1, 1], groups=3, data_layout="NHWC",
-                      kernel_layout="HWOI"), x, w, np.int32(128), kzp, np.float32(0.1),
+    got = run_op(op_call("qnn.conv2d", 6, padding=[1, 1], groups=3, data_layout="NHWC",
+                         kernel_layout="HWOI"), x, w, np.int32(128), kzp, np.float32(0.1),
                  np.full(3 * mult, 0.1, np.float32))[0]
     assert_close(got, conv_ref(x, w, 128, kzp, [1, 1], [1, 1], [1, 1], 3, "NHWC", "HWOI",
                                "int32"))
@@ -436,7 +420,7 @@ def test_qnn_conv2d_depthwise_hwoi(mult):
 def test_qnn_conv2d_known():
     x = np.full((1, 1, 3, 3), 10, dtype=np.uint8)
     w = np.full((1, 1, 2, 2), 3, dtype=np.int8)
-    got = run_op(call("qnn.conv2d", 6), x, w, np.int32(8), np.int32(1), np.float32(1.0),
+    got = run_op(op_call("qnn.conv2d", 6), x, w, np.int32(8), np.int32(1), np.float32(1.0),
                  np.float32(1.0))[0]
     assert_close(got, np.full((1, 1, 2, 2), 4 * (10 - 8) * (3 - 1), dtype=np.int32))
 
@@ -464,7 +448,7 @@ def test_qnn_dense(dtype, wdtype, per_channel, shape, out_dtype):
     kw = dict(units=4)
     if out_dtype:
         kw["out_dtype"] = out_dtype
-    got = run_op(call("qnn.dense", 6, **kw), x, w, np.int32(12), kzp, np.float32(0.1), ksc)[0]
+    got = run_op(op_call("qnn.dense", 6, **kw), x, w, np.int32(12), kzp, np.float32(0.1), ksc)[0]
     assert_close(got, dense_ref(x, w, 12, kzp, out_dtype or "int32"))
 
 
@@ -517,7 +501,7 @@ def test_qnn_binary(op, dtype, shapes):
     a, b = qdata(r, dtype, sa_shape), qdata(r, dtype, sb_shape)
     sa, sb, so = np.float32(0.07), np.float32(0.13), np.float32(0.1 if op != "mul" else 0.9)
     za, zb, zo = np.int32(3), np.int32(-2), np.int32(5 if dtype != "uint8" else 120)
-    got = run_op(call("qnn." + op, 8), a, b, sa, za, sb, zb, so, zo)[0]
+    got = run_op(op_call("qnn." + op, 8), a, b, sa, za, sb, zb, so, zo)[0]
     want = binary_ref("add" if op == "add" else "sub" if op == "subtract" else "mul", a, b, sa,
                       za, sb, zb, so, zo)
     assert_close(got, want)
@@ -535,7 +519,7 @@ def test_qnn_binary_per_channel(op, lhs_axis, rhs_axis):
     sb = r.uniform(0.01, 0.2, db).astype(np.float32)
     zb = r.integers(-4, 4, db).astype(np.int32)
     so, zo = np.float32(0.15 if op != "mul" else 0.01), np.int32(-1)
-    got = run_op(call("qnn." + op, 8, lhs_axis=lhs_axis, rhs_axis=rhs_axis), a, b, sa, za, sb,
+    got = run_op(op_call("qnn." + op, 8, lhs_axis=lhs_axis, rhs_axis=rhs_axis), a, b, sa, za, sb,
                  zb, so, zo)[0]
     want = binary_ref({"add": "add", "subtract": "sub", "mul": "mul"}[op], a, b, sa, za, sb, zb,
                       so, zo, lhs_axis, rhs_axis)
@@ -544,7 +528,7 @@ def test_qnn_binary_per_channel(op, lhs_axis, rhs_axis):
 
 def test_qnn_add_axis_ignored_for_scalar_params():
     a = np.array([[1, 2], [3, 4]], dtype=np.int8)
-    got = run_op(call("qnn.add", 8, lhs_axis=9, rhs_axis=-9), a, a, np.float32(0.5),
+    got = run_op(op_call("qnn.add", 8, lhs_axis=9, rhs_axis=-9), a, a, np.float32(0.5),
                  np.int32(0), np.float32(0.5), np.int32(0), np.float32(0.5), np.int32(0))[0]
     assert_close(got, a * 2)
 
@@ -553,7 +537,7 @@ def test_qnn_add_same_params_is_saturating_add():
     a = np.array([100, -100, 50, 0], dtype=np.int8)
     b = np.array([100, -100, -60, 7], dtype=np.int8)
     s, z = np.float32(0.5), np.int32(0)
-    got = run_op(call("qnn.add", 8), a, b, s, z, s, z, s, z)[0]
+    got = run_op(op_call("qnn.add", 8), a, b, s, z, s, z, s, z)[0]
     assert_close(got, np.array([127, -128, -10, 7], dtype=np.int8))
 
 
@@ -561,7 +545,7 @@ def test_qnn_mul_known():
     a = np.array([10, 20], dtype=np.uint8)
     b = np.array([4, 6], dtype=np.uint8)
     # (10-2)*(4-0) * (0.5*0.25)/0.5 + 1 = 9 ; (20-2)*(6-0)*0.25 + 1 = 28
-    got = run_op(call("qnn.mul", 8), a, b, np.float32(0.5), np.int32(2), np.float32(0.25),
+    got = run_op(op_call("qnn.mul", 8), a, b, np.float32(0.5), np.int32(2), np.float32(0.25),
                  np.int32(0), np.float32(0.5), np.int32(1))[0]
     assert_close(got, np.array([9, 28], dtype=np.uint8))
 
@@ -598,13 +582,13 @@ def test_qnn_concatenate(dtype, axis, same):
     else:
         scales = [np.float32(v) for v in r.uniform(0.05, 1.0, 3)]
         zps = [np.int32(v) for v in r.integers(-5, 5, 3)]
-    got = run_op(call("qnn.concatenate", 5, axis=axis), xs, scales, zps, so, zo)[0]
+    got = run_op(op_call("qnn.concatenate", 5, axis=axis), xs, scales, zps, so, zo)[0]
     assert_close(got, concat_ref(xs, scales, zps, so, zo, axis))
 
 
 def test_qnn_concatenate_single_input():
     x = np.array([[1, 2], [3, 4]], dtype=np.int8)
-    got = run_op(call("qnn.concatenate", 5, axis=1), [x], [np.float32(0.5)], [np.int32(0)],
+    got = run_op(op_call("qnn.concatenate", 5, axis=1), [x], [np.float32(0.5)], [np.int32(0)],
                  np.float32(0.25), np.int32(0))[0]
     assert_close(got, np.array([[2, 4], [6, 8]], dtype=np.int8))
 
@@ -613,6 +597,6 @@ def test_qnn_concatenate_single_input():
 
 
 def test_requantize_zero_output_scale():
-    err = run_op_error(call("qnn.requantize", 5), np.zeros(3, np.int32), np.float32(1.0),
+    err = run_op_error(op_call("qnn.requantize", 5), np.zeros(3, np.int32), np.float32(1.0),
                        np.int32(0), np.float32(0.0), np.int32(0))
     assert "output_scale" in err

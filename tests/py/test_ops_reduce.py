@@ -9,15 +9,10 @@ select_last_index, unbiased variance, logsumexp with infinities.
 import numpy as np
 import pytest
 
-from harness import assert_close, run_op, run_op_error
+from harness import (FLOATS, INTS, NUMERIC, assert_close, case_rng, check, rand_array, run_op,
+                     run_op_error)
 
 SEED = 5150
-
-FLOATS = ["float16", "float32", "float64"]
-SIGNED = ["int8", "int16", "int32", "int64"]
-UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
-INTS = SIGNED + UNSIGNED
-NUMERIC = FLOATS + INTS
 
 TOL = {"float16": (3e-3, 3e-3), "float32": (2e-6, 1e-6), "float64": (1e-12, 1e-12)}
 
@@ -40,32 +35,13 @@ AXES_IDS = ["%s%s%s" % (a, "-excl" if e else "", "-keep" if k else "") for a, e,
 
 
 def rng_for(*key):
-    h = SEED
-    for k in key:
-        for ch in str(k):
-            h = (h * 131 + ord(ch)) % (2**32)
-    return np.random.default_rng(h)
+    return case_rng(SEED, *key)
 
 
 def rand(shape, dtype, key, lo=None, hi=None):
-    r = rng_for(shape, dtype, key, lo, hi)
-    if dtype == "bool":
-        return r.integers(0, 2, size=shape).astype(bool)
-    if dtype in FLOATS:
-        return r.uniform(-5 if lo is None else lo, 5 if hi is None else hi,
-                         size=shape).astype(dtype)
-    info = np.iinfo(dtype)
-    lo = info.min if lo is None else max(lo, info.min)
-    hi = info.max if hi is None else min(hi, info.max)
-    return r.integers(lo, hi, size=shape, dtype=dtype, endpoint=True)
-
-
-def check(got, want, dtype):
-    if dtype in TOL:
-        rtol, atol = TOL[dtype]
-        assert_close(got, want, rtol=rtol, atol=atol)
-    else:
-        assert_close(got, want)
+    """Random data; lo, hi bound integers and floats (floats in [-5, 5) by default)."""
+    floats = (-5, 5) if lo is None else (lo, hi)
+    return rand_array(rng_for(shape, dtype, key, lo, hi), shape, dtype, floats, (lo, hi))
 
 
 def reduced_axes(ndim, axis, exclude):
@@ -144,7 +120,7 @@ def test_reduce_axes(op, attrs):
         x = reduce_input(op, dtype, (2, 3, 4))
         axes = reduced_axes(3, axis, exclude)
         (got,) = run_op("%s({0}, %s)" % (op, attr_text(axis, exclude, keepdims)), x)
-        check(got, finish(reduce_ref(op, x, axes, dtype), x, axes, keepdims), dtype)
+        check(got, finish(reduce_ref(op, x, axes, dtype), x, axes, keepdims), dtype, TOL)
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)
@@ -154,7 +130,7 @@ def test_reduce_dtypes(op, dtype):
     for axis in ([1], None):
         axes = reduced_axes(3, axis, False)
         (got,) = run_op("%s({0}, %s)" % (op, attr_text(axis, False, False)), x)
-        check(got, reduce_ref(op, x, axes, dtype), dtype)
+        check(got, reduce_ref(op, x, axes, dtype), dtype, TOL)
 
 
 @pytest.mark.parametrize("op", ["max", "min"])
@@ -330,7 +306,7 @@ def test_moment_axes(op, attrs, unbiased):
     extra = ", unbiased=True" if unbiased else ""
     (got,) = run_op("%s({0}, {1}, %s)" % (op, attr_text(axis, exclude, keepdims, extra)), x, m)
     want = finish(moment_ref(x, m, axes, unbiased, op == "std"), x, axes, keepdims)
-    check(got, want.astype("float32"), "float32")
+    check(got, want.astype("float32"), "float32", TOL)
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)
@@ -343,7 +319,7 @@ def test_variance_dtypes(dtype):
         m = np.array([[50], [10], [0], [90]], dtype=dtype)
     (got,) = run_op("variance({0}, {1}, axis=[1])", x, m)
     if dtype in FLOATS:
-        check(got, moment_ref(x, m, (1,), False, False).astype(dtype), dtype)
+        check(got, moment_ref(x, m, (1,), False, False).astype(dtype), dtype, TOL)
     else:
         d = x.astype(np.int64) - m.astype(np.int64)
         assert_close(got, (np.sum(d * d, axis=1) // 6).astype(dtype))  # truncating (>= 0)
@@ -356,7 +332,7 @@ def test_std_dtypes(dtype):
     for unbiased in (False, True):
         extra = ", unbiased=True" if unbiased else ""
         (got,) = run_op("std({0}, {1}, axis=[0]%s)" % extra, x, m)
-        check(got, moment_ref(x, m, (0,), unbiased, True).astype(dtype), dtype)
+        check(got, moment_ref(x, m, (0,), unbiased, True).astype(dtype), dtype, TOL)
 
 
 def test_variance_full_mean():
@@ -400,7 +376,7 @@ def test_logsumexp(dtype, attrs):
     x = rand((2, 3, 4), dtype, "lse", -20, 20)
     axes = reduced_axes(3, axis, False)
     (got,) = run_op("logsumexp({0}, %s)" % attr_text(axis, False, keepdims), x)
-    check(got, finish(lse_ref(x, axes), x, axes, keepdims).astype(dtype), dtype)
+    check(got, finish(lse_ref(x, axes), x, axes, keepdims).astype(dtype), dtype, TOL)
 
 
 def test_logsumexp_large_and_infinite():

@@ -6,12 +6,12 @@ and RLY_SEED overrides it.
 """
 import itertools
 import os
-import zlib
 
 import numpy as np
 import pytest
 
-from harness import RlyError, assert_close, run_op, run_op_error, run_relay, tensor_type, _DT
+from harness import (assert_close, case_rng, one, rand_array, run_dyn, run_dyn_error, run_op,
+                     run_op_error, run_relay)
 
 SEED = int(os.environ.get("RLY_SEED", "20240601"))
 print("test_ops_transform: RLY_SEED=%d" % SEED)
@@ -22,55 +22,12 @@ ALL = ["bool"] + INTS + FLOATS
 
 
 def rng_for(*key):
-    return np.random.default_rng([SEED, zlib.crc32(repr(key).encode())])
+    return case_rng(SEED, *key)
 
 
 def rand(shape, dtype, *key, lo=-50, hi=50):
-    """Random data of a dtype: bools, integers in [lo, hi) (>= 0 for unsigned), normal floats."""
-    r = rng_for(shape, dtype, *key)
-    dt = np.dtype(dtype)
-    if dt == np.bool_:
-        return r.random(shape) > 0.5
-    if dt.kind == "u":
-        return r.integers(max(lo, 0), hi, size=shape).astype(dt)
-    if dt.kind == "i":
-        return r.integers(lo, hi, size=shape).astype(dt)
-    return (r.standard_normal(shape) * 4).astype(dt)
-
-
-def one(call, *args):
-    out = run_op(call, *args)
-    assert len(out) == 1
-    return out[0]
-
-
-def dyn_program(call, args):
-    """A one-call program whose tensor parameters have all dims unknown (`?`)."""
-    params, names, inputs = [], [], {}
-    for i, a in enumerate(args):
-        a = np.asarray(a)
-        nm = "x%d" % i
-        dims = ", ".join("?" for _ in a.shape) + ("," if a.ndim == 1 else "")
-        params.append("%%%s: Tensor[(%s), %s]" % (nm, dims, _DT[a.dtype]))
-        inputs[nm] = a
-        names.append("%" + nm)
-    text = '#[version = "0.0.5"]\ndef @main(%s) {\n  %s\n}\n' % (", ".join(params),
-                                                              call.format(*names))
-    return text, inputs
-
-
-def run_dyn(call, *args):
-    text, inputs = dyn_program(call, args)
-    return run_relay(text, inputs)
-
-
-def run_dyn_error(call, *args):
-    text, inputs = dyn_program(call, args)
-    try:
-        run_relay(text, inputs)
-    except RlyError as e:
-        return e.stderr
-    raise AssertionError("expected `rly run` to fail for " + call)
+    """Random data: bools, integers in [lo, hi) (>= 0 for unsigned), floats in [-8, 8)."""
+    return rand_array(rng_for(shape, dtype, *key), shape, dtype, (-8.0, 8.0), (lo, hi - 1))
 
 
 # ---- casts -------------------------------------------------------------------------------------
@@ -674,10 +631,7 @@ def test_broadcast_to_runtime_mismatch():
 def test_concatenate_runtime_mismatch():
     a = rand((2, 3), "float32", "cat-rt-a")
     b = rand((2, 4), "float32", "cat-rt-b")
-    text, inputs = dyn_program("concatenate(({0}, {1}), axis=0)", [a, b])
-    with pytest.raises(RlyError) as e:
-        run_relay(text, inputs)
-    assert "differs" in e.value.stderr
+    assert "differs" in run_dyn_error("concatenate(({0}, {1}), axis=0)", a, b)
 
 
 def test_where_runtime_mismatch():

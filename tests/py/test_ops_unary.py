@@ -11,15 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from harness import assert_close, run_op
+from harness import FLOATS, INTS, NUMERIC, SIGNED, assert_close, case_rng, rand_array, run_op
 
 SEED = 20240611
 
-FLOATS = ["float16", "float32", "float64"]
-SIGNED = ["int8", "int16", "int32", "int64"]
-UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
-INTS = SIGNED + UNSIGNED
-NUMERIC = FLOATS + INTS
 ALL = ["bool"] + NUMERIC
 
 SHAPES = [(), (0,), (7,), (2, 3), (2, 0, 3), (2, 3, 4)]
@@ -31,30 +26,21 @@ TOL = {"float16": (2e-3, 2e-3), "float32": (2e-6, 1e-6), "float64": (1e-12, 1e-1
 
 def rng_for(*key):
     """A generator seeded by the fixed SEED and the case, so each case is reproducible alone."""
-    h = SEED
-    for k in key:
-        for ch in str(k):
-            h = (h * 131 + ord(ch)) % (2**32)
-    return np.random.default_rng(h)
+    return case_rng(SEED, *key)
 
 
 def rand_float(shape, dtype, lo, hi, *key):
-    r = rng_for("f", shape, dtype, lo, hi, *key)
-    return r.uniform(lo, hi, size=shape).astype(dtype)
+    return rand_array(rng_for("f", shape, dtype, lo, hi, *key), shape, dtype, (lo, hi))
 
 
 def rand_int(shape, dtype, *key, lo=None, hi=None):
     """Integers over the dtype's whole range (or [lo, hi])."""
-    r = rng_for("i", shape, dtype, lo, hi, *key)
-    info = np.iinfo(dtype)
-    lo = info.min if lo is None else lo
-    hi = info.max if hi is None else hi
-    return r.integers(lo, hi, size=shape, dtype=dtype, endpoint=True)
+    return rand_array(rng_for("i", shape, dtype, lo, hi, *key), shape, dtype, ints=(lo, hi))
 
 
 def rand_any(shape, dtype, *key):
     if dtype == "bool":
-        return rng_for("b", shape, *key).integers(0, 2, size=shape).astype(bool)
+        return rand_array(rng_for("b", shape, *key), shape, dtype)
     if dtype in FLOATS:
         return rand_float(shape, dtype, -10, 10, *key)
     return rand_int(shape, dtype, *key)

@@ -99,6 +99,15 @@ static int binary(KCall *kc, const BinOp *op) {
 
 /* ---- arithmetic ------------------------------------------------------------------------------ */
 
+/* An integer op that cannot fail: *r is expr of the patterns a, b (and the dtype t). An expr
+ * `a * b` or `a & b` is parenthesized, which keeps clang-format from reading a declaration. */
+#define INT_OP(name, expr)                                                                         \
+    static int name(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {                                \
+        (void)t;                                                                                   \
+        *r = (expr);                                                                               \
+        return ERR_NONE;                                                                           \
+    }
+
 static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
 static double f_mul(double a, double b) { return a * b; }
@@ -112,21 +121,9 @@ static double f_floor_mod(double a, double b) { return a - floor(a / b) * b; }
 static double f_trunc_div(double a, double b) { return trunc(a / b); }
 static double f_trunc_mod(double a, double b) { return a - trunc(a / b) * b; }
 
-static int i_add(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a + b;
-    return ERR_NONE;
-}
-static int i_sub(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a - b;
-    return ERR_NONE;
-}
-static int i_mul(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a * b;
-    return ERR_NONE;
-}
+INT_OP(i_add, a + b)
+INT_OP(i_sub, a - b)
+INT_OP(i_mul, (a * b))
 
 /* Truncating division; INT_MIN / -1 wraps (0 - a is the negation modulo 2^64). */
 static int i_div(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
@@ -152,37 +149,21 @@ static int i_mod(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
     return ERR_NONE;
 }
 
+/* Flooring division: the truncating quotient, less one when the division is inexact and the
+ * operands' signs differ. */
 static int i_floor_div(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    if (b == 0) return ERR_DIV0;
-    if (!t.sgn) {
-        *r = a / b;
-        return ERR_NONE;
-    }
-    int64_t x = re_signed(a), y = re_signed(b);
-    if (y == -1) {
-        *r = 0 - a;
-        return ERR_NONE;
-    }
-    int64_t q = x / y;
-    if (x % y != 0 && ((x < 0) != (y < 0))) q--;
-    *r = (uint64_t)q;
+    uint64_t m;
+    if (i_mod(a, b, t, &m) != ERR_NONE) return ERR_DIV0;
+    i_div(a, b, t, r);
+    if (t.sgn && m != 0 && (re_signed(a) < 0) != (re_signed(b) < 0)) *r -= 1;
     return ERR_NONE;
 }
 
+/* Flooring remainder (sign of b): the truncating one, plus b when it is nonzero and its sign
+ * differs from b's. */
 static int i_floor_mod(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    if (b == 0) return ERR_DIV0;
-    if (!t.sgn) {
-        *r = a % b;
-        return ERR_NONE;
-    }
-    int64_t x = re_signed(a), y = re_signed(b);
-    if (y == -1) {
-        *r = 0;
-        return ERR_NONE;
-    }
-    int64_t m = x % y;
-    if (m != 0 && ((m < 0) != (y < 0))) m += y;
-    *r = (uint64_t)m;
+    if (i_mod(a, b, t, r) != ERR_NONE) return ERR_DIV0;
+    if (t.sgn && *r != 0 && (re_signed(*r) < 0) != (re_signed(b) < 0)) *r += b;
     return ERR_NONE;
 }
 
@@ -207,14 +188,8 @@ static bool i_gt(uint64_t a, uint64_t b, IntTy t) {
     return t.sgn ? re_signed(a) > re_signed(b) : a > b;
 }
 
-static int i_max(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    *r = i_gt(a, b, t) ? a : b;
-    return ERR_NONE;
-}
-static int i_min(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    *r = i_gt(a, b, t) ? b : a;
-    return ERR_NONE;
-}
+INT_OP(i_max, i_gt(a, b, t) ? a : b)
+INT_OP(i_min, i_gt(a, b, t) ? b : a)
 
 /* ---- shifts -----------------------------------------------------------------------------------
  */
@@ -245,36 +220,12 @@ static int i_shr(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
 
 /* ---- logical and bitwise ------------------------------------------------------------------- */
 
-static int i_land(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a != 0 && b != 0;
-    return ERR_NONE;
-}
-static int i_lor(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a != 0 || b != 0;
-    return ERR_NONE;
-}
-static int i_lxor(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = (a != 0) != (b != 0);
-    return ERR_NONE;
-}
-static int i_and(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a & b;
-    return ERR_NONE;
-}
-static int i_or(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a | b;
-    return ERR_NONE;
-}
-static int i_xor(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a ^ b;
-    return ERR_NONE;
-}
+INT_OP(i_land, a != 0 && b != 0)
+INT_OP(i_lor, a != 0 || b != 0)
+INT_OP(i_lxor, (a != 0) != (b != 0))
+INT_OP(i_and, (a & b))
+INT_OP(i_or, a | b)
+INT_OP(i_xor, a ^ b)
 
 /* ---- comparisons ----------------------------------------------------------------------------- */
 
@@ -285,104 +236,58 @@ static double f_le(double a, double b) { return a <= b; }
 static double f_gt(double a, double b) { return a > b; }
 static double f_ge(double a, double b) { return a >= b; }
 
-static int i_eq(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a == b;
-    return ERR_NONE;
-}
-static int i_ne(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    (void)t;
-    *r = a != b;
-    return ERR_NONE;
-}
-static int i_lt(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    *r = i_gt(b, a, t);
-    return ERR_NONE;
-}
-static int i_le(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    *r = !i_gt(a, b, t);
-    return ERR_NONE;
-}
-static int i_gtr(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    *r = i_gt(a, b, t);
-    return ERR_NONE;
-}
-static int i_ge(uint64_t a, uint64_t b, IntTy t, uint64_t *r) {
-    *r = !i_gt(b, a, t);
-    return ERR_NONE;
-}
+INT_OP(i_eq, a == b)
+INT_OP(i_ne, a != b)
+INT_OP(i_lt, i_gt(b, a, t))
+INT_OP(i_le, !i_gt(a, b, t))
+INT_OP(i_gtr, i_gt(a, b, t))
+INT_OP(i_ge, !i_gt(b, a, t))
 
 /* ---- the operators ------------------------------------------------------------------------- */
 
-#define ARITH(fn, f, i)                                                                            \
-    static int fn(KCall *kc) {                                                                     \
-        static const BinOp op = {f, i, false, false, NULL};                                        \
-        return binary(kc, &op);                                                                    \
-    }
-#define INTONLY(fn, i, no_bool, needs)                                                             \
-    static int fn(KCall *kc) {                                                                     \
-        static const BinOp op = {NULL, i, false, no_bool, needs};                                  \
-        return binary(kc, &op);                                                                    \
-    }
-#define CMP(fn, f, i)                                                                              \
-    static int fn(KCall *kc) {                                                                     \
-        static const BinOp op = {f, i, true, false, NULL};                                         \
-        return binary(kc, &op);                                                                    \
-    }
+/* One row per operator: its name, the float op (NULL: floats are refused), the integer op, whether
+ * the result is bool, whether bools are refused, and what it needs (for that message). */
+/* clang-format off */
+#define BINARY_OPS(X)                                                                              \
+    X(add,            f_add,       i_add,       false, false, NULL)                                \
+    X(subtract,       f_sub,       i_sub,       false, false, NULL)                                \
+    X(multiply,       f_mul,       i_mul,       false, false, NULL)                                \
+    X(divide,         f_div,       i_div,       false, false, NULL)                                \
+    X(power,          f_pow,       i_pow,       false, false, NULL)                                \
+    X(maximum,        f_max,       i_max,       false, false, NULL)                                \
+    X(minimum,        f_min,       i_min,       false, false, NULL)                                \
+    X(mod,            f_fmod,      i_mod,       false, false, NULL)                                \
+    X(floor_divide,   f_floor_div, i_floor_div, false, false, NULL)                                \
+    X(floor_mod,      f_floor_mod, i_floor_mod, false, false, NULL)                                \
+    X(trunc_divide,   f_trunc_div, i_div,       false, false, NULL)                                \
+    X(trunc_mod,      f_trunc_mod, i_mod,       false, false, NULL)                                \
+    X(left_shift,     NULL,        i_shl,       false, true,  "integer tensors")                   \
+    X(right_shift,    NULL,        i_shr,       false, true,  "integer tensors")                   \
+    X(logical_and,    NULL,        i_land,      false, false, "bool or integer tensors")           \
+    X(logical_or,     NULL,        i_lor,       false, false, "bool or integer tensors")           \
+    X(logical_xor,    NULL,        i_lxor,      false, false, "bool or integer tensors")           \
+    X(bitwise_and,    NULL,        i_and,       false, false, "bool or integer tensors")           \
+    X(bitwise_or,     NULL,        i_or,        false, false, "bool or integer tensors")           \
+    X(bitwise_xor,    NULL,        i_xor,       false, false, "bool or integer tensors")           \
+    X(equal,          f_eq,        i_eq,        true,  false, NULL)                                \
+    X(not_equal,      f_ne,        i_ne,        true,  false, NULL)                                \
+    X(less,           f_lt,        i_lt,        true,  false, NULL)                                \
+    X(less_equal,     f_le,        i_le,        true,  false, NULL)                                \
+    X(greater,        f_gt,        i_gtr,       true,  false, NULL)                                \
+    X(greater_equal,  f_ge,        i_ge,        true,  false, NULL)
 
-ARITH(k_add, f_add, i_add)
-ARITH(k_subtract, f_sub, i_sub)
-ARITH(k_multiply, f_mul, i_mul)
-ARITH(k_divide, f_div, i_div)
-ARITH(k_power, f_pow, i_pow)
-ARITH(k_maximum, f_max, i_max)
-ARITH(k_minimum, f_min, i_min)
-ARITH(k_mod, f_fmod, i_mod)
-ARITH(k_floor_divide, f_floor_div, i_floor_div)
-ARITH(k_floor_mod, f_floor_mod, i_floor_mod)
-ARITH(k_trunc_divide, f_trunc_div, i_div)
-ARITH(k_trunc_mod, f_trunc_mod, i_mod)
-INTONLY(k_left_shift, i_shl, true, "integer tensors")
-INTONLY(k_right_shift, i_shr, true, "integer tensors")
-INTONLY(k_logical_and, i_land, false, "bool or integer tensors")
-INTONLY(k_logical_or, i_lor, false, "bool or integer tensors")
-INTONLY(k_logical_xor, i_lxor, false, "bool or integer tensors")
-INTONLY(k_bitwise_and, i_and, false, "bool or integer tensors")
-INTONLY(k_bitwise_or, i_or, false, "bool or integer tensors")
-INTONLY(k_bitwise_xor, i_xor, false, "bool or integer tensors")
-CMP(k_equal, f_eq, i_eq)
-CMP(k_not_equal, f_ne, i_ne)
-CMP(k_less, f_lt, i_lt)
-CMP(k_less_equal, f_le, i_le)
-CMP(k_greater, f_gt, i_gtr)
-CMP(k_greater_equal, f_ge, i_ge)
+#define KERNEL(name, f, i, cmp, no_bool, needs)                                                    \
+    static int k_##name(KCall *kc) {                                                               \
+        static const BinOp op = {f, i, cmp, no_bool, needs};                                       \
+        return binary(kc, &op);                                                                    \
+    }
+BINARY_OPS(KERNEL)
+#undef KERNEL
 
+#define ROW(name, ...) {#name, k_##name},
 const KernelDef kern_ref_binary[] = {
-    {"add", k_add},
-    {"subtract", k_subtract},
-    {"multiply", k_multiply},
-    {"divide", k_divide},
-    {"power", k_power},
-    {"maximum", k_maximum},
-    {"minimum", k_minimum},
-    {"mod", k_mod},
-    {"floor_divide", k_floor_divide},
-    {"floor_mod", k_floor_mod},
-    {"trunc_divide", k_trunc_divide},
-    {"trunc_mod", k_trunc_mod},
-    {"left_shift", k_left_shift},
-    {"right_shift", k_right_shift},
-    {"logical_and", k_logical_and},
-    {"logical_or", k_logical_or},
-    {"logical_xor", k_logical_xor},
-    {"bitwise_and", k_bitwise_and},
-    {"bitwise_or", k_bitwise_or},
-    {"bitwise_xor", k_bitwise_xor},
-    {"equal", k_equal},
-    {"not_equal", k_not_equal},
-    {"less", k_less},
-    {"less_equal", k_less_equal},
-    {"greater", k_greater},
-    {"greater_equal", k_greater_equal},
+    BINARY_OPS(ROW)
     {NULL, NULL},
 };
+#undef ROW
+/* clang-format on */

@@ -34,42 +34,16 @@ typedef struct Conv {
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
-/* Attribute `name` as one value per spatial axis (one value repeats), each >= lo, into out
- * aligned right; out's leading entries are left as they are. */
-static int spatial_attr(KCall *kc, const char *name, uint32_t nsp, int64_t lo, int64_t *out) {
-    const int64_t *v;
-    uint32_t n = k_ints(kc, name, &v);
-    if (n != 1 && n != nsp) return k_error(kc, "%s must have 1 or %u values, got %u", name, nsp, n);
-    for (uint32_t i = 0; i < nsp; i++) {
-        int64_t x = v[n == 1 ? 0 : i];
-        if (x < lo)
-            return k_error(kc, "%s values must be at least %lld, got %lld", name, (long long)lo,
-                           (long long)x);
-        out[SP - nsp + i] = x;
-    }
-    return 0;
-}
-
 /* strides, dilation, padding (1, nsp or 2 * nsp values: befores then afters) and groups. */
 static int conv_attrs(KCall *kc, uint32_t nsp, Conv *c) {
     memset(c, 0, sizeof *c);
     c->nsp = nsp;
     for (int i = 0; i < SP; i++)
         c->in[i] = c->out[i] = c->k[i] = c->stride[i] = c->dil[i] = 1;
-    if (spatial_attr(kc, "strides", nsp, 1, c->stride) != 0 ||
-        spatial_attr(kc, "dilation", nsp, 1, c->dil) != 0)
+    if (kern_nn_spatial_attr(kc, "strides", nsp, 1, c->stride + SP - nsp) != 0 ||
+        kern_nn_spatial_attr(kc, "dilation", nsp, 1, c->dil + SP - nsp) != 0 ||
+        kern_nn_padding(kc, nsp, c->pad + SP - nsp, c->pad_after + SP - nsp) != 0)
         return -1;
-    const int64_t *v;
-    uint32_t n = k_ints(kc, "padding", &v);
-    if (n != 1 && n != nsp && n != 2 * nsp)
-        return k_error(kc, "padding must have 1, %u or %u values, got %u", nsp, 2 * nsp, n);
-    for (uint32_t i = 0; i < nsp; i++) {
-        int64_t b = n == 2 * nsp ? v[i] : v[n == 1 ? 0 : i];
-        int64_t a = n == 2 * nsp ? v[i + nsp] : b;
-        if (b < 0 || a < 0) return k_error(kc, "padding values must be non-negative");
-        c->pad[SP - nsp + i] = b;
-        c->pad_after[SP - nsp + i] = a;
-    }
     c->groups = k_int(kc, "groups");
     if (c->groups < 1)
         return k_error(kc, "groups must be positive, got %lld", (long long)c->groups);
@@ -375,26 +349,66 @@ done:
     return rc;
 }
 
+/* The attributes, data (argument 0, in data_layout) and weight (argument 1, in kernel_layout,
+ * seen in reference order wref) of a forward or transposed convolution: their views, and c's
+ * batch, input channels, input extents and kernel extents. */
+static int conv_operands(KCall *kc, uint32_t nsp, const char *wref, Conv *c, KView *xv, KView *wv) {
+    const DLTensor *x = k_arg(kc, 0), *w = k_arg(kc, 1);
+    if (conv_attrs(kc, nsp, c) != 0 ||
+        kern_nn_view(kc, (uint32_t)x->ndim, x->shape, k_str(kc, "data_layout"), data_refs[nsp],
+                     "data", xv) != 0 ||
+        kern_nn_view(kc, (uint32_t)w->ndim, w->shape, k_str(kc, "kernel_layout"), wref, "weight",
+                     wv) != 0 ||
+        conv_kernel(kc, c, wv) != 0)
+        return -1;
+    c->batch = xv->dim[0];
+    c->cin = xv->dim[1];
+    for (uint32_t i = 0; i < nsp; i++)
+        c->in[SP - nsp + i] = xv->dim[2 + i];
+    return 0;
+}
+
+/* The attribute channels, when given, must be the weight's output channels. */
+static int conv_channels(KCall *kc, const Conv *c) {
+    if (!k_is_none(kc, "channels") && k_int(kc, "channels") != c->cout)
+        return k_error(kc, "channels is %lld but the weight gives %lld output channels",
+                       (long long)k_int(kc, "channels"), (long long)c->cout);
+    return 0;
+}
+
+/* The result of convolution `kind` of operands a and b, allocated and computed: (batch, cout,
+ * out...) in out_layout, "" meaning data_layout; for the weight gradient (cout, cin_g, k...) in
+ * out_layout, "" meaning OIHW. Its dtype is out_dtype, unset meaning a's. */
+static int conv_result(KCall *kc, ConvKind kind, const Conv *c, const DLTensor *a, const KView *av,
+                       const DLTensor *b, const KView *bv) {
+    const char *ref = data_refs[c->nsp], *ol = k_str(kc, "out_layout");
+    int64_t dims[2 + SP] = {c->batch, c->cout}, shape[K_MAX_DIMS];
+    for (uint32_t i = 0; i < c->nsp; i++)
+        dims[2 + i] = c->out[SP - c->nsp + i];
+    if (kind == CONV_BW) {
+        ref = "OIHW";
+        dims[0] = c->cout, dims[1] = c->cin_g, dims[2] = c->k[1], dims[3] = c->k[2];
+    }
+    if (ol[0] == '\0') ol = kind == CONV_BW ? "OIHW" : k_str(kc, "data_layout");
+    uint32_t ndim;
+    KView ov = {0};
+    DLTensor *o;
+    int rc = -1;
+    if (kern_nn_layout_shape(kc, ol, ref, dims, &ndim, shape) == 0 &&
+        (o = k_out(kc, 0, out_dtype_or(kc, k_dtype(a)), ndim, shape)) != NULL &&
+        kern_nn_view(kc, ndim, shape, ol, ref, "result", &ov) == 0)
+        rc = conv_run(kc, kind, c, a, av, b, bv, o, &ov);
+    kern_nn_view_free(&ov);
+    return rc;
+}
+
 /* nn.conv1d/2d/3d. Depthwise (TVM's rule: groups == input channels == the weight's O) reads the
  * weight (C, M, k...) as (C * M, 1, k...), the same memory, with output channel c * M + m. */
 static int conv_forward(KCall *kc, uint32_t nsp) {
-    const DLTensor *x = k_arg(kc, 0), *w = k_arg(kc, 1);
-    const char *ref = data_refs[nsp];
-    const char *dl = k_str(kc, "data_layout"), *ol = k_str(kc, "out_layout");
-    if (ol[0] == '\0') ol = dl;
-    KView xv = {0}, wv = {0}, ov = {0};
+    KView xv = {0}, wv = {0};
     Conv c;
     int rc = -1;
-    if (conv_attrs(kc, nsp, &c) != 0 ||
-        kern_nn_view(kc, (uint32_t)x->ndim, x->shape, dl, ref, "data", &xv) != 0 ||
-        kern_nn_view(kc, (uint32_t)w->ndim, w->shape, k_str(kc, "kernel_layout"), oi_refs[nsp],
-                     "weight", &wv) != 0 ||
-        conv_kernel(kc, &c, &wv) != 0)
-        goto done;
-    c.batch = xv.dim[0];
-    c.cin = xv.dim[1];
-    for (uint32_t i = 0; i < nsp; i++)
-        c.in[SP - nsp + i] = xv.dim[2 + i];
+    if (conv_operands(kc, nsp, oi_refs[nsp], &c, &xv, &wv) != 0) goto done;
     int64_t g = c.groups, w0 = wv.dim[0], w1 = wv.dim[1];
     if (g > 1 && c.cin == g && w0 == g) {
         c.cout = w0 * w1;
@@ -411,51 +425,24 @@ static int conv_forward(KCall *kc, uint32_t nsp) {
         c.cin_g = w1;
     }
     c.cout_g = c.cout / g;
-    if (!k_is_none(kc, "channels") && k_int(kc, "channels") != c.cout) {
-        k_error(kc, "channels is %lld but the weight gives %lld output channels",
-                (long long)k_int(kc, "channels"), (long long)c.cout);
-        goto done;
-    }
-    if (conv_slide(kc, &c) != 0) goto done;
-    int64_t dims[2 + SP] = {c.batch, c.cout};
-    for (uint32_t i = 0; i < nsp; i++)
-        dims[2 + i] = c.out[SP - nsp + i];
-    int64_t shape[K_MAX_DIMS];
-    uint32_t ond;
-    DLTensor *o;
-    if (kern_nn_layout_shape(kc, ol, ref, dims, &ond, shape) != 0 ||
-        (o = k_out(kc, 0, out_dtype_or(kc, k_dtype(x)), ond, shape)) == NULL ||
-        kern_nn_view(kc, ond, shape, ol, ref, "result", &ov) != 0)
-        goto done;
-    rc = conv_run(kc, CONV_FWD, &c, x, &xv, w, &wv, o, &ov);
+    if (conv_channels(kc, &c) != 0 || conv_slide(kc, &c) != 0) goto done;
+    rc = conv_result(kc, CONV_FWD, &c, k_arg(kc, 0), &xv, k_arg(kc, 1), &wv);
 done:
     kern_nn_view_free(&xv);
     kern_nn_view_free(&wv);
-    kern_nn_view_free(&ov);
     return rc;
 }
 
 /* nn.conv1d/2d/3d_transpose: output extent stride * (in - 1) + window - pads + output_padding
  * (as the relation computes it, an empty input included). */
 static int conv_transposed(KCall *kc, uint32_t nsp) {
-    const DLTensor *x = k_arg(kc, 0), *w = k_arg(kc, 1);
-    const char *ref = data_refs[nsp];
-    const char *dl = k_str(kc, "data_layout"), *ol = k_str(kc, "out_layout");
-    if (ol[0] == '\0') ol = dl;
-    KView xv = {0}, wv = {0}, ov = {0};
+    KView xv = {0}, wv = {0};
     Conv c;
     int64_t opad[SP] = {0, 0, 0};
     int rc = -1;
-    if (conv_attrs(kc, nsp, &c) != 0 || spatial_attr(kc, "output_padding", nsp, 0, opad) != 0 ||
-        kern_nn_view(kc, (uint32_t)x->ndim, x->shape, dl, ref, "data", &xv) != 0 ||
-        kern_nn_view(kc, (uint32_t)w->ndim, w->shape, k_str(kc, "kernel_layout"), io_refs[nsp],
-                     "weight", &wv) != 0 ||
-        conv_kernel(kc, &c, &wv) != 0)
+    if (conv_operands(kc, nsp, io_refs[nsp], &c, &xv, &wv) != 0 ||
+        kern_nn_spatial_attr(kc, "output_padding", nsp, 0, opad + SP - nsp) != 0)
         goto done;
-    c.batch = xv.dim[0];
-    c.cin = xv.dim[1];
-    for (uint32_t i = 0; i < nsp; i++)
-        c.in[SP - nsp + i] = xv.dim[2 + i];
     int64_t g = c.groups;
     if (c.cin % g != 0 || wv.dim[0] != c.cin) {
         k_error(kc, "data has %lld channels but the weight expects %lld (groups=%lld)",
@@ -465,11 +452,7 @@ static int conv_transposed(KCall *kc, uint32_t nsp) {
     c.cin_g = c.cin / g;
     c.cout_g = wv.dim[1];
     c.cout = c.cout_g * g;
-    if (!k_is_none(kc, "channels") && k_int(kc, "channels") != c.cout) {
-        k_error(kc, "channels is %lld but the weight gives %lld output channels",
-                (long long)k_int(kc, "channels"), (long long)c.cout);
-        goto done;
-    }
+    if (conv_channels(kc, &c) != 0) goto done;
     for (int i = 0; i < SP; i++) {
         int64_t window = c.dil[i] * (c.k[i] - 1) + 1, pads = c.pad[i] + c.pad_after[i];
         if (c.k[i] < 1) {
@@ -489,21 +472,10 @@ static int conv_transposed(KCall *kc, uint32_t nsp) {
         }
         c.out[i] = v;
     }
-    int64_t dims[2 + SP] = {c.batch, c.cout};
-    for (uint32_t i = 0; i < nsp; i++)
-        dims[2 + i] = c.out[SP - nsp + i];
-    int64_t shape[K_MAX_DIMS];
-    uint32_t ond;
-    DLTensor *o;
-    if (kern_nn_layout_shape(kc, ol, ref, dims, &ond, shape) != 0 ||
-        (o = k_out(kc, 0, out_dtype_or(kc, k_dtype(x)), ond, shape)) == NULL ||
-        kern_nn_view(kc, ond, shape, ol, ref, "result", &ov) != 0)
-        goto done;
-    rc = conv_run(kc, CONV_T, &c, x, &xv, w, &wv, o, &ov);
+    rc = conv_result(kc, CONV_T, &c, k_arg(kc, 0), &xv, k_arg(kc, 1), &wv);
 done:
     kern_nn_view_free(&xv);
     kern_nn_view_free(&wv);
-    kern_nn_view_free(&ov);
     return rc;
 }
 
@@ -513,10 +485,8 @@ done:
 int kern_nn_conv2d_backward_weight(KCall *kc) {
     const DLTensor *gr = k_arg(kc, 0), *x = k_arg(kc, 1);
     const char *gl = k_str(kc, "data_layout"), *xl = k_str(kc, "kernel_layout");
-    const char *ol = k_str(kc, "out_layout");
     if (strcmp(xl, "OIHW") == 0) xl = gl;
-    if (ol[0] == '\0') ol = "OIHW";
-    KView gv = {0}, xv = {0}, ov = {0};
+    KView gv = {0}, xv = {0};
     Conv c;
     int rc = -1;
     if (conv_attrs(kc, 2, &c) != 0 ||
@@ -554,25 +524,16 @@ int kern_nn_conv2d_backward_weight(KCall *kc) {
     }
     c.cin_g = c.cin / g;
     c.cout_g = c.cout / g;
-    int64_t w1 = c.cin_g;
     if (g > 1 && c.cin == g && c.cout == g) {
         if (k_is_none(kc, "channels") || k_int(kc, "channels") / g != c.cin_g) {
             k_error(kc, "a depthwise weight gradient needs channels == groups");
             goto done;
         }
     }
-    int64_t dims[4] = {c.cout, w1, c.k[1], c.k[2]}, shape[K_MAX_DIMS];
-    uint32_t ond;
-    DLTensor *o;
-    if (kern_nn_layout_shape(kc, ol, "OIHW", dims, &ond, shape) != 0 ||
-        (o = k_out(kc, 0, out_dtype_or(kc, k_dtype(gr)), ond, shape)) == NULL ||
-        kern_nn_view(kc, ond, shape, ol, "OIHW", "result", &ov) != 0)
-        goto done;
-    rc = conv_run(kc, CONV_BW, &c, gr, &gv, x, &xv, o, &ov);
+    rc = conv_result(kc, CONV_BW, &c, gr, &gv, x, &xv);
 done:
     kern_nn_view_free(&gv);
     kern_nn_view_free(&xv);
-    kern_nn_view_free(&ov);
     return rc;
 }
 

@@ -107,79 +107,61 @@ static void val_add(VClass c, Val *acc, Val x) {
 
 static const char *const spatial_of[] = {"", "W", "HW", "DHW"};
 
-/* A pooled tensor: the positions of its spatial axes and, per spatial axis (D, H, W; leading
- * ones trivial for 1-D and 2-D pools), the window. */
+/* A pooled tensor: its layout, the positions of its spatial axes and, per spatial axis (D, H, W;
+ * leading ones trivial for 1-D and 2-D pools), the window. */
 typedef struct Pool {
     uint32_t nsp, ndim;
+    KLayout layout;
     int axis[SP]; /* tensor dimension of each spatial axis; -1 for a trivial leading one */
     int64_t in[SP], out[SP], k[SP], stride[SP], dil[SP], pad[SP], pad_after[SP];
     bool ceil_mode, count_include_pad;
 } Pool;
 
-/* The layout attribute `attr`: rank ndim, the nsp spatial axes present and unsplit. */
-static int pool_layout(KCall *kc, const char *attr, uint32_t ndim, uint32_t nsp, Pool *p) {
-    KLayout l;
-    const char *text = k_str(kc, attr);
-    if (!kern_nn_layout_parse(text, &l))
-        return k_error(kc, "%s \"%s\" is not a layout", attr, text);
-    if (l.n != ndim)
-        return k_error(kc, "data has rank %u but %s \"%s\" has %u axes", ndim, attr, text, l.n);
-    p->nsp = nsp;
-    p->ndim = ndim;
-    for (int i = 0; i < SP; i++)
-        p->axis[i] = -1;
-    for (uint32_t i = 0; i < nsp; i++) {
-        char a = spatial_of[nsp][i];
-        int at = kern_nn_layout_find(&l, a);
-        if (at < 0 || kern_nn_layout_find(&l, (char)(a - 'A' + 'a')) >= 0)
-            return k_error(kc, "%s \"%s\" must have the axis %c, unsplit", attr, text, a);
-        p->axis[SP - nsp + i] = at;
-    }
-    return 0;
-}
-
-static int spatial_attr(KCall *kc, const char *name, uint32_t nsp, int64_t lo, int64_t *out) {
-    const int64_t *v;
-    uint32_t n = k_ints(kc, name, &v);
-    if (n != 1 && n != nsp) return k_error(kc, "%s must have 1 or %u values, got %u", name, nsp, n);
-    for (uint32_t i = 0; i < nsp; i++) {
-        int64_t x = v[n == 1 ? 0 : i];
-        if (x < lo)
-            return k_error(kc, "%s values must be at least %lld, got %lld", name, (long long)lo,
-                           (long long)x);
-        out[SP - nsp + i] = x;
-    }
-    return 0;
-}
-
-/* The windowed pools' attributes and output extents for data of shape (ndim, shape). */
-static int pool_setup(KCall *kc, uint32_t nsp, uint32_t ndim, const int64_t *shape, Pool *p) {
+/* A pool over the nsp spatial axes of data x before its attributes are read: the layout
+ * attribute with those axes present and unsplit, their extents (in = out), windows of 1 tap. */
+static int pool_init(KCall *kc, const DLTensor *x, uint32_t nsp, Pool *p) {
     memset(p, 0, sizeof *p);
-    for (int i = 0; i < SP; i++)
+    p->nsp = nsp;
+    p->ndim = (uint32_t)x->ndim;
+    for (int i = 0; i < SP; i++) {
+        p->axis[i] = -1;
         p->in[i] = p->out[i] = p->k[i] = p->stride[i] = p->dil[i] = 1;
-    if (pool_layout(kc, "layout", ndim, nsp, p) != 0 ||
-        spatial_attr(kc, "pool_size", nsp, 1, p->k) != 0 ||
-        spatial_attr(kc, "strides", nsp, 1, p->stride) != 0 ||
-        spatial_attr(kc, "dilation", nsp, 1, p->dil) != 0)
-        return -1;
-    const int64_t *v;
-    uint32_t n = k_ints(kc, "padding", &v);
-    if (n != 1 && n != nsp && n != 2 * nsp)
-        return k_error(kc, "padding must have 1, %u or %u values, got %u", nsp, 2 * nsp, n);
-    for (uint32_t i = 0; i < nsp; i++) {
-        int64_t b = n == 2 * nsp ? v[i] : v[n == 1 ? 0 : i];
-        int64_t a = n == 2 * nsp ? v[i + nsp] : b;
-        if (b < 0 || a < 0) return k_error(kc, "padding values must be non-negative");
-        p->pad[SP - nsp + i] = b;
-        p->pad_after[SP - nsp + i] = a;
     }
+    if (k_layout_attr(kc, "layout", p->ndim, &p->layout) != 0 ||
+        k_layout_axes(kc, &p->layout, spatial_of[nsp], p->axis + SP - nsp) != 0)
+        return -1;
+    for (int i = SP - (int)nsp; i < SP; i++)
+        p->in[i] = p->out[i] = x->shape[p->axis[i]];
+    return 0;
+}
+
+/* x's shape with the spatial extents p->out. */
+static void pool_shape(const Pool *p, const DLTensor *x, int64_t *shape) {
+    memcpy(shape, x->shape, p->ndim * sizeof(int64_t));
+    for (int i = 0; i < SP; i++)
+        if (p->axis[i] >= 0) shape[p->axis[i]] = p->out[i];
+}
+
+/* The pooled result: x's dtype, and x's shape with the spatial extents p->out (into shape). */
+static DLTensor *pool_out(KCall *kc, const Pool *p, const DLTensor *x, int64_t *shape) {
+    pool_shape(p, x, shape);
+    return k_out(kc, 0, k_dtype(x), p->ndim, shape);
+}
+
+/* The windowed pools' attributes and output extents for data x. */
+static int pool_setup(KCall *kc, uint32_t nsp, const DLTensor *x, Pool *p) {
+    if (pool_init(kc, x, nsp, p) != 0 ||
+        kern_nn_spatial_attr(kc, "pool_size", nsp, 1, p->k + SP - nsp) != 0 ||
+        kern_nn_spatial_attr(kc, "strides", nsp, 1, p->stride + SP - nsp) != 0 ||
+        kern_nn_spatial_attr(kc, "dilation", nsp, 1, p->dil + SP - nsp) != 0 ||
+        kern_nn_padding(kc, nsp, p->pad + SP - nsp, p->pad_after + SP - nsp) != 0)
+        return -1;
     p->ceil_mode = k_bool(kc, "ceil_mode");
     p->count_include_pad = false;
     for (uint32_t i = 0; i < kc->n_attrs; i++)
         if (strcmp(kc->attrs[i].name, "count_include_pad") == 0)
             p->count_include_pad = k_bool(kc, "count_include_pad");
     for (int i = 0; i < SP; i++) {
-        if (p->axis[i] >= 0) p->in[i] = shape[p->axis[i]];
         int64_t window = p->dil[i] * (p->k[i] - 1) + 1;
         int64_t padded = p->in[i] + p->pad[i] + p->pad_after[i];
         if (window > padded)
@@ -218,11 +200,6 @@ static int64_t pool_divisor(const Pool *p, const int64_t *o) {
     return n > 0 ? n : 1;
 }
 
-/* Element offsets: strides of a shape of rank ndim. */
-static void strides_of(uint32_t ndim, const int64_t *shape, int64_t *st) {
-    k_strides(ndim, shape, st);
-}
-
 /* Input offset of output element idx with the spatial indices zeroed, and the spatial output
  * position into o[SP]. */
 static int64_t pool_base(const Pool *p, const int64_t *idx, const int64_t *in_st, int64_t *o) {
@@ -245,17 +222,14 @@ static int pool_fwd(KCall *kc, uint32_t nsp, bool is_max) {
     const DLTensor *x = k_arg(kc, 0);
     uint32_t ndim = (uint32_t)x->ndim;
     Pool p;
-    if (pool_setup(kc, nsp, ndim, x->shape, &p) != 0) return -1;
+    if (pool_setup(kc, nsp, x, &p) != 0) return -1;
     int64_t shape[K_MAX_DIMS], in_st[K_MAX_DIMS], idx[K_MAX_DIMS] = {0};
-    memcpy(shape, x->shape, ndim * sizeof(int64_t));
-    for (int i = 0; i < SP; i++)
-        if (p.axis[i] >= 0) shape[p.axis[i]] = p.out[i];
-    rly_dtype dt = k_dtype(x);
-    DLTensor *o = k_out(kc, 0, dt, ndim, shape);
+    DLTensor *o = pool_out(kc, &p, x, shape);
     if (o == NULL) return -1;
+    rly_dtype dt = k_dtype(x);
     int64_t total = k_shape_numel(ndim, shape);
     if (total == 0) return 0;
-    strides_of(ndim, x->shape, in_st);
+    k_strides(ndim, x->shape, in_st);
     const void *src = k_ptr(x);
     void *dst = k_ptr(o);
     VClass c = vclass(dt);
@@ -295,11 +269,9 @@ static int pool_grad(KCall *kc, bool is_max) {
     const DLTensor *og = k_arg(kc, 0), *x = k_arg(kc, 1);
     uint32_t ndim = (uint32_t)x->ndim;
     Pool p;
-    if (pool_setup(kc, 2, ndim, x->shape, &p) != 0) return -1;
+    if (pool_setup(kc, 2, x, &p) != 0) return -1;
     int64_t shape[K_MAX_DIMS], in_st[K_MAX_DIMS], idx[K_MAX_DIMS] = {0};
-    memcpy(shape, x->shape, ndim * sizeof(int64_t));
-    for (int i = 0; i < SP; i++)
-        if (p.axis[i] >= 0) shape[p.axis[i]] = p.out[i];
+    pool_shape(&p, x, shape);
     bool same = (uint32_t)og->ndim == ndim && k_dtype(og) == k_dtype(x);
     for (uint32_t d = 0; same && d < ndim; d++)
         same = og->shape[d] == shape[d];
@@ -311,7 +283,7 @@ static int pool_grad(KCall *kc, bool is_max) {
     VClass c = vclass(dt);
     Val *acc = kern_nn_scratch(kc, n_in, sizeof(Val));
     if (acc == NULL) return -1;
-    strides_of(ndim, x->shape, in_st);
+    k_strides(ndim, x->shape, in_st);
     const void *src = k_ptr(x), *gsrc = k_ptr(og);
     int64_t s1 = sp_stride(&p, in_st, 1), s2 = sp_stride(&p, in_st, 2);
     for (int64_t flat = 0; flat < total; flat++, k_next(idx, ndim, shape)) {
@@ -355,12 +327,7 @@ static int adaptive(KCall *kc, uint32_t nsp, bool is_max, bool global) {
     const DLTensor *x = k_arg(kc, 0);
     uint32_t ndim = (uint32_t)x->ndim;
     Pool p;
-    memset(&p, 0, sizeof p);
-    for (int i = 0; i < SP; i++)
-        p.in[i] = p.out[i] = 1;
-    if (pool_layout(kc, "layout", ndim, nsp, &p) != 0) return -1;
-    for (int i = 0; i < SP; i++)
-        if (p.axis[i] >= 0) p.in[i] = p.out[i] = x->shape[p.axis[i]];
+    if (pool_init(kc, x, nsp, &p) != 0) return -1;
     if (global) {
         for (int i = 0; i < SP; i++)
             p.out[i] = 1;
@@ -377,14 +344,11 @@ static int adaptive(KCall *kc, uint32_t nsp, bool is_max, bool global) {
         }
     }
     int64_t shape[K_MAX_DIMS], in_st[K_MAX_DIMS], idx[K_MAX_DIMS] = {0};
-    memcpy(shape, x->shape, ndim * sizeof(int64_t));
-    for (int i = 0; i < SP; i++)
-        if (p.axis[i] >= 0) shape[p.axis[i]] = p.out[i];
-    rly_dtype dt = k_dtype(x);
-    DLTensor *o = k_out(kc, 0, dt, ndim, shape);
+    DLTensor *o = pool_out(kc, &p, x, shape);
     if (o == NULL) return -1;
+    rly_dtype dt = k_dtype(x);
     int64_t total = k_shape_numel(ndim, shape);
-    strides_of(ndim, x->shape, in_st);
+    k_strides(ndim, x->shape, in_st);
     const void *src = k_ptr(x);
     void *dst = k_ptr(o);
     VClass c = vclass(dt);
@@ -475,16 +439,10 @@ static int upsample(KCall *kc, uint32_t nsp) {
     const DLTensor *x = k_arg(kc, 0);
     uint32_t ndim = (uint32_t)x->ndim;
     Pool p;
-    memset(&p, 0, sizeof p);
-    for (int i = 0; i < SP; i++)
-        p.in[i] = p.out[i] = 1;
-    if (pool_layout(kc, "layout", ndim, nsp, &p) != 0) return -1;
-    KLayout l;
-    kern_nn_layout_parse(k_str(kc, "layout"), &l);
+    if (pool_init(kc, x, nsp, &p) != 0) return -1;
     for (const char *r = refs[nsp]; *r; r++)
-        if (kern_nn_layout_find(&l, *r) < 0)
-            return k_error(kc, "layout \"%s\" is not convertible to %s", k_str(kc, "layout"),
-                           refs[nsp]);
+        if (k_layout_find(&p.layout, *r) < 0)
+            return k_error(kc, "layout \"%s\" is not convertible to %s", p.layout.text, refs[nsp]);
     const char *method = k_str(kc, "method");
     Resize m = strcmp(method, "nearest_neighbor") == 0 ? RS_NEAREST
                : strcmp(method, "bicubic") == 0        ? RS_CUBIC
@@ -498,21 +456,16 @@ static int upsample(KCall *kc, uint32_t nsp) {
              : strcmp(mode, "asymmetric") == 0  ? CT_ASYMMETRIC
                                                 : CT_HALF_PIXEL;
     }
-    int64_t shape[K_MAX_DIMS];
-    memcpy(shape, x->shape, ndim * sizeof(int64_t));
-    for (uint32_t i = 0; i < nsp; i++) {
-        int j = SP - (int)nsp + (int)i;
-        double scale = k_float(kc, scale_names[3 - nsp + i]);
+    for (int j = SP - (int)nsp; j < SP; j++) {
+        double scale = k_float(kc, scale_names[j]);
         if (!(scale > 0) || !isfinite(scale))
-            return k_error(kc, "%s must be a positive number, got %g", scale_names[3 - nsp + i],
-                           scale);
-        p.in[j] = x->shape[p.axis[j]];
+            return k_error(kc, "%s must be a positive number, got %g", scale_names[j], scale);
         p.out[j] = scale == 1.0 ? p.in[j] : (int64_t)nearbyint((double)p.in[j] * scale);
-        shape[p.axis[j]] = p.out[j];
     }
-    rly_dtype dt = k_dtype(x);
-    DLTensor *o = k_out(kc, 0, dt, ndim, shape);
+    int64_t shape[K_MAX_DIMS];
+    DLTensor *o = pool_out(kc, &p, x, shape);
     if (o == NULL) return -1;
+    rly_dtype dt = k_dtype(x);
     int64_t total = k_shape_numel(ndim, shape);
     if (total == 0) return 0;
     for (int i = 0; i < SP; i++)
@@ -525,7 +478,7 @@ static int upsample(KCall *kc, uint32_t nsp) {
             taps_of(p.axis[i] >= 0 ? m : RS_NEAREST, ct, v, p.in[i], p.out[i], &taps[i][v]);
     }
     int64_t in_st[K_MAX_DIMS], idx[K_MAX_DIMS] = {0}, s[SP];
-    strides_of(ndim, x->shape, in_st);
+    k_strides(ndim, x->shape, in_st);
     for (int i = 0; i < SP; i++)
         s[i] = sp_stride(&p, in_st, i);
     const void *src = k_ptr(x);

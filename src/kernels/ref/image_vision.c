@@ -152,17 +152,14 @@ static int resize_nd(KCall *kc, const char *spatial) {
     if (k_ints(kc, "size", &size) != rs.n_sp || k_floats(kc, "roi", &rs.roi) != 2 * rs.n_sp)
         return k_error(kc, "size and roi must have %u and %u values", rs.n_sp, 2 * rs.n_sp);
     KLayout l;
-    if (!vr_layout_parse(k_str(kc, "layout"), &l) || l.n != (uint32_t)x->ndim)
-        return k_error(kc, "layout \"%s\" does not fit data of rank %d", k_str(kc, "layout"),
-                       x->ndim);
     int sp_axis[3];
-    int64_t in_sz[3], out_sz[3];
     uint32_t ndim = (uint32_t)x->ndim;
+    if (k_layout_attr(kc, "layout", ndim, &l) != 0 || k_layout_axes(kc, &l, spatial, sp_axis) != 0)
+        return -1;
+    int64_t in_sz[3], out_sz[3];
     int64_t shape[K_MAX_DIMS], in_stride[K_MAX_DIMS];
     memcpy(shape, x->shape, ndim * sizeof(int64_t));
     for (uint32_t d = 0; d < rs.n_sp; d++) {
-        sp_axis[d] = vr_axis(&l, spatial[d]);
-        if (sp_axis[d] < 0) return k_error(kc, "layout has no axis %c", spatial[d]);
         in_sz[d] = x->shape[sp_axis[d]];
         out_sz[d] = size[d];
         shape[sp_axis[d]] = size[d];
@@ -253,16 +250,16 @@ static double crop_coord(double start, double end, int64_t o, int64_t in, int64_
 
 static int crop_and_resize(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0), *boxes = k_arg(kc, 1), *box_ind = k_arg(kc, 2);
+    uint32_t ndim = (uint32_t)x->ndim;
     KLayout l;
-    if (!vr_layout_parse(k_str(kc, "layout"), &l) || l.n != (uint32_t)x->ndim)
-        return k_error(kc, "layout \"%s\" does not fit data of rank %d", k_str(kc, "layout"),
-                       x->ndim);
+    int nhw[3];
+    if (k_layout_attr(kc, "layout", ndim, &l) != 0 || k_layout_axes(kc, &l, "NHW", nhw) != 0)
+        return -1;
     const int64_t *crop;
     if (k_ints(kc, "crop_size", &crop) != 2) return k_error(kc, "crop_size needs 2 values");
     bool nearest = strcmp(k_str(kc, "method"), "nearest_neighbor") == 0;
     double extrap = k_float(kc, "extrapolation_value");
-    int an = vr_axis(&l, 'N'), ah = vr_axis(&l, 'H'), aw = vr_axis(&l, 'W');
-    uint32_t ndim = (uint32_t)x->ndim;
+    int an = nhw[0], ah = nhw[1], aw = nhw[2];
     int64_t n_box = boxes->shape[0], batch = x->shape[an], ih = x->shape[ah], iw = x->shape[aw];
     if (box_ind->shape[0] != n_box)
         return k_error(kc, "%lld boxes but %lld box indices", (long long)n_box,
@@ -416,15 +413,12 @@ static int grid_sample(KCall *kc) {
     const char *spatial = g.n_sp == 3 ? "DHW" : "HW";
     if (method == GS_BICUBIC && g.n_sp != 2)
         return k_error(kc, "method \"bicubic\" supports only 4-D data");
-    KLayout l;
-    if (!vr_layout_parse(k_str(kc, "layout"), &l) || l.n != (uint32_t)x->ndim)
-        return k_error(kc, "layout \"%s\" does not fit data of rank %d", k_str(kc, "layout"),
-                       x->ndim);
-    int an = vr_axis(&l, 'N');
-    if (an < 0 || l.split['N' - 'A'])
-        return k_error(kc, "layout \"%s\" must have an unsplit N axis", k_str(kc, "layout"));
     uint32_t ndim = (uint32_t)x->ndim;
-    int sp_axis[3];
+    KLayout l;
+    int an, sp_axis[3];
+    if (k_layout_attr(kc, "layout", ndim, &l) != 0 || k_layout_axes(kc, &l, "N", &an) != 0 ||
+        k_layout_axes(kc, &l, spatial, sp_axis) != 0)
+        return -1;
     int64_t shape[K_MAX_DIMS], in_stride[K_MAX_DIMS], g_stride[K_MAX_DIMS];
     memcpy(shape, x->shape, ndim * sizeof(int64_t));
     k_strides(ndim, x->shape, in_stride);
@@ -432,7 +426,6 @@ static int grid_sample(KCall *kc) {
     if (grid->shape[0] != x->shape[an] || grid->shape[1] != (int64_t)g.n_sp)
         return k_error(kc, "grid batch or coordinate count does not match the data");
     for (uint32_t d = 0; d < g.n_sp; d++) {
-        sp_axis[d] = vr_axis(&l, spatial[d]);
         g.size[d] = x->shape[sp_axis[d]];
         g.stride[d] = in_stride[sp_axis[d]];
         shape[sp_axis[d]] = grid->shape[2 + d];
@@ -531,11 +524,12 @@ static bool elem_gt(rly_dtype dt, double fa, uint64_t ua, double fb, uint64_t ub
 
 static int dilation2d(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0), *w = k_arg(kc, 1);
+    if (x->ndim != 4 || w->ndim != 3) return k_error(kc, "data must be 4-D and weight 3-D");
     KLayout dl, kl;
-    if (!vr_layout_parse(k_str(kc, "data_layout"), &dl) || dl.n != 4 ||
-        !vr_layout_parse(k_str(kc, "kernel_layout"), &kl) || kl.n != 3 || x->ndim != 4 ||
-        w->ndim != 3)
-        return k_error(kc, "data_layout or kernel_layout does not fit the arguments");
+    int xa[4], wa[3]; /* the N, C, H, W axes of the data; I, H, W of the weight */
+    if (k_layout_attr(kc, "data_layout", 4, &dl) != 0 || k_layout_axes(kc, &dl, "NCHW", xa) != 0 ||
+        k_layout_attr(kc, "kernel_layout", 3, &kl) != 0 || k_layout_axes(kc, &kl, "IHW", wa) != 0)
+        return -1;
     const int64_t *st, *di, *pv;
     if (k_ints(kc, "strides", &st) != 2 || k_ints(kc, "dilations", &di) != 2 || st[0] < 1 ||
         st[1] < 1 || di[0] < 1 || di[1] < 1)
@@ -548,9 +542,7 @@ static int dilation2d(KCall *kc) {
         pt = pv[0], pl = pv[1];
     else
         return k_error(kc, "padding needs 1, 2 or 4 values");
-    int dn = vr_axis(&dl, 'N'), dc = vr_axis(&dl, 'C'), dh = vr_axis(&dl, 'H'),
-        dw = vr_axis(&dl, 'W');
-    int ki = vr_axis(&kl, 'I'), kh = vr_axis(&kl, 'H'), kw = vr_axis(&kl, 'W');
+    int dn = xa[0], dc = xa[1], dh = xa[2], dw = xa[3], ki = wa[0], kh = wa[1], kw = wa[2];
     int64_t n = x->shape[dn], c = x->shape[dc], ih = x->shape[dh], iw = x->shape[dw];
     int64_t fh = w->shape[kh], fw = w->shape[kw];
     if (w->shape[ki] != c)

@@ -50,6 +50,14 @@ static void copy_all(void *dst, const DLTensor *src) {
     copy_elems(dst, 0, k_ptr(src), 0, esize(src), k_numel(src));
 }
 
+/* Output 0 as a copy of x (its dtype, shape and elements), which the scatter-like kernels then
+ * update in place. */
+static DLTensor *out_copy(KCall *kc, const DLTensor *x) {
+    DLTensor *o = k_out(kc, 0, k_dtype(x), rank(x), x->shape);
+    if (o != NULL) copy_all(k_ptr(o), x);
+    return o;
+}
+
 /* Fill n elements of dst with the element at src. */
 static void fill_elems(void *dst, const void *src, size_t es, int64_t n) {
     for (int64_t i = 0; i < n; i++)
@@ -305,9 +313,8 @@ static int scatter_elements_ref(KCall *kc) {
     shape_copy(ind, ishape);
     k_strides(n, shape, st);
     rly_dtype dt = k_dtype(x);
-    DLTensor *o = k_out(kc, 0, dt, n, shape);
+    DLTensor *o = out_copy(kc, x);
     if (o == NULL) return -1;
-    copy_all(k_ptr(o), x);
     int64_t total = k_numel(ind), na = shape[axis];
     for (int64_t i = 0; i < total; i++) {
         int64_t v = load_index(ind, i), off = 0;
@@ -342,9 +349,8 @@ static int scatter_nd_ref(KCall *kc) {
     int64_t shape[K_MAX_DIMS];
     shape_copy(x, shape);
     rly_dtype dt = k_dtype(x);
-    DLTensor *o = k_out(kc, 0, dt, nd, shape);
+    DLTensor *o = out_copy(kc, x);
     if (o == NULL) return -1;
-    copy_all(k_ptr(o), x);
     int64_t ny = k_shape_numel(ny_dims, ind->shape + 1), nz = k_shape_numel(nz_dims, shape + m);
     for (int64_t y = 0; y < ny; y++) {
         int64_t off = 0;
@@ -680,53 +686,50 @@ static int sort_axis(KCall *kc, const DLTensor *x, int64_t *axis) {
     return 0;
 }
 
-static int sort_ref(KCall *kc) {
-    const DLTensor *x = k_arg(kc, 0);
-    int64_t axis, shape[K_MAX_DIMS];
-    if (sort_axis(kc, x, &axis) != 0) return -1;
-    shape_copy(x, shape);
-    DLTensor *o = k_out(kc, 0, k_dtype(x), rank(x), shape);
+/* The position along the axis of element offset p. */
+static int64_t axis_pos(const SortRows *s, int64_t p) { return (p / s->inner) % s->len; }
+
+/* Sorts every row of x along axis (ascending unless is_ascend is false) and writes the first k
+ * of each row: the values into ov and their positions along the axis into oi (either may be
+ * NULL), both of x's shape with k on the axis. */
+static int sort_write(KCall *kc, const DLTensor *x, int64_t axis, int64_t k, DLTensor *ov,
+                      DLTensor *oi) {
     SortRows s;
-    if (o == NULL || !sort_rows_init(kc, x, axis, &s)) return -1;
+    if (!sort_rows_init(kc, x, axis, &s)) return -1;
     SortKey key = {k_ptr(x), k_dtype(x), !k_bool(kc, "is_ascend")};
     for (int64_t r = 0; r < s.outer * s.inner; r++) {
         sort_row(&s, &key, r);
         int64_t a = r / s.inner, b = r % s.inner;
-        for (int64_t j = 0; j < s.len; j++)
-            copy_elems(k_ptr(o), (a * s.len + j) * s.inner + b, k_ptr(x), s.pos[j], esize(x), 1);
+        for (int64_t j = 0; j < k; j++) {
+            int64_t at = (a * k + j) * s.inner + b;
+            if (ov) copy_elems(k_ptr(ov), at, k_ptr(x), s.pos[j], esize(x), 1);
+            if (oi) k_storei(k_ptr(oi), k_dtype(oi), at, axis_pos(&s, s.pos[j]));
+        }
     }
     free(s.pos);
     return 0;
 }
 
-/* The position along the axis of element offset p. */
-static int64_t axis_pos(const SortRows *s, int64_t p) { return (p / s->inner) % s->len; }
+static int sort_ref(KCall *kc) {
+    const DLTensor *x = k_arg(kc, 0);
+    int64_t axis;
+    if (sort_axis(kc, x, &axis) != 0) return -1;
+    DLTensor *o = k_out(kc, 0, k_dtype(x), rank(x), x->shape);
+    return o == NULL ? -1 : sort_write(kc, x, axis, dim(x, (uint32_t)axis), o, NULL);
+}
 
 static int argsort_ref(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
-    int64_t axis, shape[K_MAX_DIMS];
+    int64_t axis;
     if (sort_axis(kc, x, &axis) != 0) return -1;
-    rly_dtype dt = dtype_attr(kc, RLY_DTYPE_I32);
-    shape_copy(x, shape);
-    DLTensor *o = k_out(kc, 0, dt, rank(x), shape);
-    SortRows s;
-    if (o == NULL || !sort_rows_init(kc, x, axis, &s)) return -1;
-    SortKey key = {k_ptr(x), k_dtype(x), !k_bool(kc, "is_ascend")};
-    for (int64_t r = 0; r < s.outer * s.inner; r++) {
-        sort_row(&s, &key, r);
-        int64_t a = r / s.inner, b = r % s.inner;
-        for (int64_t j = 0; j < s.len; j++)
-            k_storei(k_ptr(o), dt, (a * s.len + j) * s.inner + b, axis_pos(&s, s.pos[j]));
-    }
-    free(s.pos);
-    return 0;
+    DLTensor *o = k_out(kc, 0, dtype_attr(kc, RLY_DTYPE_I32), rank(x), x->shape);
+    return o == NULL ? -1 : sort_write(kc, x, axis, dim(x, (uint32_t)axis), NULL, o);
 }
 
 static int topk_ref(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
     int64_t axis, shape[K_MAX_DIMS];
     if (sort_axis(kc, x, &axis) != 0) return -1;
-    rly_dtype dt = dtype_attr(kc, RLY_DTYPE_I32);
     const char *ret = k_str(kc, "ret_type");
     bool want_v = strcmp(ret, "indices") != 0, want_i = strcmp(ret, "values") != 0;
     uint32_t n_out = (uint32_t)want_v + (uint32_t)want_i;
@@ -741,22 +744,10 @@ static int topk_ref(KCall *kc) {
                        (long long)axis, (long long)len);
     shape[axis] = k;
     DLTensor *ov = want_v ? k_out(kc, 0, k_dtype(x), rank(x), shape) : NULL;
-    DLTensor *oi = want_i ? k_out(kc, want_v ? 1 : 0, dt, rank(x), shape) : NULL;
-    SortRows s;
-    if ((want_v && ov == NULL) || (want_i && oi == NULL) || !sort_rows_init(kc, x, axis, &s))
-        return -1;
-    SortKey key = {k_ptr(x), k_dtype(x), !k_bool(kc, "is_ascend")};
-    for (int64_t r = 0; r < s.outer * s.inner; r++) {
-        sort_row(&s, &key, r);
-        int64_t a = r / s.inner, b = r % s.inner;
-        for (int64_t j = 0; j < k; j++) {
-            int64_t at = (a * k + j) * s.inner + b;
-            if (ov) copy_elems(k_ptr(ov), at, k_ptr(x), s.pos[j], esize(x), 1);
-            if (oi) k_storei(k_ptr(oi), dt, at, axis_pos(&s, s.pos[j]));
-        }
-    }
-    free(s.pos);
-    return 0;
+    DLTensor *oi =
+        want_i ? k_out(kc, want_v ? 1 : 0, dtype_attr(kc, RLY_DTYPE_I32), rank(x), shape) : NULL;
+    if ((want_v && ov == NULL) || (want_i && oi == NULL)) return -1;
+    return sort_write(kc, x, axis, k, ov, oi);
 }
 
 /* For each value, the insertion point into its row of sorted_sequence: the first i with
@@ -835,9 +826,8 @@ static int sequence_mask_ref(KCall *kc) {
     int64_t shape[K_MAX_DIMS];
     shape_copy(x, shape);
     rly_dtype dt = k_dtype(x);
-    DLTensor *o = k_out(kc, 0, dt, n, shape);
+    DLTensor *o = out_copy(kc, x);
     if (o == NULL) return -1;
-    copy_all(k_ptr(o), x);
     int64_t inner = k_shape_numel(n - 2, shape + 2);
     double mask = k_float(kc, "mask_value");
     for (int64_t a = 0; a < shape[0]; a++)

@@ -253,13 +253,30 @@ static int k_bias_add(KCall *kc) {
     return 0;
 }
 
-/* x * alpha in dtype dt, alpha already of the dtype's values (integers wrap). */
-static void store_scaled(void *dst, rly_dtype dt, int64_t i, const void *x, int64_t ix,
-                         double alpha_f, uint64_t alpha_u) {
+/* The slope of prelu and leaky_relu: element i of (base, dt), a double for a float dtype and
+ * a uint64 pattern for an integer one. */
+typedef struct Slope {
+    double f;
+    uint64_t u;
+} Slope;
+
+static Slope slope_at(const void *base, rly_dtype dt, int64_t i) {
+    Slope a = {0, 0};
     if (is_float(dt))
-        k_storef(dst, dt, i, k_loadf(x, dt, ix) * alpha_f);
+        a.f = k_loadf(base, dt, i);
     else
-        k_storeu(dst, dt, i, (uint64_t)k_loadi(x, dt, ix) * alpha_u);
+        a.u = (uint64_t)k_loadi(base, dt, i);
+    return a;
+}
+
+/* y[i] = x[i] where it is positive, else x[i] * a (integers wrap). */
+static void store_leaky(void *y, const void *x, rly_dtype dt, int64_t i, Slope a) {
+    if (positive(x, dt, i))
+        k_convert(y, dt, i, x, dt, i);
+    else if (is_float(dt))
+        k_storef(y, dt, i, k_loadf(x, dt, i) * a.f);
+    else
+        k_storeu(y, dt, i, (uint64_t)k_loadi(x, dt, i) * a.u);
 }
 
 static int k_prelu(KCall *kc) {
@@ -273,14 +290,9 @@ static int k_prelu(KCall *kc) {
     if (o == NULL) return -1;
     for (int64_t i = 0, f = 0; i < outer; i++)
         for (int64_t ch = 0; ch < c; ch++) {
-            double af = is_float(dt) ? k_loadf(k_ptr(alpha), dt, ch) : 0;
-            uint64_t au = is_float(dt) ? 0 : (uint64_t)k_loadi(k_ptr(alpha), dt, ch);
-            for (int64_t j = 0; j < inner; j++, f++) {
-                if (positive(k_ptr(x), dt, f))
-                    k_convert(k_ptr(o), dt, f, k_ptr(x), dt, f);
-                else
-                    store_scaled(k_ptr(o), dt, f, k_ptr(x), f, af, au);
-            }
+            Slope a = slope_at(k_ptr(alpha), dt, ch);
+            for (int64_t j = 0; j < inner; j++, f++)
+                store_leaky(k_ptr(o), k_ptr(x), dt, f, a);
         }
     return 0;
 }
@@ -311,15 +323,10 @@ static int k_leaky_relu(KCall *kc) {
     /* TVM's make_const(dtype, alpha): rounded to a float dtype, truncated to an integer one */
     uint64_t tmp = 0;
     k_storef(&tmp, dt, 0, k_float(kc, "alpha"));
-    double af = is_float(dt) ? k_loadf(&tmp, dt, 0) : 0;
-    uint64_t au = is_float(dt) ? 0 : (uint64_t)k_loadi(&tmp, dt, 0);
+    Slope a = slope_at(&tmp, dt, 0);
     int64_t n = k_numel(x);
-    for (int64_t i = 0; i < n; i++) {
-        if (positive(k_ptr(x), dt, i))
-            k_convert(k_ptr(o), dt, i, k_ptr(x), dt, i);
-        else
-            store_scaled(k_ptr(o), dt, i, k_ptr(x), i, af, au);
-    }
+    for (int64_t i = 0; i < n; i++)
+        store_leaky(k_ptr(o), k_ptr(x), dt, i, a);
     return 0;
 }
 
@@ -355,9 +362,12 @@ static int subpixel(KCall *kc, bool to_space) {
     if (x->ndim != 4) return k_error(kc, "data must be 4-D");
     int64_t b = k_int(kc, "block_size");
     if (b < 1) return k_error(kc, "block_size must be positive");
-    bool nhwc = strcmp(k_str(kc, "layout"), "NHWC") == 0,
-         crd = strcmp(k_str(kc, "mode"), "CRD") == 0;
-    int ci = nhwc ? 3 : 1, hi = nhwc ? 1 : 2, wi = nhwc ? 2 : 3;
+    bool crd = strcmp(k_str(kc, "mode"), "CRD") == 0;
+    KLayout l;
+    int chw[3];
+    if (k_layout_attr(kc, "layout", 4, &l) != 0 || k_layout_axes(kc, &l, "CHW", chw) != 0)
+        return -1;
+    int ci = chw[0], hi = chw[1], wi = chw[2];
     int64_t c = x->shape[ci], h = x->shape[hi], w = x->shape[wi], shape[4];
     memcpy(shape, x->shape, sizeof shape);
     if (to_space) {

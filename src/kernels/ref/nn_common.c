@@ -1,5 +1,6 @@
 /* nn_common.c - helpers shared by the nn and conv/pool reference kernels (see nn_ref.h):
- * scratch memory, layouts, operand gathering with casts, and the float32 matrix product.
+ * scratch memory, layout views, spatial attributes, operand gathering with casts, and the float32
+ * matrix product.
  *
  * The matrix product is a plain-C blocked GEMM in the GotoBLAS arrangement: B is packed in
  * panels of KNN_NR columns per (KC x NC) block (by a caller-supplied packer, so convolution packs
@@ -28,48 +29,17 @@ void *kern_nn_scratch(KCall *kc, int64_t count, size_t size) {
 /* ---- layouts ----------------------------------------------------------------------------------
  */
 
-int kern_nn_layout_find(const KLayout *l, char a) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] == a) return (int)i;
-    return -1;
-}
-
-bool kern_nn_layout_parse(const char *text, KLayout *l) {
-    l->n = 0;
-    if (text == NULL || text[0] == '\0') return false;
-    for (const char *p = text; *p;) {
-        if (l->n == K_MAX_DIMS) return false;
-        if (*p >= 'A' && *p <= 'Z') {
-            if (kern_nn_layout_find(l, *p) >= 0) return false;
-            l->axis[l->n] = *p++;
-            l->factor[l->n++] = 0;
-            continue;
-        }
-        int64_t f = 0;
-        while (*p >= '0' && *p <= '9' && f <= INT32_MAX)
-            f = f * 10 + (*p++ - '0');
-        if (f <= 0 || f > INT32_MAX || !(*p >= 'a' && *p <= 'z') || kern_nn_layout_find(l, *p) >= 0)
-            return false;
-        l->axis[l->n] = *p++;
-        l->factor[l->n++] = f;
-    }
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] >= 'a' && kern_nn_layout_find(l, (char)(l->axis[i] - 'a' + 'A')) < 0)
-            return false;
-    return true;
-}
-
 /* The layout names exactly the primal axes of ref. */
 static bool convertible(const KLayout *l, const char *ref) {
     for (uint32_t i = 0; i < l->n; i++)
         if (l->axis[i] < 'a' && strchr(ref, l->axis[i]) == NULL) return false;
     for (const char *r = ref; *r; r++)
-        if (kern_nn_layout_find(l, *r) < 0) return false;
+        if (k_layout_find(l, *r) < 0) return false;
     return true;
 }
 
 static int parse_for(KCall *kc, const char *layout, const char *ref, const char *what, KLayout *l) {
-    if (!kern_nn_layout_parse(layout, l) || !convertible(l, ref) || strlen(ref) > 8)
+    if (!k_layout_parse(layout, l) || !convertible(l, ref) || strlen(ref) > 8)
         return k_error(kc, "%s layout \"%s\" is not convertible to %s", what, layout, ref);
     return 0;
 }
@@ -90,8 +60,8 @@ int kern_nn_view(KCall *kc, uint32_t ndim, const int64_t *shape, const char *lay
     v->n = (uint32_t)strlen(ref);
     v->compact = strcmp(layout, ref) == 0;
     for (uint32_t p = 0; p < v->n; p++) {
-        int i = kern_nn_layout_find(&l, ref[p]);
-        int j = kern_nn_layout_find(&l, (char)(ref[p] - 'A' + 'a'));
+        int i = k_layout_find(&l, ref[p]);
+        int j = k_layout_find(&l, (char)(ref[p] - 'A' + 'a'));
         int64_t f = j >= 0 ? l.factor[j] : 1;
         v->dim[p] = shape[i] * f;
         v->off[p] = kern_nn_scratch(kc, v->dim[p], sizeof(int64_t));
@@ -114,17 +84,13 @@ int kern_nn_layout_shape(KCall *kc, const char *layout, const char *ref, const i
             shape[i] = l.factor[i];
             continue;
         }
-        int64_t d = dims[strchr(ref, l.axis[i]) - ref];
-        int s = kern_nn_layout_find(&l, (char)(l.axis[i] - 'A' + 'a'));
-        if (s >= 0) {
-            if (d % l.factor[s] != 0)
-                return k_error(kc,
-                               "the result's %c extent %lld does not divide into blocks of %lld "
-                               "(layout \"%s\")",
-                               l.axis[i], (long long)d, (long long)l.factor[s], layout);
-            d /= l.factor[s];
-        }
-        shape[i] = d;
+        int64_t d = dims[strchr(ref, l.axis[i]) - ref], b = k_layout_block(&l, l.axis[i]);
+        if (b > 0 && d % b != 0)
+            return k_error(kc,
+                           "the result's %c extent %lld does not divide into blocks of %lld "
+                           "(layout \"%s\")",
+                           l.axis[i], (long long)d, (long long)b, layout);
+        shape[i] = b > 0 ? d / b : d;
     }
     *ndim = l.n;
     return 0;
@@ -135,6 +101,35 @@ void kern_nn_view_free(KView *v) {
         free(v->off[p]);
         v->off[p] = NULL;
     }
+}
+
+/* ---- per-spatial-axis attributes ------------------------------------------------------------ */
+
+int kern_nn_spatial_attr(KCall *kc, const char *name, uint32_t nsp, int64_t lo, int64_t *out) {
+    const int64_t *v;
+    uint32_t n = k_ints(kc, name, &v);
+    if (n != 1 && n != nsp) return k_error(kc, "%s must have 1 or %u values, got %u", name, nsp, n);
+    for (uint32_t i = 0; i < nsp; i++) {
+        out[i] = v[n == 1 ? 0 : i];
+        if (out[i] < lo)
+            return k_error(kc, "%s values must be at least %lld, got %lld", name, (long long)lo,
+                           (long long)out[i]);
+    }
+    return 0;
+}
+
+int kern_nn_padding(KCall *kc, uint32_t nsp, int64_t *before, int64_t *after) {
+    const int64_t *v;
+    uint32_t n = k_ints(kc, "padding", &v);
+    if (n != 1 && n != nsp && n != 2 * nsp)
+        return k_error(kc, "padding must have 1, %u or %u values, got %u", nsp, 2 * nsp, n);
+    for (uint32_t i = 0; i < nsp; i++) {
+        before[i] = n == 2 * nsp ? v[i] : v[n == 1 ? 0 : i];
+        after[i] = n == 2 * nsp ? v[i + nsp] : before[i];
+        if (before[i] < 0 || after[i] < 0)
+            return k_error(kc, "padding values must be non-negative");
+    }
+    return 0;
 }
 
 /* ---- operands and results ------------------------------------------------------------------- */

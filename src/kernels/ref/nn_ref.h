@@ -1,7 +1,8 @@
 /* nn_ref.h - private helpers of the nn and conv/pool reference kernels (nn.c, conv_pool.c,
- * conv_nd.c): scratch memory, TVM layout strings seen in a reference axis order, operands read
- * with a cast to the result dtype, and the blocked float32 matrix product that conv2d, dense,
- * matmul and batch_matmul use for their float32 paths.
+ * conv_nd.c): scratch memory, tensors in a layout (kernel.h's KLayout) seen in a reference axis
+ * order, the per-spatial-axis attributes of convolutions and pools, operands read with a cast to
+ * the result dtype, and the blocked float32 matrix product that conv2d, dense, matmul and
+ * batch_matmul use for their float32 paths.
  *
  * Arithmetic classes (how a kernel accumulates, chosen from the result dtype):
  *   float32 result, float32 operands: float32 through kern_nn_gemm_f32 (the fast path);
@@ -25,19 +26,6 @@ void *kern_nn_scratch(KCall *kc, int64_t count, size_t size);
 /* ---- layouts ----------------------------------------------------------------------------------
  */
 
-/* A TVM layout string: primal axes in upper case, each once; a sub-axis is a block size and the
- * lower-case letter of its axis ("NCHW16c": C = C_outer * 16 + c). */
-typedef struct KLayout {
-    uint32_t n;                 /* axes, one per tensor dimension */
-    char axis[K_MAX_DIMS];      /* 'A'..'Z' a primal axis, 'a'..'z' a sub-axis */
-    int64_t factor[K_MAX_DIMS]; /* block size of a sub-axis; 0 for a primal axis */
-} KLayout;
-
-/* Parse text; false when it is not a layout. */
-bool kern_nn_layout_parse(const char *text, KLayout *l);
-/* Position of axis a in l, or -1. */
-int kern_nn_layout_find(const KLayout *l, char a);
-
 /* A tensor in some layout seen in a reference axis order ("NCHW"): element r (a reference
  * multi-index) is at flat offset sum_p off[p][r[p]]. The layout must name exactly the axes of
  * the reference order. */
@@ -57,6 +45,15 @@ int kern_nn_view(KCall *kc, uint32_t ndim, const int64_t *shape, const char *lay
 int kern_nn_layout_shape(KCall *kc, const char *layout, const char *ref, const int64_t *dims,
                          uint32_t *ndim, int64_t *shape);
 void kern_nn_view_free(KView *v);
+
+/* ---- per-spatial-axis attributes (convolutions and pools) ------------------------------------ */
+
+/* Attribute `name` as one value per spatial axis, nsp of them (a single value repeats), each at
+ * least lo, into out[0..nsp). -1 with an error otherwise. */
+int kern_nn_spatial_attr(KCall *kc, const char *name, uint32_t nsp, int64_t lo, int64_t *out);
+/* The attribute "padding": 1 value (every side), nsp (before = after) or 2 * nsp (the befores,
+ * then the afters), none negative, into before[0..nsp) and after[0..nsp). */
+int kern_nn_padding(KCall *kc, uint32_t nsp, int64_t *before, int64_t *after);
 
 /* ---- operands and results ------------------------------------------------------------------- */
 

@@ -148,8 +148,32 @@ static bool channel_axis(const DLTensor *t, int64_t axis, const DLTensor *a, con
     return true;
 }
 
-static int64_t channel_of(int64_t i, int64_t dim, int64_t inner) {
-    return dim <= 1 ? 0 : (i / inner) % dim;
+/* A quantized operand: the tensor, and its scale and zero point, one value or one per channel
+ * of an axis. */
+typedef struct QSide {
+    const DLTensor *t;
+    QParam sc, zp;
+    int64_t dim, inner;         /* channel_axis's */
+    int64_t stride[K_MAX_DIMS]; /* the binary ops': broadcast strides in the output index space */
+} QSide;
+
+/* Operand `arg` with its scale and zero point (arguments first and first + 1, called sc_name
+ * and zp_name in messages) along `axis`, the value of the attribute axis_name. */
+static int qside(KCall *kc, uint32_t arg, const char *axis_name, int64_t axis, uint32_t first,
+                 const char *sc_name, const char *zp_name, QSide *s) {
+    s->t = k_arg(kc, arg);
+    if (!channel_axis(s->t, axis, k_arg(kc, first), k_arg(kc, first + 1), &s->dim, &s->inner))
+        return k_error(kc, "%s %lld is out of range for rank %d", axis_name, (long long)axis,
+                       s->t->ndim);
+    if (qparam(kc, k_arg(kc, first), s->dim, sc_name, &s->sc) != 0 ||
+        qparam(kc, k_arg(kc, first + 1), s->dim, zp_name, &s->zp) != 0)
+        return -1;
+    return 0;
+}
+
+/* The channel of element i of s's tensor. */
+static int64_t qs_channel(const QSide *s, int64_t i) {
+    return s->dim <= 1 ? 0 : (i / s->inner) % s->dim;
 }
 
 /* The output dtype attribute, or `def` for "". */
@@ -177,13 +201,8 @@ static FixedPoint fixed_of_scales(float s_in, float s_out) {
 static int quantize(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
     rly_dtype in_dt = k_dtype(x), out_dt = out_dtype_or(kc, RLY_DTYPE_I8);
-    int64_t dim, inner;
-    if (!channel_axis(x, k_int(kc, "axis"), k_arg(kc, 1), k_arg(kc, 2), &dim, &inner))
-        return k_error(kc, "axis %lld is out of range for rank %d", (long long)k_int(kc, "axis"),
-                       x->ndim);
-    QParam sc, zp;
-    if (qparam(kc, k_arg(kc, 1), dim, "output_scale", &sc) != 0 ||
-        qparam(kc, k_arg(kc, 2), dim, "output_zero_point", &zp) != 0)
+    QSide q;
+    if (qside(kc, 0, "axis", k_int(kc, "axis"), 1, "output_scale", "output_zero_point", &q) != 0)
         return -1;
     DLTensor *y = k_out(kc, 0, out_dt, (uint32_t)x->ndim, x->shape);
     if (y == NULL) return -1;
@@ -192,13 +211,13 @@ static int quantize(KCall *kc) {
     const void *xp = k_ptr(x);
     void *yp = k_ptr(y);
     for (int64_t i = 0; i < n; i++) {
-        int64_t c = channel_of(i, dim, inner);
+        int64_t c = qs_channel(&q, i);
         double v;
         if (in_dt == RLY_DTYPE_F64) {
-            v = round(k_loadf(xp, in_dt, i) / (double)qp_scale(&sc, c)) + (double)qp_zp(&zp, c);
+            v = round(k_loadf(xp, in_dt, i) / (double)qp_scale(&q.sc, c)) + (double)qp_zp(&q.zp, c);
         } else { /* float32 arithmetic, as TVM (f16 and bf16 widen exactly) */
-            float r = roundf((float)k_loadf(xp, in_dt, i) / qp_scale(&sc, c));
-            v = (double)(r + (float)qp_zp(&zp, c));
+            float r = roundf((float)k_loadf(xp, in_dt, i) / qp_scale(&q.sc, c));
+            v = (double)(r + (float)qp_zp(&q.zp, c));
         }
         if (!(v == v)) v = 0.0;
         v = v < (double)lo ? (double)lo : v > (double)hi ? (double)hi : v;
@@ -212,13 +231,8 @@ static int quantize(KCall *kc) {
 static int dequantize(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
     rly_dtype in_dt = k_dtype(x), out_dt = out_dtype_or(kc, RLY_DTYPE_F32);
-    int64_t dim, inner;
-    if (!channel_axis(x, k_int(kc, "axis"), k_arg(kc, 1), k_arg(kc, 2), &dim, &inner))
-        return k_error(kc, "axis %lld is out of range for rank %d", (long long)k_int(kc, "axis"),
-                       x->ndim);
-    QParam sc, zp;
-    if (qparam(kc, k_arg(kc, 1), dim, "input_scale", &sc) != 0 ||
-        qparam(kc, k_arg(kc, 2), dim, "input_zero_point", &zp) != 0)
+    QSide q;
+    if (qside(kc, 0, "axis", k_int(kc, "axis"), 1, "input_scale", "input_zero_point", &q) != 0)
         return -1;
     DLTensor *y = k_out(kc, 0, out_dt, (uint32_t)x->ndim, x->shape);
     if (y == NULL) return -1;
@@ -226,9 +240,9 @@ static int dequantize(KCall *kc) {
     const void *xp = k_ptr(x);
     void *yp = k_ptr(y);
     for (int64_t i = 0; i < n; i++) {
-        int64_t c = channel_of(i, dim, inner);
-        int32_t shifted = wrap32((int64_t)wrap32(k_loadi(xp, in_dt, i)) - qp_zp(&zp, c));
-        float v = (float)shifted * qp_scale(&sc, c);
+        int64_t c = qs_channel(&q, i);
+        int32_t shifted = wrap32((int64_t)wrap32(k_loadi(xp, in_dt, i)) - qp_zp(&q.zp, c));
+        float v = (float)shifted * qp_scale(&q.sc, c);
         k_storef(yp, out_dt, i, (double)v);
     }
     return 0;
@@ -242,13 +256,9 @@ static int requantize(KCall *kc) {
     const char *rounding = k_str(kc, "rounding"), *compute = k_str(kc, "compute_dtype");
     bool upward = strcmp(rounding, "TONEAREST") != 0; /* "None" is TVM's default, UPWARD */
     int fbits = strcmp(compute, "float32") == 0 ? 32 : strcmp(compute, "float64") == 0 ? 64 : 0;
-    int64_t dim, inner;
-    if (!channel_axis(x, k_int(kc, "axis"), k_arg(kc, 1), k_arg(kc, 2), &dim, &inner))
-        return k_error(kc, "axis %lld is out of range for rank %d", (long long)k_int(kc, "axis"),
-                       x->ndim);
-    QParam isc, izp, osc, ozp;
-    if (qparam(kc, k_arg(kc, 1), dim, "input_scale", &isc) != 0 ||
-        qparam(kc, k_arg(kc, 2), dim, "input_zero_point", &izp) != 0 ||
+    QSide q;
+    QParam osc, ozp;
+    if (qside(kc, 0, "axis", k_int(kc, "axis"), 1, "input_scale", "input_zero_point", &q) != 0 ||
         qparam(kc, k_arg(kc, 3), 1, "output_scale", &osc) != 0 ||
         qparam(kc, k_arg(kc, 4), 1, "output_zero_point", &ozp) != 0)
         return -1;
@@ -260,29 +270,29 @@ static int requantize(KCall *kc) {
     int64_t lo, hi, n = k_numel(x);
     qrange(out_dt, &lo, &hi);
     /* Per-tensor scales that are equal skip the multiplication (identical results). */
-    bool skip = qp_scalar(&isc) && qp_scale(&isc, 0) == s_out;
+    bool skip = qp_scalar(&q.sc) && qp_scale(&q.sc, 0) == s_out;
     const void *xp = k_ptr(x);
     void *yp = k_ptr(y);
     for (int64_t i = 0; i < n; i++) {
-        int64_t c = channel_of(i, dim, inner);
-        double mult = (double)qp_scale(&isc, c) / (double)s_out;
+        int64_t c = qs_channel(&q, i);
+        double mult = (double)qp_scale(&q.sc, c) / (double)s_out;
         int32_t r;
         if (fbits == 32) {
             float t = (float)k_loadi(xp, in_dt, i);
-            t = t - (float)qp_zp(&izp, c);
+            t = t - (float)qp_zp(&q.zp, c);
             if (!skip) t = (float)mult * t;
             t = t + (float)zp_out;
             t = upward ? floorf(t + 0.5f) : roundf(t);
             r = sat32((double)t);
         } else if (fbits == 64) {
             double t = (double)k_loadi(xp, in_dt, i);
-            t = t - (double)qp_zp(&izp, c);
+            t = t - (double)qp_zp(&q.zp, c);
             if (!skip) t = mult * t;
             t = t + (double)zp_out;
             t = upward ? floor(t + 0.5) : round(t);
             r = sat32(t);
         } else {
-            int32_t t = wrap32((int64_t)wrap32(k_loadi(xp, in_dt, i)) - qp_zp(&izp, c));
+            int32_t t = wrap32((int64_t)wrap32(k_loadi(xp, in_dt, i)) - qp_zp(&q.zp, c));
             if (!skip) t = fixed_mul(t, fixed_point(mult), upward);
             r = wrap32((int64_t)t + zp_out);
         }
@@ -292,11 +302,6 @@ static int requantize(KCall *kc) {
 }
 
 /* ==== qnn.conv2d ============================================================================= */
-
-static int layout_pos(const char *layout, char c) {
-    const char *p = strchr(layout, c);
-    return p ? (int)(p - layout) : -1;
-}
 
 /* An int list attribute of 1 or 2 values as a pair. */
 static int int_pair(KCall *kc, const char *name, int64_t out[2]) {
@@ -310,17 +315,20 @@ static int int_pair(KCall *kc, const char *name, int64_t out[2]) {
 
 static int qnn_conv2d(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0), *w = k_arg(kc, 1);
-    const char *dl = k_str(kc, "data_layout"), *kl = k_str(kc, "kernel_layout");
-    const char *ol = k_str(kc, "out_layout");
-    if (ol[0] == '\0') ol = dl;
-    if (x->ndim != 4 || w->ndim != 4 || strlen(dl) != 4 || strlen(kl) != 4 || strlen(ol) != 4)
-        return k_error(kc, "data and weight must be 4-D in 4-axis layouts");
-    int xn = layout_pos(dl, 'N'), xc = layout_pos(dl, 'C'), xh = layout_pos(dl, 'H'),
-        xw = layout_pos(dl, 'W');
-    int wo = layout_pos(kl, 'O'), wi = layout_pos(kl, 'I'), wh = layout_pos(kl, 'H'),
-        ww = layout_pos(kl, 'W');
-    if (xn < 0 || xc < 0 || xh < 0 || xw < 0 || wo < 0 || wi < 0 || wh < 0 || ww < 0)
-        return k_error(kc, "unknown data or kernel layout");
+    if (x->ndim != 4 || w->ndim != 4) return k_error(kc, "data and weight must be 4-D");
+    KLayout dl, kl, ol;
+    int xa[4], wa[4], ya[4]; /* the N, C, H, W axes of data and result; O, I, H, W of weight */
+    if (k_layout_attr(kc, "data_layout", 4, &dl) != 0 || k_layout_axes(kc, &dl, "NCHW", xa) != 0 ||
+        k_layout_attr(kc, "kernel_layout", 4, &kl) != 0 || k_layout_axes(kc, &kl, "OIHW", wa) != 0)
+        return -1;
+    if (k_str(kc, "out_layout")[0] == '\0')
+        ol = dl;
+    else if (k_layout_attr(kc, "out_layout", 4, &ol) != 0)
+        return -1;
+    if (k_layout_axes(kc, &ol, "NCHW", ya) != 0) return -1;
+    int xn = xa[0], xc = xa[1], xh = xa[2], xw = xa[3];
+    int wo = wa[0], wi = wa[1], wh = wa[2], ww = wa[3];
+    int yn = ya[0], yc = ya[1], yh = ya[2], yw = ya[3];
     int64_t n = x->shape[xn], c = x->shape[xc], h = x->shape[xh], wd = x->shape[xw];
     int64_t ko = w->shape[wo], ki = w->shape[wi], kh = w->shape[wh], kw = w->shape[ww];
     int64_t st[2] = {1, 1}, di[2] = {1, 1}, pad[4], groups = k_int(kc, "groups");
@@ -332,7 +340,7 @@ static int qnn_conv2d(KCall *kc) {
     for (int i = 0; i < 4; i++)
         pad[i] = n_pad == 1 ? pv[0] : n_pad == 2 ? pv[i % 2] : pv[i];
     if (groups < 1) return k_error(kc, "groups must be positive");
-    bool depthwise = strcmp(kl, "HWOI") == 0 && groups > 1 && c == groups && ko == groups;
+    bool depthwise = strcmp(kl.text, "HWOI") == 0 && groups > 1 && c == groups && ko == groups;
     int64_t out_c = depthwise ? c * ki : ko;
     if (!depthwise && (c % groups != 0 || ko % groups != 0 || ki != c / groups))
         return k_error(kc,
@@ -348,16 +356,13 @@ static int qnn_conv2d(KCall *kc) {
         return -1;
     rly_dtype out_dt = out_dtype_or(kc, RLY_DTYPE_I32), x_dt = k_dtype(x), w_dt = k_dtype(w);
     int64_t shape[4];
-    shape[layout_pos(ol, 'N')] = n, shape[layout_pos(ol, 'C')] = out_c;
-    shape[layout_pos(ol, 'H')] = oh, shape[layout_pos(ol, 'W')] = ow;
+    shape[yn] = n, shape[yc] = out_c, shape[yh] = oh, shape[yw] = ow;
     DLTensor *y = k_out(kc, 0, out_dt, 4, shape);
     if (y == NULL) return -1;
     int64_t xs[4], ws[4], ys[4];
     k_strides(4, x->shape, xs);
     k_strides(4, w->shape, ws);
     k_strides(4, shape, ys);
-    int yn = layout_pos(ol, 'N'), yc = layout_pos(ol, 'C'), yh = layout_pos(ol, 'H'),
-        yw = layout_pos(ol, 'W');
     int64_t zx = qp_zp(&izp, 0), cin_g = depthwise ? 1 : c / groups;
     int64_t cout_g = depthwise ? ki : out_c / groups;
     const void *xp = k_ptr(x), *wp = k_ptr(w);
@@ -465,30 +470,16 @@ static int qnn_dense(KCall *kc) {
 
 enum { QB_ADD, QB_SUB, QB_MUL };
 
-/* One operand of a binary op: its scale and zero point along its axis (rank <= 1: axis 0). */
-typedef struct QSide {
-    const DLTensor *t;
-    QParam sc, zp;
-    int64_t dim, inner;
-    int64_t stride[K_MAX_DIMS]; /* broadcast strides in the output index space */
-} QSide;
-
-static int qside(KCall *kc, uint32_t arg, uint32_t first, const char *axis_name, const char *what,
-                 QSide *s) {
-    s->t = k_arg(kc, arg);
-    int64_t axis = s->t->ndim <= 1 ? 0 : k_int(kc, axis_name);
-    if (!channel_axis(s->t, axis, k_arg(kc, first), k_arg(kc, first + 1), &s->dim, &s->inner))
-        return k_error(kc, "%s %lld is out of range for the %s operand", axis_name, (long long)axis,
-                       what);
-    return qparam(kc, k_arg(kc, first), s->dim, "scale", &s->sc) != 0 ||
-                   qparam(kc, k_arg(kc, first + 1), s->dim, "zero point", &s->zp) != 0
-               ? -1
-               : 0;
+/* Operand arg of a binary op with its scale and zero point (arguments first, first + 1) along
+ * the attribute axis_name (axis 0 for rank <= 1). */
+static int qbin_side(KCall *kc, uint32_t arg, uint32_t first, const char *axis_name, QSide *s) {
+    int64_t axis = k_arg(kc, arg)->ndim <= 1 ? 0 : k_int(kc, axis_name);
+    return qside(kc, arg, axis_name, axis, first, "scale", "zero point", s);
 }
 
 static int qnn_binary(KCall *kc, int op) {
     QSide a, b;
-    if (qside(kc, 0, 2, "lhs_axis", "lhs", &a) != 0 || qside(kc, 1, 4, "rhs_axis", "rhs", &b) != 0)
+    if (qbin_side(kc, 0, 2, "lhs_axis", &a) != 0 || qbin_side(kc, 1, 4, "rhs_axis", &b) != 0)
         return -1;
     QParam osc, ozp;
     if (qparam(kc, k_arg(kc, 6), 1, "output_scale", &osc) != 0 ||
@@ -514,7 +505,7 @@ static int qnn_binary(KCall *kc, int op) {
         int64_t ia = 0, ib = 0;
         for (uint32_t d = 0; d < nd; d++)
             ia += idx[d] * a.stride[d], ib += idx[d] * b.stride[d];
-        int64_t ca = channel_of(ia, a.dim, a.inner), cb = channel_of(ib, b.dim, b.inner);
+        int64_t ca = qs_channel(&a, ia), cb = qs_channel(&b, ib);
         int64_t va = k_loadi(ap, dt, ia), vb = k_loadi(bp, dt, ib);
         int32_t r;
         if (op == QB_MUL) {

@@ -689,56 +689,13 @@ static int collapse_sum_to_ref(KCall *kc) {
 /* ---- layout_transform ---------------------------------------------------------------------------
  */
 
-#define LAYOUT_AXES 16
-
-typedef struct Layout {
-    uint32_t n;
-    char axis[LAYOUT_AXES];      /* 'N', 'C' primal; 'c' the inner block of a split */
-    int64_t factor[LAYOUT_AXES]; /* block size of a sub-axis; 0 for primal axes */
-} Layout;
-
-static int layout_find(const Layout *l, char a) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] == a) return (int)i;
-    return -1;
-}
-
-static bool layout_parse(const char *s, Layout *l) {
-    l->n = 0;
-    while (*s) {
-        if (l->n == LAYOUT_AXES) return false;
-        if (*s >= 'A' && *s <= 'Z') {
-            if (layout_find(l, *s) >= 0) return false;
-            l->axis[l->n] = *s++;
-            l->factor[l->n++] = 0;
-            continue;
-        }
-        int64_t f = 0;
-        while (*s >= '0' && *s <= '9' && f <= INT32_MAX)
-            f = f * 10 + (*s++ - '0');
-        if (f <= 0 || f > INT32_MAX || !(*s >= 'a' && *s <= 'z') || layout_find(l, *s) >= 0)
-            return false;
-        l->axis[l->n] = *s++;
-        l->factor[l->n++] = f;
-    }
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->factor[i] && layout_find(l, (char)(l->axis[i] - 'a' + 'A')) < 0) return false;
-    return l->n > 0;
-}
-
-/* The block size of primal axis A's sub-axis in l, or 0 when l does not split A. */
-static int64_t layout_block(const Layout *l, char A) {
-    int j = layout_find(l, (char)(A - 'A' + 'a'));
-    return j < 0 ? 0 : l->factor[j];
-}
-
 /* out[dst index] = in[src index] through the full (primal) coordinates; destination positions
  * beyond the source extent (a block size that does not divide the axis) are zero. */
 static int layout_transform_ref(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
-    Layout src, dst;
-    if (!layout_parse(k_str(kc, "src_layout"), &src) ||
-        !layout_parse(k_str(kc, "dst_layout"), &dst))
+    KLayout src, dst;
+    if (!k_layout_parse(k_str(kc, "src_layout"), &src) ||
+        !k_layout_parse(k_str(kc, "dst_layout"), &dst))
         return k_error(kc, "src_layout or dst_layout is not a layout");
     if (rank(x) != src.n)
         return k_error(kc, "data has rank %u but src_layout has %u axes", rank(x), src.n);
@@ -751,24 +708,24 @@ static int layout_transform_ref(KCall *kc) {
                                (long long)dim(x, i), (long long)src.factor[i]);
             continue;
         }
-        int64_t b = layout_block(&src, a);
+        int64_t b = k_layout_block(&src, a);
         full[a - 'A'] = dim(x, i) * (b ? b : 1);
-        if (layout_find(&dst, a) < 0) return k_error(kc, "axis %c is missing from dst_layout", a);
+        if (k_layout_find(&dst, a) < 0) return k_error(kc, "axis %c is missing from dst_layout", a);
     }
-    int64_t shape[LAYOUT_AXES];
+    int64_t shape[K_MAX_DIMS];
     for (uint32_t i = 0; i < dst.n; i++) {
         char a = dst.axis[i];
         if (dst.factor[i]) {
             shape[i] = dst.factor[i];
             continue;
         }
-        if (layout_find(&src, a) < 0) return k_error(kc, "axis %c is missing from src_layout", a);
-        int64_t b = layout_block(&dst, a), f = full[a - 'A'];
+        if (k_layout_find(&src, a) < 0) return k_error(kc, "axis %c is missing from src_layout", a);
+        int64_t b = k_layout_block(&dst, a), f = full[a - 'A'];
         shape[i] = b ? (f + b - 1) / b : f;
     }
     DLTensor *o = k_out(kc, 0, k_dtype(x), dst.n, shape);
     if (o == NULL) return -1;
-    int64_t st[LAYOUT_AXES], idx[LAYOUT_AXES] = {0}, total = k_shape_numel(dst.n, shape);
+    int64_t st[K_MAX_DIMS], idx[K_MAX_DIMS] = {0}, total = k_shape_numel(dst.n, shape);
     k_strides(src.n, x->shape, st);
     size_t es = esize(x);
     for (int64_t i = 0; i < total; i++) {
@@ -778,7 +735,7 @@ static int layout_transform_ref(KCall *kc) {
             if (dst.factor[d])
                 coord[a - 'a'] += idx[d];
             else
-                coord[a - 'A'] += idx[d] * (layout_block(&dst, a) ? layout_block(&dst, a) : 1);
+                coord[a - 'A'] += idx[d] * (k_layout_block(&dst, a) ? k_layout_block(&dst, a) : 1);
         }
         bool in = true;
         int64_t off = 0;
@@ -789,7 +746,7 @@ static int layout_transform_ref(KCall *kc) {
                 c = coord[a - 'a'] % src.factor[d];
             } else {
                 in = in && coord[a - 'A'] < full[a - 'A'];
-                b = layout_block(&src, a);
+                b = k_layout_block(&src, a);
                 c = b ? coord[a - 'A'] / b : coord[a - 'A'];
             }
             off += c * st[d];

@@ -11,44 +11,69 @@
 
 /* ==== vision.roi_align / roi_pool ============================================================ */
 
+/* The data of a ROI pool, its attributes, and the result (roi, C, PH, PW) in the data's layout. */
 typedef struct RoiData {
     const void *p;
     rly_dtype dt;
     int64_t batch, c, h, w;
-    int64_t sn, sc, sh, sw; /* element strides of the N, C, H, W axes */
+    int64_t sn, sc, sh, sw; /* element strides of the data's N, C, H, W axes */
+    const DLTensor *rois;   /* (n_roi, 5): batch index, x1, y1, x2, y2 */
+    int64_t n_roi, ph_n, pw_n;
+    int64_t on, oc, oh, ow; /* element strides of the result's roi, C, PH, PW axes */
+    double scale;           /* spatial_scale */
 } RoiData;
 
-static void roi_data(const DLTensor *x, bool nhwc, RoiData *d) {
-    int64_t s[4];
+/* Reads the data (argument 0) in its layout, the rois (argument 1), pooled_size and
+ * spatial_scale, and allocates the result; NULL on error. */
+static DLTensor *roi_setup(KCall *kc, RoiData *d) {
+    const DLTensor *x = k_arg(kc, 0);
+    KLayout l;
+    int a[4]; /* the N, C, H, W axes */
+    if (x->ndim != 4) {
+        k_error(kc, "data must be 4-D");
+        return NULL;
+    }
+    if (k_layout_attr(kc, "layout", 4, &l) != 0 || k_layout_axes(kc, &l, "NCHW", a) != 0)
+        return NULL;
+    const int64_t *ps;
+    if (k_ints(kc, "pooled_size", &ps) != 2 || ps[0] < 1 || ps[1] < 1) {
+        k_error(kc, "pooled_size needs 2 positive values");
+        return NULL;
+    }
+    int64_t s[4], shape[4];
     k_strides(4, x->shape, s);
     d->p = k_ptr(x);
     d->dt = k_dtype(x);
-    d->batch = x->shape[0];
-    if (nhwc) {
-        d->h = x->shape[1], d->w = x->shape[2], d->c = x->shape[3];
-        d->sn = s[0], d->sh = s[1], d->sw = s[2], d->sc = s[3];
-    } else {
-        d->c = x->shape[1], d->h = x->shape[2], d->w = x->shape[3];
-        d->sn = s[0], d->sc = s[1], d->sh = s[2], d->sw = s[3];
-    }
+    d->batch = x->shape[a[0]], d->c = x->shape[a[1]], d->h = x->shape[a[2]], d->w = x->shape[a[3]];
+    d->sn = s[a[0]], d->sc = s[a[1]], d->sh = s[a[2]], d->sw = s[a[3]];
+    d->rois = k_arg(kc, 1);
+    d->n_roi = d->rois->shape[0], d->ph_n = ps[0], d->pw_n = ps[1];
+    d->scale = k_float(kc, "spatial_scale");
+    shape[a[0]] = d->n_roi, shape[a[1]] = d->c, shape[a[2]] = d->ph_n, shape[a[3]] = d->pw_n;
+    k_strides(4, shape, s);
+    d->on = s[a[0]], d->oc = s[a[1]], d->oh = s[a[2]], d->ow = s[a[3]];
+    return k_out(kc, 0, d->dt, 4, shape);
 }
 
-/* The batch index of roi r (its first value, truncated toward zero as TVM's cast to int32). */
-static int roi_batch(KCall *kc, const DLTensor *rois, int64_t r, int64_t batch, int64_t *out) {
-    double v = k_loadf(k_ptr(rois), k_dtype(rois), r * 5);
+/* Roi r: its batch index (its first value, truncated toward zero as TVM's cast to int32) and
+ * its corners x1, y1, x2, y2 times spatial_scale. */
+static int roi_read(KCall *kc, const RoiData *d, int64_t r, int64_t *batch, double box[4]) {
+    const void *p = k_ptr(d->rois);
+    rly_dtype dt = k_dtype(d->rois);
+    double v = k_loadf(p, dt, r * 5);
     int64_t b = vr_trunc_i64(v);
-    if (b < 0 || b >= batch)
+    if (b < 0 || b >= d->batch)
         return k_error(kc, "roi %lld has batch index %g, outside the batch of %lld", (long long)r,
-                       v, (long long)batch);
-    *out = b;
+                       v, (long long)d->batch);
+    *batch = b;
+    for (int i = 0; i < 4; i++)
+        box[i] = k_loadf(p, dt, r * 5 + 1 + i) * d->scale;
     return 0;
 }
 
-/* Output index of (roi, channel, ph, pw) in the NCHW or NHWC result (R, C, PH, PW). */
-static int64_t roi_out_at(bool nhwc, int64_t r, int64_t c, int64_t ph, int64_t pw, int64_t n_c,
-                          int64_t n_ph, int64_t n_pw) {
-    if (nhwc) return ((r * n_ph + ph) * n_pw + pw) * n_c + c;
-    return ((r * n_c + c) * n_ph + ph) * n_pw + pw;
+/* The result's element (roi r, channel c, bin ph, pw). */
+static int64_t roi_out_at(const RoiData *d, int64_t r, int64_t c, int64_t ph, int64_t pw) {
+    return r * d->on + c * d->oc + ph * d->oh + pw * d->ow;
 }
 
 /* TVM's roi_align bilinear sample: 0 beyond one pixel outside the map, else the coordinate is
@@ -73,31 +98,20 @@ static double roi_bilinear(const RoiData *d, int64_t b, int64_t c, double y, dou
  * (or ceil(roi / pooled) per axis when sample_ratio <= 0) and averages them (mode avg, as the
  * sum of sample / count) or takes their maximum (mode max). */
 int kern_vision_roi_align(KCall *kc) {
-    const DLTensor *x = k_arg(kc, 0), *rois = k_arg(kc, 1);
-    bool nhwc = strcmp(k_str(kc, "layout"), "NHWC") == 0;
     bool max_mode = strcmp(k_str(kc, "mode"), "max") == 0;
-    const int64_t *ps;
-    if (k_ints(kc, "pooled_size", &ps) != 2 || ps[0] < 1 || ps[1] < 1)
-        return k_error(kc, "pooled_size needs 2 positive values");
-    double scale = k_float(kc, "spatial_scale");
     int64_t sample_ratio = k_int(kc, "sample_ratio");
     RoiData d;
-    roi_data(x, nhwc, &d);
-    int64_t n_roi = rois->shape[0], ph_n = ps[0], pw_n = ps[1];
-    int64_t shape[4] = {n_roi, d.c, ph_n, pw_n};
-    if (nhwc) shape[1] = ph_n, shape[2] = pw_n, shape[3] = d.c;
-    DLTensor *y = k_out(kc, 0, d.dt, 4, shape);
+    DLTensor *y = roi_setup(kc, &d);
     if (y == NULL) return -1;
+    int64_t ph_n = d.ph_n, pw_n = d.pw_n;
     if (k_numel(y) == 0) return 0;
     if (d.h == 0 || d.w == 0) return k_error(kc, "cannot pool from an empty feature map");
-    const void *rp = k_ptr(rois);
-    rly_dtype r_dt = k_dtype(rois);
     void *yp = k_ptr(y);
-    for (int64_t r = 0; r < n_roi; r++) {
-        int64_t b = 0;
-        if (roi_batch(kc, rois, r, d.batch, &b) != 0) return -1;
-        double sw = k_loadf(rp, r_dt, r * 5 + 1) * scale, sh = k_loadf(rp, r_dt, r * 5 + 2) * scale;
-        double ew = k_loadf(rp, r_dt, r * 5 + 3) * scale, eh = k_loadf(rp, r_dt, r * 5 + 4) * scale;
+    for (int64_t r = 0; r < d.n_roi; r++) {
+        int64_t b;
+        double box[4];
+        if (roi_read(kc, &d, r, &b, box) != 0) return -1;
+        double sw = box[0], sh = box[1], ew = box[2], eh = box[3];
         double roi_h = fmax(eh - sh, 1.0), roi_w = fmax(ew - sw, 1.0);
         double bin_h = roi_h / (double)ph_n, bin_w = roi_w / (double)pw_n;
         int64_t gh = sample_ratio > 0 ? sample_ratio : vr_trunc_i64(ceil(roi_h / (double)ph_n));
@@ -121,7 +135,7 @@ int kern_vision_roi_align(KCall *kc) {
                             else
                                 acc += v / count;
                         }
-                    k_storef(yp, d.dt, roi_out_at(nhwc, r, c, ph, pw, d.c, ph_n, pw_n), acc);
+                    k_storef(yp, d.dt, roi_out_at(&d, r, c, ph, pw), acc);
                 }
     }
     return 0;
@@ -132,29 +146,17 @@ int kern_vision_roi_align(KCall *kc) {
  * offset by the ROI start and clamped to the map takes the maximum of its pixels, or 0 when
  * empty. */
 int kern_vision_roi_pool(KCall *kc) {
-    const DLTensor *x = k_arg(kc, 0), *rois = k_arg(kc, 1);
-    bool nhwc = strcmp(k_str(kc, "layout"), "NHWC") == 0;
-    const int64_t *ps;
-    if (k_ints(kc, "pooled_size", &ps) != 2 || ps[0] < 1 || ps[1] < 1)
-        return k_error(kc, "pooled_size needs 2 positive values");
-    double scale = k_float(kc, "spatial_scale");
     RoiData d;
-    roi_data(x, nhwc, &d);
-    int64_t n_roi = rois->shape[0], ph_n = ps[0], pw_n = ps[1];
-    int64_t shape[4] = {n_roi, d.c, ph_n, pw_n};
-    if (nhwc) shape[1] = ph_n, shape[2] = pw_n, shape[3] = d.c;
-    DLTensor *y = k_out(kc, 0, d.dt, 4, shape);
+    DLTensor *y = roi_setup(kc, &d);
     if (y == NULL) return -1;
-    const void *rp = k_ptr(rois);
-    rly_dtype r_dt = k_dtype(rois);
+    int64_t ph_n = d.ph_n, pw_n = d.pw_n;
     void *yp = k_ptr(y);
-    for (int64_t r = 0; r < n_roi; r++) {
-        int64_t b = 0;
-        if (roi_batch(kc, rois, r, d.batch, &b) != 0) return -1;
-        int64_t sw = vr_trunc_i64(round(k_loadf(rp, r_dt, r * 5 + 1) * scale));
-        int64_t sh = vr_trunc_i64(round(k_loadf(rp, r_dt, r * 5 + 2) * scale));
-        int64_t ew = vr_trunc_i64(round(k_loadf(rp, r_dt, r * 5 + 3) * scale));
-        int64_t eh = vr_trunc_i64(round(k_loadf(rp, r_dt, r * 5 + 4) * scale));
+    for (int64_t r = 0; r < d.n_roi; r++) {
+        int64_t b;
+        double box[4];
+        if (roi_read(kc, &d, r, &b, box) != 0) return -1;
+        int64_t sw = vr_trunc_i64(round(box[0])), sh = vr_trunc_i64(round(box[1]));
+        int64_t ew = vr_trunc_i64(round(box[2])), eh = vr_trunc_i64(round(box[3]));
         double roi_h = (double)(eh - sh + 1 > 1 ? eh - sh + 1 : 1);
         double roi_w = (double)(ew - sw + 1 > 1 ? ew - sw + 1 : 1);
         double bin_h = roi_h / (double)ph_n, bin_w = roi_w / (double)pw_n;
@@ -167,7 +169,7 @@ int kern_vision_roi_pool(KCall *kc) {
                 hs = hs < 0 ? 0 : hs > d.h ? d.h : hs, he = he < 0 ? 0 : he > d.h ? d.h : he;
                 ws = ws < 0 ? 0 : ws > d.w ? d.w : ws, we = we < 0 ? 0 : we > d.w ? d.w : we;
                 for (int64_t c = 0; c < d.c; c++) {
-                    int64_t at = roi_out_at(nhwc, r, c, ph, pw, d.c, ph_n, pw_n);
+                    int64_t at = roi_out_at(&d, r, c, ph, pw);
                     if (hs >= he || ws >= we) {
                         k_storef(yp, d.dt, at, 0.0);
                         continue;

@@ -1,6 +1,6 @@
 /* vision_ref.h - private to the image_vision reference kernels (image_vision.c, vision_boxes.c,
  * vision_nms.c): the vision kernels the category table in image_vision.c names, and small
- * helpers they share (layout strings, stable sorting by score, box overlap).
+ * helpers they share (stable sorting by score, box overlap); layouts are kernel.h's KLayout.
  *
  * Helpers are static inline: each kernel file is its own translation unit. */
 #ifndef RLY_KERNELS_REF_VISION_REF_H
@@ -23,43 +23,6 @@ int kern_vision_get_valid_counts(KCall *kc);
 int kern_vision_nms(KCall *kc);
 int kern_vision_all_class_nms(KCall *kc);
 int kern_vision_regular_nms(KCall *kc);
-
-/* ---- layouts --------------------------------------------------------------------------------- */
-
-/* A layout string as TVM writes it ("NCHW", "NHWC", "NCHW16c"): where each primal axis sits. The
- * type relation has validated the attribute; a kernel still checks the parse and the rank. */
-typedef struct KLayout {
-    uint32_t n;     /* axes, = the rank of a tensor in this layout */
-    int pos[26];    /* position of primal axis 'A' + i, or -1 */
-    bool split[26]; /* primal axis 'A' + i also has an inner block (a sub-axis) */
-} KLayout;
-
-/* False when `s` is not a layout (then *l is unspecified). */
-static inline bool vr_layout_parse(const char *s, KLayout *l) {
-    l->n = 0;
-    for (int i = 0; i < 26; i++)
-        l->pos[i] = -1, l->split[i] = false;
-    for (const char *p = s; *p;) {
-        if (l->n >= K_MAX_DIMS) return false;
-        if (*p >= 'A' && *p <= 'Z') {
-            if (l->pos[*p - 'A'] >= 0) return false;
-            l->pos[*p - 'A'] = (int)l->n++;
-            p++;
-            continue;
-        }
-        if (!(*p >= '0' && *p <= '9')) return false;
-        while (*p >= '0' && *p <= '9')
-            p++;
-        if (!(*p >= 'a' && *p <= 'z') || l->split[*p - 'a']) return false;
-        l->split[*p - 'a'] = true;
-        l->n++;
-        p++;
-    }
-    return l->n > 0;
-}
-
-/* The position of primal axis `a` ('N', 'C', ...) in l, or -1. */
-static inline int vr_axis(const KLayout *l, char a) { return l->pos[a - 'A']; }
 
 /* ---- stable ordering by score ------------------------------------------------------------------
  */
