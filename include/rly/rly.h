@@ -206,6 +206,23 @@ RLY_API rly_status rly_ops_describe(const char *name, char **out);
 /* Free memory returned by rly_* functions (strings). NULL is a no-op. */
 RLY_API void rly_free(void *p);
 
+/* ---- ONNX ------------------------------------------------------------------------------------ */
+
+/* Import an ONNX model file into a new type-checked module of ctx whose @main takes the graph's
+ * inputs and returns its outputs. input_shapes (or NULL) gives concrete shapes for inputs with
+ * dynamic dims: "name:[1,3,224,224] other:[8]". Weights stay in the mapped file (released with
+ * ctx). Errors (the reader's, every unsupported operator at once, converter and type errors at
+ * ONNX node names) are in rly_last_error(). */
+RLY_API rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *input_shapes,
+                                          rly_module **out);
+/* A text description of an ONNX model: IR version, opsets, inputs, outputs, operator histogram
+ * and the operators the importer does not support. Free with rly_free. */
+RLY_API rly_status rly_onnx_info(const char *path, char **text);
+/* Run one ONNX test-case folder (model.onnx + test_data_set_N/{input,output}_K.pb) through the
+ * interpreter and compare with its outputs. *passed is 1 or 0; *report (free with rly_free)
+ * gives the reason of a failure. RLY_STATUS_OK unless the run itself could not happen. */
+RLY_API rly_status rly_onnx_test_case(const char *dir, int *passed, char **report);
+
 #ifdef __cplusplus
 }
 #endif

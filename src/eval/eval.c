@@ -969,9 +969,13 @@ Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *cons
 }
 
 Value *ev_eval_module_expr(Interp *it) {
-    it->failed = false;
     RLY_CHECK(it->m->is_expr && it->m->expr != NULL, "ev_eval_module_expr: not an expression");
-    FnInfo *fi = fn_info(it, NULL, it->m->expr);
+    return ev_eval_closed(it, it->m->expr);
+}
+
+Value *ev_eval_closed(Interp *it, Expr *e) {
+    it->failed = false;
+    FnInfo *fi = fn_info(it, NULL, e);
     Task r = {.kind = TASK_RETURN, .fn = NULL, .base = 0};
     vec_push(&it->tasks, r);
     it->base = 0;

@@ -31,6 +31,9 @@ void ev_free(Interp *it);
 Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *const *args);
 /* Evaluate the bare expression of a module parsed from an expression. */
 Value *ev_eval_module_expr(Interp *it);
+/* Evaluate a closed expression (no free variables) whose nodes carry their checked types, e.g.
+ * an operator call on constants (the ONNX importer folds with this). */
+Value *ev_eval_closed(Interp *it, Expr *e);
 
 /* Structural text of a value: tensors summarized as numpy does (at most `max_elems` elements
  * before eliding with "..."), tuples as (a, b), constructor values as Cons(1, Nil), closures as

@@ -21,8 +21,16 @@ Ctx *ir_ctx_new(void) {
     return ctx;
 }
 
+void ir_ctx_keep(Ctx *ctx, void *obj, void (*release)(void *obj)) {
+    struct CtxKeep k = {obj, release};
+    vec_push(&ctx->keep, k);
+}
+
 void ir_ctx_free(Ctx *ctx) {
     if (ctx == NULL) return;
+    for (size_t i = ctx->keep.len; i-- > 0;)
+        ctx->keep.data[i].release(ctx->keep.data[i].obj);
+    vec_free(&ctx->keep);
     for (size_t i = 0; i < ctx->modules.len; i++)
         ir_module_free(ctx->modules.data[i]);
     vec_free(&ctx->modules);
@@ -71,6 +79,24 @@ Expr *ir_constant_new(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *s
     c->nbytes = sup_mul(count, sup_dtype_size(dtype));
     c->data = arena_alloc(&ctx->arena, c->nbytes);
     if (c->nbytes && data) memcpy(c->data, data, c->nbytes);
+    return &c->base;
+}
+
+Expr *ir_constant_borrow(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *shape,
+                         const void *data, Span span) {
+    Constant *c = new_expr(ctx, EXPR_CONSTANT, sizeof(Constant), span);
+    size_t count = 1;
+    for (uint32_t i = 0; i < ndim; i++) {
+        RLY_CHECK(shape[i] >= 0, "constant with a negative dim");
+        count = sup_mul(count, (size_t)shape[i]);
+    }
+    c->dtype = dtype;
+    c->ndim = ndim;
+    c->shape = dup(ctx, shape, ndim, sizeof(int64_t));
+    c->nbytes = sup_mul(count, sup_dtype_size(dtype));
+    RLY_CHECK(c->nbytes == 0 || ((uintptr_t)data % sup_dtype_size(dtype)) == 0,
+              "borrowed constant data is misaligned");
+    c->data = (void *)(uintptr_t)data;
     return &c->base;
 }
 

@@ -374,6 +374,10 @@ static inline Expr *ir_expr_cast(Expr *e, ExprKind k) {
 Var *ir_var_new(Ctx *ctx, const char *name, Type *ann, Span span);
 Expr *ir_constant_new(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *shape,
                       const void *data, Span span); /* copies the data */
+/* A constant over borrowed bytes (not copied): data must hold nbytes = elements x dtype size,
+ * be aligned to the dtype's size, and outlive the context (see ir_ctx_keep). */
+Expr *ir_constant_borrow(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *shape,
+                         const void *data, Span span);
 Expr *ir_scalar_i64(Ctx *ctx, rly_dtype dtype, int64_t v,
                     Span span);                                      /* any integer or bool dtype */
 Expr *ir_scalar_f64(Ctx *ctx, rly_dtype dtype, double v, Span span); /* any float dtype */
@@ -491,10 +495,18 @@ struct rly_ctx {
     Diags diags;
     uint32_t next_id; /* ids of Expr, Pattern and Type, shared */
     PtrVec modules;   /* every Module created here, freed with the context */
+    /* Objects whose memory nodes borrow (an mmapped model whose weights constants point into),
+     * released with the context, last first. */
+    Vec(struct CtxKeep {
+        void *obj;
+        void (*release)(void *obj);
+    }) keep;
 };
 
 Ctx *ir_ctx_new(void);
 void ir_ctx_free(Ctx *ctx);
+/* Keep obj alive until the context is freed, then call release(obj). */
+void ir_ctx_keep(Ctx *ctx, void *obj, void (*release)(void *obj));
 static inline const char *ir_intern(Ctx *ctx, const char *s, size_t n) {
     return intern(&ctx->strs, s, n);
 }

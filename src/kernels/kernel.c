@@ -415,8 +415,9 @@ int k_layout_axes(KCall *kc, const KLayout *l, const char *axes, int *pos) {
  */
 
 static const KernelDef *const kern_tables[] = {
-    kern_ref_unary, kern_ref_binary,    kern_ref_reduce,       kern_ref_transform, kern_ref_index,
-    kern_ref_nn,    kern_ref_conv_pool, kern_ref_image_vision, kern_ref_qnn,       kern_ref_misc,
+    kern_ref_unary, kern_ref_binary, kern_ref_reduce,    kern_ref_transform,
+    kern_ref_index, kern_ref_nn,     kern_ref_conv_pool, kern_ref_image_vision,
+    kern_ref_qnn,   kern_ref_misc,   kern_ref_dyn,
 };
 
 size_t kern_ref_count(void) {

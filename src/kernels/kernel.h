@@ -203,7 +203,7 @@ typedef struct KernelDef {
 /* Per-category tables of reference kernels, each terminated by a row with name NULL. */
 extern const KernelDef kern_ref_unary[], kern_ref_binary[], kern_ref_reduce[], kern_ref_transform[],
     kern_ref_index[], kern_ref_nn[], kern_ref_conv_pool[], kern_ref_image_vision[], kern_ref_qnn[],
-    kern_ref_misc[];
+    kern_ref_misc[], kern_ref_dyn[];
 
 /* The reference kernel of operator `name`, or NULL. */
 KernelFn kern_ref_lookup(const char *name);

@@ -149,7 +149,7 @@ static void reg_init(void) {
     OpDef *tables[] = {ops_unary_table,     ops_binary_table,       ops_reduce_table,
                        ops_transform_table, ops_index_table,        ops_nn_table,
                        ops_conv_pool_table, ops_image_vision_table, ops_qnn_table,
-                       ops_misc_table};
+                       ops_misc_table,      ops_dyn_table};
     for (size_t t = 0; t < RLY_ARRAY_LEN(tables); t++)
         for (OpDef *d = tables[t]; d->name; d++)
             add_row(d);

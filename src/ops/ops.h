@@ -101,7 +101,7 @@ struct OpDef {
 /* Each category file defines one table, terminated by a row with name NULL. */
 extern OpDef ops_unary_table[], ops_binary_table[], ops_reduce_table[], ops_transform_table[],
     ops_nn_table[], ops_conv_pool_table[], ops_image_vision_table[], ops_qnn_table[],
-    ops_misc_table[], ops_index_table[];
+    ops_misc_table[], ops_index_table[], ops_dyn_table[];
 
 /* ---- the registry --------------------------------------------------------------------------- */
 

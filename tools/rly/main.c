@@ -25,6 +25,16 @@ static int usage(FILE *f) {
         "                          output_0, output_1, ... (tuples flattened depth-first).\n"
         "                          Parameters not given by a file are an error, or generated\n"
         "                          with --fill\n"
+        "  import MODEL.onnx [-o OUT.rly] [--input-shapes 'name:[1,3,224,224] ...']\n"
+        "                          import an ONNX model; print its Relay text, or write OUT.rly\n"
+        "                          and the OUT.npz side file of weights\n"
+        "  info MODEL.onnx         describe an ONNX model: IR version, opsets, inputs, outputs,\n"
+        "                          operator histogram, unsupported operators\n"
+        "  test DIR... [--exclude FILE]\n"
+        "                          run ONNX test-case folders (model.onnx, test_data_set_*/);\n"
+        "                          a line per failure, then 'N passed, N failed, N skipped'.\n"
+        "                          FILE lists case names to skip, each with its reason\n"
+        "                          (run also takes MODEL.onnx, with --input-shapes)\n"
         "  ops [NAME]              list the operator table (or one operator): arguments, fusion\n"
         "                          pattern, doc, attributes with types and defaults\n"
         "  demo                    run the bundled example model (a small CNN with built-in\n"
@@ -127,8 +137,18 @@ static int cmd_check(int argc, char **argv) {
 }
 
 /* Parse FILE, into the prelude when asked. */
+static int is_onnx(const char *path) {
+    size_t n = strlen(path);
+    return n > 5 && strcmp(path + n - 5, ".onnx") == 0;
+}
+
+static const char *g_input_shapes; /* --input-shapes for .onnx files */
+
 static int load(rly_ctx *ctx, const char *in, int prelude, rly_module **mod) {
-    if (prelude) {
+    if (is_onnx(in)) {
+        if (rly_module_import_onnx(ctx, in, g_input_shapes, mod) != RLY_STATUS_OK)
+            return report(NULL);
+    } else if (prelude) {
         if (rly_module_prelude(ctx, mod) != RLY_STATUS_OK ||
             rly_module_parse_file_into(*mod, in) != RLY_STATUS_OK)
             return report(NULL);
@@ -152,6 +172,8 @@ static int cmd_run(int argc, char **argv) {
             prelude = 1;
         } else if (strcmp(a, "--entry") == 0 && has) {
             o.entry = argv[++i];
+        } else if (strcmp(a, "--input-shapes") == 0 && has) {
+            g_input_shapes = argv[++i];
         } else if (strcmp(a, "--inputs") == 0 && has) {
             o.inputs_npz = argv[++i];
         } else if (strcmp(a, "--output") == 0 && has) {
@@ -212,6 +234,158 @@ static int cmd_run(int argc, char **argv) {
     return rc;
 }
 
+static int cmd_import(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--input-shapes") == 0 && i + 1 < argc)
+            g_input_shapes = argv[++i];
+        else if (in == NULL && argv[i][0] != '-')
+            in = argv[i];
+        else {
+            fprintf(stderr, "rly import: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (in == NULL) {
+        fputs("rly import: missing MODEL.onnx\n", stderr);
+        return 2;
+    }
+    rly_ctx *ctx;
+    if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
+    rly_module *mod = NULL;
+    int rc = 0;
+    if (rly_module_import_onnx(ctx, in, g_input_shapes, &mod) != RLY_STATUS_OK)
+        rc = report(NULL);
+    else
+        rc = print_module(ctx, mod, out);
+    rly_ctx_free(ctx);
+    return rc;
+}
+
+static int cmd_info(int argc, char **argv) {
+    if (argc != 1) {
+        fputs("rly info: expected one MODEL.onnx\n", stderr);
+        return 2;
+    }
+    char *text = NULL;
+    if (rly_onnx_info(argv[0], &text) != RLY_STATUS_OK) return report(NULL);
+    fputs(text, stdout);
+    rly_free(text);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* The exclusion file: lines "case_name  reason" ('#' comments). */
+typedef struct Exclusion {
+    char *name, *reason;
+    int used;
+} Exclusion;
+
+static int read_exclusions(const char *path, Exclusion **out, int *n) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "rly test: cannot open --exclude file '%s'\n", path);
+        return 0;
+    }
+    char line[2048];
+    int cap = 0, lineno = 0;
+    *n = 0;
+    *out = NULL;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '#' || *p == '\n' || *p == '\0') continue;
+        char *e = p;
+        while (*e && *e != ' ' && *e != '\t' && *e != '\n')
+            e++;
+        char *r = e;
+        while (*r == ' ' || *r == '\t')
+            r++;
+        size_t rl = strcspn(r, "\n");
+        if (rl == 0) {
+            fprintf(stderr, "%s:%d: an excluded case needs a reason\n", path, lineno);
+            fclose(f);
+            return 0;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            *out = realloc(*out, (size_t)cap * sizeof **out);
+        }
+        Exclusion *x = &(*out)[(*n)++];
+        x->name = strndup(p, (size_t)(e - p));
+        x->reason = strndup(r, rl);
+        x->used = 0;
+    }
+    fclose(f);
+    return 1;
+}
+
+static int cmd_test(int argc, char **argv) {
+    Exclusion *ex = NULL;
+    int n_ex = 0, passed = 0, failed = 0, skipped = 0, n_dirs = 0;
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--exclude") == 0) {
+            if (i + 1 >= argc || !read_exclusions(argv[i + 1], &ex, &n_ex)) return 2;
+            i++;
+        }
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--exclude") == 0) {
+            i++;
+            continue;
+        }
+        const char *dir = argv[i];
+        n_dirs++;
+        char name[512];
+        snprintf(name, sizeof name, "%s", dir);
+        size_t nl = strlen(name);
+        while (nl > 1 && name[nl - 1] == '/')
+            name[--nl] = '\0';
+        char *slash = strrchr(name, '/');
+        if (slash) memmove(name, slash + 1, strlen(slash + 1) + 1);
+        int skip = -1;
+        for (int k = 0; k < n_ex; k++)
+            if (strcmp(ex[k].name, name) == 0) skip = k;
+        if (skip >= 0) {
+            ex[skip].used = 1;
+            printf("SKIP %s: %s\n", name, ex[skip].reason);
+            skipped++;
+            continue;
+        }
+        int ok = 0;
+        char *why = NULL;
+        if (rly_onnx_test_case(dir, &ok, &why) != RLY_STATUS_OK) {
+            printf("FAIL %s: %s\n", name, rly_last_error());
+            failed++;
+            continue;
+        }
+        if (ok) {
+            passed++;
+        } else {
+            /* one line per failure: newlines in the reason become " | " */
+            for (char *p = why; p && *p; p++)
+                if (*p == '\n') *p = ' ';
+            printf("FAIL %s: %s\n", name, why ? why : "");
+            failed++;
+        }
+        rly_free(why);
+        fflush(stdout);
+    }
+    if (n_dirs == 0) {
+        fputs("rly test: no test-case folders given\n", stderr);
+        return 2;
+    }
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    for (int k = 0; k < n_ex; k++) {
+        free(ex[k].name);
+        free(ex[k].reason);
+    }
+    free(ex);
+    return failed ? 1 : 0;
+}
+
 static int cmd_ops(int argc, char **argv) {
     if (argc > 1) {
         fputs("rly ops: at most one operator name\n", stderr);
@@ -258,6 +432,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
+    if (strcmp(cmd, "import") == 0) return cmd_import(argc - 2, argv + 2);
+    if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2);
+    if (strcmp(cmd, "test") == 0) return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "demo") == 0) return cmd_demo();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("rly %s\n", rly_version());

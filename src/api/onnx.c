@@ -1,0 +1,496 @@
+/* onnx.c - the public ONNX entry points: import a model file, describe it, and run ONNX test-case
+ * folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb) against the interpreter. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "eval/eval.h"
+#include "frontend/onnx/import.h"
+#include "kernels/kernel.h"
+#include "types/types.h"
+
+static void free_model(void *m) { ox_model_free(m); }
+
+/* Parse "name:[1,3,224,224] other:[2]" (also ';' or ',' between entries). */
+static bool parse_shapes(const char *s, ImpShape *out, uint32_t cap, uint32_t *n, char *err,
+                         size_t err_cap) {
+    *n = 0;
+    while (s && *s) {
+        while (*s == ' ' || *s == ';' || *s == ',')
+            s++;
+        if (!*s) break;
+        const char *colon = strchr(s, ':');
+        const char *open = colon ? strchr(colon, '[') : NULL;
+        const char *close = open ? strchr(open, ']') : NULL;
+        if (colon == NULL || open != colon + 1 || close == NULL) {
+            snprintf(err, err_cap, "--input-shapes: expected NAME:[d0,d1,...] at '%s'", s);
+            return false;
+        }
+        if (*n == cap) {
+            snprintf(err, err_cap, "--input-shapes: at most %u entries", cap);
+            return false;
+        }
+        ImpShape *sh = &out[(*n)++];
+        size_t nl = (size_t)(colon - s);
+        char *name = malloc(nl + 1);
+        memcpy(name, s, nl);
+        name[nl] = '\0';
+        sh->name = name;
+        sh->ndim = 0;
+        const char *p = open + 1;
+        while (p < close) {
+            while (*p == ' ' || *p == ',')
+                p++;
+            if (p >= close) break;
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            if (end == p || v < 0 || sh->ndim == 32) {
+                snprintf(err, err_cap, "--input-shapes: bad dimension list for '%s'", name);
+                return false;
+            }
+            sh->dims[sh->ndim++] = v;
+            p = end;
+        }
+        s = close + 1;
+    }
+    return true;
+}
+
+rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *input_shapes,
+                                  rly_module **out) {
+    *out = NULL;
+    ImpShape shapes[64];
+    uint32_t n_shapes = 0;
+    char err[512];
+    rly_status st = RLY_STATUS_OK;
+    if (!parse_shapes(input_shapes, shapes, 64, &n_shapes, err, sizeof err)) {
+        st = api_fail(RLY_STATUS_ERROR, "%s", err);
+        goto done;
+    }
+    OxModel *m = ox_load_file(path, err, sizeof err);
+    if (m == NULL) {
+        st = api_fail(RLY_STATUS_ERROR, "%s", err);
+        goto done;
+    }
+    ir_ctx_keep(ctx, m, free_model);
+    {
+        RLY_TRY;
+        ImpOptions o = {.shapes = shapes, .n_shapes = n_shapes};
+        Module *mod = imp_import(ctx, m, &o);
+        if (mod == NULL) {
+            RLY_END_TRY;
+            st = api_fail_diags(ctx);
+            goto done;
+        }
+        if (!ty_infer_module(mod)) {
+            RLY_END_TRY;
+            st = api_fail_diags(ctx);
+            goto done;
+        }
+        RLY_END_TRY;
+        *out = mod;
+    }
+done:
+    for (uint32_t i = 0; i < n_shapes; i++)
+        free((char *)shapes[i].name);
+    return st;
+}
+
+/* ---- rly info ------------------------------------------------------------------------------ */
+
+static void describe_type(const OxType *t, StrBuf *sb) {
+    if (t->kind != OXT_TENSOR) {
+        sb_puts(sb, t->kind == OXT_SEQUENCE   ? "sequence"
+                    : t->kind == OXT_OPTIONAL ? "optional"
+                                              : "(no type)");
+        return;
+    }
+    sb_printf(sb, "%s", ox_type_name(t->elem_type));
+    if (t->ndim < 0) {
+        sb_puts(sb, "[shape unknown]");
+        return;
+    }
+    sb_putc(sb, '[');
+    for (int32_t i = 0; i < t->ndim; i++) {
+        if (i) sb_puts(sb, ", ");
+        if (t->dims[i].value >= 0)
+            sb_printf(sb, "%lld", (long long)t->dims[i].value);
+        else if (t->dims[i].param)
+            sb_puts(sb, t->dims[i].param);
+        else
+            sb_putc(sb, '?');
+    }
+    sb_putc(sb, ']');
+}
+
+typedef struct OpCount {
+    const char *name; /* "domain:op" */
+    uint32_t n;
+    bool supported;
+} OpCount;
+
+static int by_count(const void *a, const void *b) {
+    const OpCount *x = a, *y = b;
+    if (x->n != y->n) return x->n < y->n ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+rly_status rly_onnx_info(const char *path, char **text) {
+    *text = NULL;
+    char err[512];
+    OxModel *m = ox_load_file(path, err, sizeof err);
+    if (m == NULL) return api_fail(RLY_STATUS_ERROR, "%s", err);
+    StrBuf sb = {0};
+    sb_printf(&sb, "model: %s\nir_version: %lld\nproducer: %s %s\nopsets:", path,
+              (long long)m->ir_version, m->producer_name, m->producer_version);
+    for (uint32_t i = 0; i < m->n_opsets; i++)
+        sb_printf(&sb, " %s=%lld", m->opsets[i].domain[0] ? m->opsets[i].domain : "ai.onnx",
+                  (long long)m->opsets[i].version);
+    sb_putc(&sb, '\n');
+    const OxGraph *g = m->graph;
+    StrMap inits = {0};
+    for (uint32_t i = 0; i < g->n_inits; i++)
+        strmap_put(&inits, g->inits[i].name, strlen(g->inits[i].name), (void *)1);
+    size_t weight_bytes = 0;
+    for (uint32_t i = 0; i < g->n_inits; i++)
+        weight_bytes += g->inits[i].nbytes;
+    sb_puts(&sb, "inputs:\n");
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        if (strmap_get(&inits, g->inputs[i].name, strlen(g->inputs[i].name))) continue;
+        sb_printf(&sb, "  %s: ", g->inputs[i].name);
+        describe_type(&g->inputs[i].type, &sb);
+        sb_putc(&sb, '\n');
+    }
+    strmap_free(&inits);
+    sb_puts(&sb, "outputs:\n");
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        sb_printf(&sb, "  %s: ", g->outputs[i].name);
+        describe_type(&g->outputs[i].type, &sb);
+        sb_putc(&sb, '\n');
+    }
+    sb_printf(&sb, "initializers: %u (%zu bytes)\n", g->n_inits, weight_bytes);
+    /* Operator histogram over every graph (subgraphs included). */
+    Vec(OpCount) counts = {0};
+    StrMap index = {0};
+    PtrVec stack = {0};
+    vec_push(&stack, (void *)g);
+    uint32_t n_nodes = 0;
+    while (stack.len) {
+        const OxGraph *gg = vec_pop(&stack);
+        for (uint32_t i = 0; i < gg->n_nodes; i++) {
+            const OxNode *nd = &gg->nodes[i];
+            n_nodes++;
+            for (uint32_t a = 0; a < nd->n_attrs; a++) {
+                if (nd->attrs[a].g) vec_push(&stack, nd->attrs[a].g);
+                for (uint32_t j = 0; j < nd->attrs[a].n_graphs; j++)
+                    vec_push(&stack, nd->attrs[a].graphs[j]);
+            }
+            char key[300];
+            snprintf(key, sizeof key, "%s%s%s", nd->domain, nd->domain[0] ? ":" : "", nd->op_type);
+            uintptr_t k = (uintptr_t)strmap_get(&index, key, strlen(key));
+            if (k == 0) {
+                int64_t opset = ox_opset(m, nd->domain);
+                if (opset == 0 && nd->domain[0] && strcmp(nd->domain, "ai.onnx")) opset = 1;
+                OpCount c = {arena_strndup(&m->arena, key, strlen(key)), 0,
+                             imp_find_conv(nd->op_type, nd->domain, opset) != NULL};
+                vec_push(&counts, c);
+                k = counts.len;
+                strmap_put(&index, key, strlen(key), (void *)k);
+            }
+            counts.data[k - 1].n++;
+        }
+    }
+    qsort(counts.data, counts.len, sizeof(OpCount), by_count);
+    sb_printf(&sb, "nodes: %u\noperators:\n", n_nodes);
+    uint32_t n_unsup = 0;
+    for (size_t i = 0; i < counts.len; i++) {
+        sb_printf(&sb, "  %6u  %s%s\n", counts.data[i].n, counts.data[i].name,
+                  counts.data[i].supported ? "" : "  (unsupported)");
+        n_unsup += !counts.data[i].supported;
+    }
+    sb_printf(&sb, "unsupported operators: %u", n_unsup);
+    for (size_t i = 0, k = 0; i < counts.len; i++)
+        if (!counts.data[i].supported)
+            sb_printf(&sb, "%s%s", k++ ? ", " : " (", counts.data[i].name);
+    sb_puts(&sb, n_unsup ? ")\n" : "\n");
+    vec_free(&counts);
+    strmap_free(&index);
+    vec_free(&stack);
+    ox_model_free(m);
+    *text = sb_take(&sb);
+    return RLY_STATUS_OK;
+}
+
+/* ---- rly test ------------------------------------------------------------------------------ */
+
+static Value *value_of(const OxTensor *t, char *err, size_t cap) {
+    int dt = ox_to_rly_dtype(t->data_type);
+    if (dt < 0) {
+        snprintf(err, cap, "data type %s is not supported", ox_type_name(t->data_type));
+        return NULL;
+    }
+    RtTensor *r = rt_tensor_new((rly_dtype)dt, t->ndim, t->dims, err, cap);
+    if (r == NULL) return NULL;
+    if (t->nbytes) memcpy(rt_tensor_data(r), t->data, t->nbytes);
+    return &r->hdr;
+}
+
+/* Tolerances per dtype: |got - want| <= atol + rtol * |want| (NaN equals NaN). */
+static void tolerance(rly_dtype dt, double *rtol, double *atol) {
+    switch (dt) {
+    case RLY_DTYPE_F64: *rtol = 1e-7, *atol = 1e-9; break;
+    case RLY_DTYPE_F32: *rtol = 1e-3, *atol = 1e-5; break;
+    case RLY_DTYPE_F16:
+    case RLY_DTYPE_BF16: *rtol = 1e-2, *atol = 1e-3; break;
+    default: *rtol = 0, *atol = 0; break;
+    }
+}
+
+static bool compare(const RtTensor *got, const OxTensor *want, StrBuf *why) {
+    int dt = ox_to_rly_dtype(want->data_type);
+    if (dt < 0 || (int)rt_tensor_dtype(got) != dt) {
+        sb_printf(why, "dtype %s, expected %s", sup_dtype_name(rt_tensor_dtype(got)),
+                  ox_type_name(want->data_type));
+        return false;
+    }
+    bool shape_ok = (uint32_t)got->t.ndim == want->ndim;
+    for (uint32_t i = 0; shape_ok && i < want->ndim; i++)
+        shape_ok = got->shape[i] == want->dims[i];
+    if (!shape_ok) {
+        sb_puts(why, "shape (");
+        for (int i = 0; i < got->t.ndim; i++)
+            sb_printf(why, "%s%lld", i ? ", " : "", (long long)got->shape[i]);
+        sb_puts(why, "), expected (");
+        for (uint32_t i = 0; i < want->ndim; i++)
+            sb_printf(why, "%s%lld", i ? ", " : "", (long long)want->dims[i]);
+        sb_putc(why, ')');
+        return false;
+    }
+    double rtol, atol;
+    tolerance((rly_dtype)dt, &rtol, &atol);
+    int64_t n = want->count, bad = 0, first = -1;
+    double worst = 0;
+    const void *g = rt_tensor_data(got);
+    bool is_float = sup_dtype_is_float((rly_dtype)dt);
+    for (int64_t i = 0; i < n; i++) {
+        bool ok;
+        double a = 0, b = 0;
+        if (is_float) {
+            a = k_loadf(g, (rly_dtype)dt, i);
+            b = k_loadf(want->data, (rly_dtype)dt, i);
+            ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= atol + rtol * fabs(b);
+            if (!ok && !isnan(a) && !isnan(b) && fabs(a - b) > worst) worst = fabs(a - b);
+        } else {
+            size_t es = sup_dtype_size((rly_dtype)dt);
+            ok = memcmp((const char *)g + i * es, (const char *)want->data + i * es, es) == 0;
+            a = (double)k_loadi(g, (rly_dtype)dt, i);
+            b = (double)k_loadi(want->data, (rly_dtype)dt, i);
+        }
+        if (!ok) {
+            if (first < 0) {
+                first = i;
+                sb_printf(why, "element %lld is %.9g, expected %.9g", (long long)i, a, b);
+            }
+            bad++;
+        }
+    }
+    if (bad) {
+        sb_printf(why, " (%lld of %lld elements differ", (long long)bad, (long long)n);
+        if (is_float) sb_printf(why, ", max abs diff %.3g; rtol %g atol %g", worst, rtol, atol);
+        sb_putc(why, ')');
+    }
+    return bad == 0;
+}
+
+static int name_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names in dir starting with prefix (malloc'ed). */
+static uint32_t list_dir(const char *dir, const char *prefix, char ***out) {
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (d == NULL) return 0;
+    uint32_t n = 0, cap = 0;
+    char **names = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            names = sup_realloc(names, cap * sizeof *names);
+        }
+        size_t len = strlen(e->d_name);
+        names[n] = sup_malloc(len + 1);
+        memcpy(names[n++], e->d_name, len + 1);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, name_cmp);
+    *out = names;
+    return n;
+}
+
+/* "input_10.pb" after "input_9.pb": numeric order of the index. */
+static int pb_index(const char *name, const char *prefix) { return atoi(name + strlen(prefix)); }
+
+static void free_names(char **names, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The messages of rendered diagnostics ("file:line:col: error: MSG" lines), joined by "; ". */
+static void brief(const char *text, StrBuf *out) {
+    bool first = true;
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        const char *e = NULL;
+        for (const char *q = p; q + 8 <= p + n; q++)
+            if (memcmp(q, ": error: ", 9) == 0) {
+                e = q + 9;
+                break;
+            }
+        if (e) {
+            if (!first) sb_puts(out, "; ");
+            sb_putn(out, e, n - (size_t)(e - p));
+            first = false;
+        }
+        p = nl ? nl + 1 : p + n;
+    }
+    if (first) sb_puts(out, text ? text : "");
+}
+
+/* Run one data set; false with the reason in why. */
+static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
+    char **ins, **outs;
+    uint32_t n_in = list_dir(set_dir, "input_", &ins), n_out = list_dir(set_dir, "output_", &outs);
+    Arena arena;
+    arena_init(&arena);
+    char err[512];
+    bool ok = true;
+    FuncDef *d = ir_module_lookup(mod, "main", 4);
+    Function *f = d->func;
+    OxTensor **in_t = sup_calloc(n_in + 1, sizeof *in_t),
+             **out_t = sup_calloc(n_out + 1, sizeof *out_t);
+    for (uint32_t i = 0; i < n_in && ok; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", set_dir, ins[i]);
+        int k = pb_index(ins[i], "input_");
+        if (k < 0 || (uint32_t)k >= n_in) {
+            sb_printf(why, "%s: unexpected file name", p);
+            ok = false;
+        } else if ((in_t[k] = ox_load_tensor_file(p, &arena, err, sizeof err)) == NULL) {
+            sb_printf(why, "%s", err);
+            ok = false;
+        }
+    }
+    for (uint32_t i = 0; i < n_out && ok; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", set_dir, outs[i]);
+        int k = pb_index(outs[i], "output_");
+        if (k < 0 || (uint32_t)k >= n_out) {
+            sb_printf(why, "%s: unexpected file name", p);
+            ok = false;
+        } else if ((out_t[k] = ox_load_tensor_file(p, &arena, err, sizeof err)) == NULL) {
+            sb_printf(why, "%s", err);
+            ok = false;
+        }
+    }
+    if (ok && n_in != f->n_params) {
+        sb_printf(why, "the data set has %u inputs, the model takes %u", n_in, f->n_params);
+        ok = false;
+    }
+    Value **args = sup_calloc(n_in + 1, sizeof *args);
+    for (uint32_t i = 0; i < n_in && ok; i++)
+        if ((args[i] = value_of(in_t[i], err, sizeof err)) == NULL) {
+            sb_printf(why, "input %u: %s", i, err);
+            ok = false;
+        }
+    if (ok) {
+        Interp *it = ev_new(mod);
+        size_t mark = ctx->diags.items.len;
+        Value *r = ev_call_global(it, "main", n_in, args);
+        if (r == NULL) {
+            StrBuf msg = {0};
+            diags_render(&ctx->diags, mark, &msg);
+            sb_puts(why, "runtime error: ");
+            brief(sb_cstr(&msg), why);
+            sb_free(&msg);
+            diags_clear(&ctx->diags);
+            ok = false;
+        } else {
+            uint32_t n_res = r->kind == VAL_TUPLE ? RT_TUPLE(r)->n : 1;
+            if (n_res != n_out) {
+                sb_printf(why, "%u outputs, the data set has %u", n_res, n_out);
+                ok = false;
+            }
+            for (uint32_t k = 0; k < n_out && ok; k++) {
+                Value *v = r->kind == VAL_TUPLE ? RT_TUPLE(r)->f[k] : r;
+                if (v->kind != VAL_TENSOR) {
+                    sb_printf(why, "output %u is not a tensor", k);
+                    ok = false;
+                } else {
+                    StrBuf w = {0};
+                    if (!compare(RT_TENSOR(v), out_t[k], &w)) {
+                        sb_printf(why, "output %u: %s", k, sb_cstr(&w));
+                        ok = false;
+                    }
+                    sb_free(&w);
+                }
+            }
+            rt_release(r);
+        }
+        ev_free(it);
+    }
+    for (uint32_t i = 0; i < n_in; i++)
+        if (args[i]) rt_release(args[i]);
+    free(args);
+    free(in_t);
+    free(out_t);
+    arena_free(&arena);
+    free_names(ins, n_in);
+    free_names(outs, n_out);
+    return ok;
+}
+
+rly_status rly_onnx_test_case(const char *dir, int *passed, char **report) {
+    *passed = 0;
+    *report = NULL;
+    StrBuf why = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    rly_ctx *ctx;
+    rly_status st = rly_ctx_new(&ctx);
+    if (st != RLY_STATUS_OK) return st;
+    rly_module *mod = NULL;
+    if (rly_module_import_onnx(ctx, path, NULL, &mod) != RLY_STATUS_OK) {
+        sb_puts(&why, "import: ");
+        brief(rly_last_error(), &why);
+    } else {
+        char **sets;
+        uint32_t n_sets = list_dir(dir, "test_data_set_", &sets);
+        bool ok = n_sets > 0;
+        if (!ok) sb_puts(&why, "no test_data_set_* folder");
+        RLY_TRY;
+        for (uint32_t s = 0; s < n_sets && ok; s++) {
+            char sd[4096];
+            snprintf(sd, sizeof sd, "%s/%s", dir, sets[s]);
+            StrBuf w = {0};
+            if (!run_set((Ctx *)ctx, (Module *)mod, sd, &w)) {
+                sb_printf(&why, "%s: %s", sets[s], sb_cstr(&w));
+                ok = false;
+            }
+            sb_free(&w);
+        }
+        RLY_END_TRY;
+        free_names(sets, n_sets);
+        *passed = ok;
+    }
+    rly_ctx_free(ctx);
+    *report = sb_take(&why);
+    return RLY_STATUS_OK;
+}

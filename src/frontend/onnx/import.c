@@ -1,0 +1,1325 @@
+/* import.c - the ONNX importer's core: graph walk, value scopes, typing and folding of the calls
+ * converters build, diagnostics at nodes, and the control-flow converters (If, Loop, Scan).
+ * See import.h for the design. */
+#include "frontend/onnx/import.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "eval/eval.h"
+
+#define FOLD_MAX_ELEMS (1 << 20) /* results larger than this stay calls (not folded) */
+
+/* One level of names: a graph (the main graph or a subgraph). A subgraph that becomes a function
+ * (Loop and Scan bodies) is a boundary: an outer value used inside is passed in as an extra
+ * parameter (captured), so function bodies never share nodes with their callers. */
+typedef struct Scope {
+    struct Scope *up;
+    StrMap names; /* ONNX value name -> Expr */
+    bool boundary;
+    PtrVec cap_outer; /* boundary: captured outer expressions ... */
+    PtrVec cap_inner; /* ... and the parameters standing for them inside */
+} Scope;
+
+struct Imp {
+    Ctx *ctx;
+    const OxModel *model;
+    const ImpOptions *opts;
+    Arena arena;
+    Scope *scope;
+    /* the node being converted */
+    const OxNode *node;
+    int64_t opset;
+    Span span;
+    Expr **outs;
+    /* diagnostics: each node's line in a pseudo source named after the model */
+    uint32_t file;
+    PtrMap node_off; /* OxNode* -> byte offset + 1 */
+    const char *src;
+    /* folding */
+    Module *scratch;
+    Interp *interp;
+    uint32_t n_folded;
+};
+
+/* ---- tables ------------------------------------------------------------------------------------
+ */
+
+static const ImpConv *const conv_tables[] = {imp_conv_elem,   imp_conv_shape, imp_conv_reduce,
+                                             imp_conv_nn,     imp_conv_rnn,   imp_conv_misc,
+                                             imp_conv_control};
+
+static bool same_domain(const char *a, const char *b) {
+    if (strcmp(a, "ai.onnx") == 0) a = "";
+    if (strcmp(b, "ai.onnx") == 0) b = "";
+    return strcmp(a, b) == 0;
+}
+
+const ImpConv *imp_find_conv(const char *op_type, const char *domain, int64_t opset) {
+    const ImpConv *best = NULL;
+    for (size_t t = 0; t < sizeof conv_tables / sizeof conv_tables[0]; t++)
+        for (const ImpConv *c = conv_tables[t]; c->op_type; c++)
+            if (strcmp(c->op_type, op_type) == 0 && same_domain(c->domain, domain) &&
+                c->since <= opset && (best == NULL || c->since > best->since))
+                best = c;
+    return best;
+}
+
+/* ---- accessors ----------------------------------------------------------------------------------
+ */
+
+const OxNode *imp_node(Imp *imp) { return imp->node; }
+int64_t imp_opset(Imp *imp) { return imp->opset; }
+Span imp_span(Imp *imp) { return imp->span; }
+Ctx *imp_ctx(Imp *imp) { return imp->ctx; }
+uint32_t imp_n_inputs(Imp *imp) { return imp->node->n_inputs; }
+uint32_t imp_n_outputs(Imp *imp) { return imp->node->n_outputs; }
+void *imp_alloc(Imp *imp, size_t n) { return arena_alloc(&imp->arena, n); }
+
+static void verror(Imp *imp, Span span, const char *fmt, va_list ap) {
+    StrBuf sb = {0};
+    if (imp->node)
+        sb_printf(&sb, "%s%s%s%s: ", imp->node->op_type, imp->node->name[0] ? " '" : "",
+                  imp->node->name, imp->node->name[0] ? "'" : "");
+    sb_vprintf(&sb, fmt, ap);
+    diag_error(&imp->ctx->diags, span, "%s", sb_cstr(&sb));
+    sb_free(&sb);
+}
+
+bool imp_error(Imp *imp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verror(imp, imp->span, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* An error not tied to a node (graph inputs/outputs): at the model's first line. */
+static bool graph_error(Imp *imp, const char *fmt, ...) RLY_PRINTF(2, 3);
+static bool graph_error(Imp *imp, const char *fmt, ...) {
+    const OxNode *saved = imp->node;
+    imp->node = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    verror(imp, (Span){imp->file, 0, 0}, fmt, ap);
+    va_end(ap);
+    imp->node = saved;
+    return false;
+}
+
+static Expr *lookup(Imp *imp, const char *name) {
+    size_t n = strlen(name);
+    Scope *crossed = NULL; /* the innermost boundary crossed so far */
+    PtrVec chain = {0};    /* boundaries crossed, innermost first */
+    Expr *e = NULL;
+    for (Scope *s = imp->scope; s; s = s->up) {
+        e = strmap_get(&s->names, name, n);
+        if (e) break;
+        if (s->boundary) vec_push(&chain, s);
+    }
+    (void)crossed;
+    if (e && chain.len > 0 && e->kind != EXPR_CONSTANT) {
+        /* Thread the value through each crossed boundary, outermost first. */
+        for (size_t k = chain.len; k-- > 0;) {
+            Scope *b = chain.data[k];
+            Expr *inner = NULL;
+            for (size_t j = 0; j < b->cap_outer.len; j++)
+                if (b->cap_outer.data[j] == e) inner = b->cap_inner.data[j];
+            if (inner == NULL) {
+                Var *v = ir_var_new(imp->ctx, ir_intern(imp->ctx, name, n), imp_type(e), SPAN_NONE);
+                v->base.checked_type = imp_type(e);
+                vec_push(&b->cap_outer, e);
+                vec_push(&b->cap_inner, &v->base);
+                inner = &v->base;
+            }
+            e = inner;
+        }
+    }
+    vec_free(&chain);
+    return e;
+}
+
+static void define(Imp *imp, const char *name, Expr *e) {
+    strmap_put(&imp->scope->names, name, strlen(name), e);
+}
+
+Expr *imp_in(Imp *imp, uint32_t i) {
+    if (i >= imp->node->n_inputs || imp->node->inputs[i][0] == '\0') return NULL;
+    return lookup(imp, imp->node->inputs[i]);
+}
+
+Expr *imp_in_req(Imp *imp, uint32_t i, const char *what) {
+    Expr *e = imp_in(imp, i);
+    if (e == NULL) imp_error(imp, "input %u (%s) is required", i, what);
+    return e;
+}
+
+void imp_out(Imp *imp, uint32_t i, Expr *e) {
+    if (i < imp->node->n_outputs) imp->outs[i] = e;
+}
+
+/* ---- attributes ------------------------------------------------------------------------------ */
+
+const OxAttr *imp_attr(Imp *imp, const char *name) {
+    for (uint32_t i = 0; i < imp->node->n_attrs; i++)
+        if (strcmp(imp->node->attrs[i].name, name) == 0) return &imp->node->attrs[i];
+    return NULL;
+}
+
+int64_t imp_attr_int(Imp *imp, const char *name, int64_t dflt) {
+    const OxAttr *a = imp_attr(imp, name);
+    return a ? a->i : dflt;
+}
+
+double imp_attr_float(Imp *imp, const char *name, double dflt) {
+    const OxAttr *a = imp_attr(imp, name);
+    return a ? (double)a->f : dflt;
+}
+
+const char *imp_attr_str(Imp *imp, const char *name, const char *dflt) {
+    const OxAttr *a = imp_attr(imp, name);
+    return a && a->s.s ? a->s.s : dflt;
+}
+
+uint32_t imp_attr_ints(Imp *imp, const char *name, const int64_t **out) {
+    const OxAttr *a = imp_attr(imp, name);
+    *out = a ? a->ints : NULL;
+    return a ? a->n_ints : 0;
+}
+
+uint32_t imp_attr_floats(Imp *imp, const char *name, const float **out) {
+    const OxAttr *a = imp_attr(imp, name);
+    *out = a ? a->floats : NULL;
+    return a ? a->n_floats : 0;
+}
+
+/* ---- types and constants --------------------------------------------------------------------- */
+
+Type *imp_type(Expr *e) { return e->checked_type; }
+
+TensorType *imp_tt(Expr *e) {
+    Type *t = e->checked_type;
+    return t && t->kind == TYPE_TENSOR ? AS_TENSOR_TYPE(t) : NULL;
+}
+
+uint32_t imp_rank(Expr *e) {
+    TensorType *t = imp_tt(e);
+    return t ? t->ndim : 0;
+}
+
+rly_dtype imp_dtype(Expr *e) {
+    TensorType *t = imp_tt(e);
+    return t ? t->dtype : RLY_DTYPE_F32;
+}
+
+Constant *imp_const(Expr *e) { return e && e->kind == EXPR_CONSTANT ? AS_CONSTANT(e) : NULL; }
+
+bool imp_const_ints(Imp *imp, Expr *e, const int64_t **vals, uint32_t *n) {
+    Constant *c = imp_const(e);
+    if (c == NULL || c->ndim > 1 || !(sup_dtype_is_int(c->dtype) || sup_dtype_is_uint(c->dtype)))
+        return false;
+    size_t count = c->ndim ? (size_t)c->shape[0] : 1;
+    int64_t *v = arena_array(&imp->arena, count ? count : 1, sizeof *v);
+    size_t es = sup_dtype_size(c->dtype);
+    for (size_t i = 0; i < count; i++) {
+        const uint8_t *p = (const uint8_t *)c->data + i * es;
+        switch (c->dtype) {
+        case RLY_DTYPE_I8: v[i] = *(const int8_t *)p; break;
+        case RLY_DTYPE_I16: v[i] = *(const int16_t *)p; break;
+        case RLY_DTYPE_I32: v[i] = *(const int32_t *)p; break;
+        case RLY_DTYPE_I64: v[i] = *(const int64_t *)p; break;
+        case RLY_DTYPE_U8: v[i] = *(const uint8_t *)p; break;
+        case RLY_DTYPE_U16: v[i] = *(const uint16_t *)p; break;
+        case RLY_DTYPE_U32: v[i] = *(const uint32_t *)p; break;
+        default: v[i] = (int64_t) * (const uint64_t *)p; break;
+        }
+    }
+    *vals = v;
+    *n = (uint32_t)count;
+    return true;
+}
+
+bool imp_const_f64(Expr *e, double *v) {
+    Constant *c = imp_const(e);
+    if (c == NULL) return false;
+    size_t count = 1;
+    for (uint32_t i = 0; i < c->ndim; i++)
+        count *= (size_t)c->shape[i];
+    if (count != 1) return false;
+    Constant tmp = *c;
+    tmp.ndim = 0;
+    *v = ir_constant_as_f64(&tmp);
+    return true;
+}
+
+int ox_to_rly_dtype(int32_t t) {
+    switch (t) {
+    case OX_FLOAT: return RLY_DTYPE_F32;
+    case OX_UINT8: return RLY_DTYPE_U8;
+    case OX_INT8: return RLY_DTYPE_I8;
+    case OX_UINT16: return RLY_DTYPE_U16;
+    case OX_INT16: return RLY_DTYPE_I16;
+    case OX_INT32: return RLY_DTYPE_I32;
+    case OX_INT64: return RLY_DTYPE_I64;
+    case OX_BOOL: return RLY_DTYPE_BOOL;
+    case OX_FLOAT16: return RLY_DTYPE_F16;
+    case OX_DOUBLE: return RLY_DTYPE_F64;
+    case OX_UINT32: return RLY_DTYPE_U32;
+    case OX_UINT64: return RLY_DTYPE_U64;
+    case OX_BFLOAT16: return RLY_DTYPE_BF16;
+    default: return -1;
+    }
+}
+
+int imp_onnx_dtype(Imp *imp, int32_t onnx_type) {
+    int dt = ox_to_rly_dtype(onnx_type);
+    if (dt < 0) imp_error(imp, "data type %s has no Relay counterpart", ox_type_name(onnx_type));
+    return dt;
+}
+
+/* ---- attribute builders --------------------------------------------------------------------- */
+
+static void ia_put(Imp *imp, ImpAttrs *a, const char *key, AttrValue *v) {
+    RLY_CHECK(a->n < sizeof a->keys / sizeof a->keys[0], "too many attributes");
+    a->keys[a->n] = ir_intern(imp->ctx, key, strlen(key));
+    a->vals[a->n++] = v;
+}
+
+void ia_int(Imp *imp, ImpAttrs *a, const char *key, int64_t v) {
+    ia_put(imp, a, key, ir_attr_int(imp->ctx, v, RLY_DTYPE_I64, imp->span));
+}
+void ia_float(Imp *imp, ImpAttrs *a, const char *key, double v) {
+    ia_put(imp, a, key, ir_attr_float(imp->ctx, v, RLY_DTYPE_F32, imp->span));
+}
+void ia_bool(Imp *imp, ImpAttrs *a, const char *key, bool v) {
+    ia_put(imp, a, key, ir_attr_bool(imp->ctx, v, imp->span));
+}
+void ia_str(Imp *imp, ImpAttrs *a, const char *key, const char *v) {
+    ia_put(imp, a, key, ir_attr_str(imp->ctx, v, strlen(v), imp->span));
+}
+void ia_none(Imp *imp, ImpAttrs *a, const char *key) {
+    ia_put(imp, a, key, ir_attr_none(imp->ctx, imp->span));
+}
+
+static AttrValue *int_list(Imp *imp, uint32_t n, const int64_t *v) {
+    AttrValue **items = arena_array(&imp->arena, n ? n : 1, sizeof *items);
+    for (uint32_t i = 0; i < n; i++)
+        items[i] = ir_attr_int(imp->ctx, v[i], RLY_DTYPE_I64, imp->span);
+    return ir_attr_list(imp->ctx, n, items, imp->span);
+}
+
+void ia_ints(Imp *imp, ImpAttrs *a, const char *key, uint32_t n, const int64_t *v) {
+    ia_put(imp, a, key, int_list(imp, n, v));
+}
+
+void ia_floats(Imp *imp, ImpAttrs *a, const char *key, uint32_t n, const double *v) {
+    AttrValue **items = arena_array(&imp->arena, n ? n : 1, sizeof *items);
+    for (uint32_t i = 0; i < n; i++)
+        items[i] = ir_attr_float(imp->ctx, v[i], RLY_DTYPE_F32, imp->span);
+    ia_put(imp, a, key, ir_attr_list(imp->ctx, n, items, imp->span));
+}
+
+void ia_pairs(Imp *imp, ImpAttrs *a, const char *key, uint32_t n_pairs, const int64_t *v) {
+    AttrValue **rows = arena_array(&imp->arena, n_pairs ? n_pairs : 1, sizeof *rows);
+    for (uint32_t i = 0; i < n_pairs; i++)
+        rows[i] = int_list(imp, 2, v + 2 * i);
+    ia_put(imp, a, key, ir_attr_list(imp->ctx, n_pairs, rows, imp->span));
+}
+
+/* ---- building ------------------------------------------------------------------------------- */
+
+static size_t static_elems(Type *t) {
+    if (t == NULL) return SIZE_MAX;
+    if (t->kind == TYPE_TENSOR) {
+        TensorType *tt = AS_TENSOR_TYPE(t);
+        size_t n = 1;
+        for (uint32_t i = 0; i < tt->ndim; i++) {
+            if (tt->shape[i] < 0) return SIZE_MAX;
+            if (tt->shape[i] > 0 && n > SIZE_MAX / (size_t)tt->shape[i]) return SIZE_MAX;
+            n *= (size_t)tt->shape[i];
+        }
+        return n;
+    }
+    if (t->kind == TYPE_TUPLE) {
+        TupleType *tu = AS_TUPLE_TYPE(t);
+        size_t n = 0;
+        for (uint32_t i = 0; i < tu->n; i++) {
+            size_t k = static_elems(tu->fields[i]);
+            if (k == SIZE_MAX) return SIZE_MAX;
+            n += k;
+        }
+        return n;
+    }
+    return SIZE_MAX;
+}
+
+static Expr *const_of_value(Imp *imp, Value *v) {
+    if (v->kind == VAL_TENSOR) {
+        RtTensor *t = RT_TENSOR(v);
+        Expr *c = ir_constant_new(imp->ctx, rt_tensor_dtype(t), (uint32_t)t->t.ndim, t->shape,
+                                  t->t.data, imp->span);
+        c->checked_type =
+            ir_type_tensor(imp->ctx, rt_tensor_dtype(t), (uint32_t)t->t.ndim, t->shape);
+        return c;
+    }
+    if (v->kind == VAL_TUPLE) {
+        RtTuple *tu = RT_TUPLE(v);
+        Expr **f = arena_array(&imp->arena, tu->n ? tu->n : 1, sizeof *f);
+        for (uint32_t i = 0; i < tu->n; i++) {
+            f[i] = const_of_value(imp, tu->f[i]);
+            if (f[i] == NULL) return NULL;
+        }
+        return imp_tuple(imp, tu->n, f);
+    }
+    return NULL;
+}
+
+/* Evaluate a call on constants; the call itself when it cannot be folded. */
+static Expr *fold(Imp *imp, Expr *call, const OpDef *def) {
+    (void)def;
+    if (imp->opts && imp->opts->no_fold) return call;
+    if (static_elems(call->checked_type) > FOLD_MAX_ELEMS) return call;
+    if (imp->interp == NULL) {
+        imp->scratch = ir_module_new(imp->ctx);
+        imp->interp = ev_new(imp->scratch);
+    }
+    size_t mark = imp->ctx->diags.items.len, errs = imp->ctx->diags.n_errors;
+    Value *v = ev_eval_closed(imp->interp, call);
+    if (v == NULL) {
+        /* A runtime error while folding (e.g. an index out of range): keep the call, so the error
+         * is reported when (and if) the program runs; drop the diagnostic. */
+        imp->ctx->diags.items.len = mark;
+        imp->ctx->diags.n_errors = errs;
+        return call;
+    }
+    Expr *c = const_of_value(imp, v);
+    rt_release(v);
+    if (c == NULL) return call;
+    imp->n_folded++;
+    return c;
+}
+
+Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, const ImpAttrs *a) {
+    Ctx *ctx = imp->ctx;
+    const OpDef *def = op_lookup(op, strlen(op));
+    if (def == NULL) {
+        imp_error(imp, "internal error: the converter calls unknown operator %s", op);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n_args; i++)
+        if (args[i] == NULL || args[i]->checked_type == NULL) {
+            imp_error(imp, "internal error: argument %u of %s is missing or untyped", i, op);
+            return NULL;
+        }
+    const Attrs *attrs = NULL;
+    if (a && a->n) attrs = ir_attrs_new(ctx, a->n, a->keys, a->vals);
+    Expr *call =
+        ir_call_new(ctx, ir_op_get(ctx, op, strlen(op)), n_args, args, attrs, 0, NULL, imp->span);
+    const AttrValue **vals =
+        arena_array(&imp->arena, def->n_attrs ? def->n_attrs : 1, sizeof *vals);
+    StrBuf msg = {0};
+    Span where;
+    if (!op_bind_attrs(def, attrs, vals, &msg, &where)) {
+        imp_error(imp, "%s: %s", op, sb_cstr(&msg));
+        sb_free(&msg);
+        return NULL;
+    }
+    Type **types = arena_array(&imp->arena, n_args ? n_args : 1, sizeof *types);
+    bool all_const = true;
+    for (uint32_t i = 0; i < n_args; i++) {
+        types[i] = args[i]->checked_type;
+        bool c = args[i]->kind == EXPR_CONSTANT;
+        if (args[i]->kind == EXPR_TUPLE) {
+            Tuple *tu = AS_TUPLE(args[i]);
+            c = true;
+            for (uint32_t j = 0; j < tu->n; j++)
+                c &= tu->fields[j]->kind == EXPR_CONSTANT;
+        }
+        all_const &= c;
+    }
+    Type *out = NULL;
+    int err_arg = -1;
+    RelResult r = op_relate(ctx, def, vals, n_args, types, &out, &msg, &err_arg);
+    if (r != REL_OK) {
+        imp_error(imp, "%s: %s", op, r == REL_DEFER ? "argument types unknown" : sb_cstr(&msg));
+        sb_free(&msg);
+        return NULL;
+    }
+    sb_free(&msg);
+    call->checked_type = out;
+    if (all_const && def->user_kernel == NULL) return fold(imp, call, def);
+    return call;
+}
+
+Expr *imp_call1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a) {
+    return imp_call(imp, op, 1, &x, a);
+}
+
+Expr *imp_call2(Imp *imp, const char *op, Expr *x, Expr *y, const ImpAttrs *a) {
+    Expr *args[2] = {x, y};
+    return imp_call(imp, op, 2, args, a);
+}
+
+Expr *imp_tuple(Imp *imp, uint32_t n, Expr *const *fields) {
+    Type **ft = arena_array(&imp->arena, n ? n : 1, sizeof *ft);
+    for (uint32_t i = 0; i < n; i++)
+        ft[i] = fields[i]->checked_type;
+    Expr *t = ir_tuple_new(imp->ctx, n, fields, imp->span);
+    t->checked_type = ir_type_tuple(imp->ctx, n, ft);
+    return t;
+}
+
+Expr *imp_get(Imp *imp, Expr *tuple, uint32_t i) {
+    if (tuple->kind == EXPR_TUPLE) return AS_TUPLE(tuple)->fields[i];
+    Type *t = tuple->checked_type;
+    RLY_CHECK(t && t->kind == TYPE_TUPLE && i < AS_TUPLE_TYPE(t)->n, "imp_get: not a tuple");
+    Expr *g = ir_tuple_get_item_new(imp->ctx, tuple, i, imp->span);
+    g->checked_type = AS_TUPLE_TYPE(t)->fields[i];
+    return g;
+}
+
+Expr *imp_const_tensor(Imp *imp, rly_dtype dt, uint32_t ndim, const int64_t *shape,
+                       const void *data) {
+    Expr *c = ir_constant_new(imp->ctx, dt, ndim, shape, data, imp->span);
+    c->checked_type = ir_type_tensor(imp->ctx, dt, ndim, shape);
+    return c;
+}
+
+Expr *imp_scalar(Imp *imp, rly_dtype dt, double v) {
+    Expr *c = sup_dtype_is_float(dt) ? ir_scalar_f64(imp->ctx, dt, v, imp->span)
+                                     : ir_scalar_i64(imp->ctx, dt, (int64_t)v, imp->span);
+    c->checked_type = ir_type_scalar(imp->ctx, dt);
+    return c;
+}
+
+Expr *imp_scalar_i(Imp *imp, rly_dtype dt, int64_t v) {
+    if (sup_dtype_is_float(dt)) return imp_scalar(imp, dt, (double)v);
+    Expr *c = ir_scalar_i64(imp->ctx, dt, v, imp->span);
+    c->checked_type = ir_type_scalar(imp->ctx, dt);
+    return c;
+}
+
+Expr *imp_const_i64s(Imp *imp, uint32_t n, const int64_t *v) {
+    int64_t shape[1] = {n};
+    return imp_const_tensor(imp, RLY_DTYPE_I64, 1, shape, v);
+}
+
+Expr *imp_cast(Imp *imp, Expr *e, rly_dtype dt) {
+    if (e == NULL) return NULL;
+    if (imp_tt(e) && imp_dtype(e) == dt) return e;
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "dtype", sup_dtype_name(dt));
+    return imp_call1(imp, "cast", e, &a);
+}
+
+/* ---- tensors and value types ------------------------------------------------------------------
+ */
+
+Expr *imp_tensor_const(Imp *imp, const OxTensor *t, bool borrow) {
+    int dt = ox_to_rly_dtype(t->data_type);
+    if (dt < 0) {
+        imp_error(imp, "tensor '%s': data type %s has no Relay counterpart", t->name,
+                  ox_type_name(t->data_type));
+        return NULL;
+    }
+    if (t->ndim > 32) {
+        imp_error(imp, "tensor '%s' has rank %u (at most 32)", t->name, t->ndim);
+        return NULL;
+    }
+    Expr *c;
+    if (borrow && t->data != NULL && t->count > 0)
+        c = ir_constant_borrow(imp->ctx, (rly_dtype)dt, t->ndim, t->dims, t->data, imp->span);
+    else
+        c = ir_constant_new(imp->ctx, (rly_dtype)dt, t->ndim, t->dims, t->data, imp->span);
+    c->checked_type = ir_type_tensor(imp->ctx, (rly_dtype)dt, t->ndim, t->dims);
+    return c;
+}
+
+/* The Relay type of a graph input/output's ONNX type; NULL after an error. */
+static Type *value_type(Imp *imp, const OxValueInfo *vi, const ImpShape *override) {
+    if (vi->type.kind != OXT_TENSOR) {
+        graph_error(imp, "value '%s': %s types are not supported (tensors only)", vi->name,
+                    vi->type.kind == OXT_SEQUENCE   ? "sequence"
+                    : vi->type.kind == OXT_OPTIONAL ? "optional"
+                    : vi->type.kind == OXT_MAP      ? "map"
+                    : vi->type.kind == OXT_NONE     ? "unknown"
+                                                    : "sparse tensor");
+        return NULL;
+    }
+    int dt = ox_to_rly_dtype(vi->type.elem_type);
+    if (dt < 0) {
+        graph_error(imp, "value '%s': data type %s has no Relay counterpart", vi->name,
+                    ox_type_name(vi->type.elem_type));
+        return NULL;
+    }
+    if (override) return ir_type_tensor(imp->ctx, (rly_dtype)dt, override->ndim, override->dims);
+    if (vi->type.ndim < 0) {
+        graph_error(imp,
+                    "value '%s' has no shape (its rank is needed); give it with --input-shapes",
+                    vi->name);
+        return NULL;
+    }
+    int64_t *dims = arena_array(&imp->arena, (size_t)vi->type.ndim + 1, sizeof *dims);
+    for (int32_t i = 0; i < vi->type.ndim; i++)
+        dims[i] = vi->type.dims[i].value >= 0 ? vi->type.dims[i].value : DIM_ANY;
+    return ir_type_tensor(imp->ctx, (rly_dtype)dt, (uint32_t)vi->type.ndim, dims);
+}
+
+/* ---- the graph walk -----------------------------------------------------------------------------
+ */
+
+/* ---- the graph walk -----------------------------------------------------------------------------
+ */
+
+/* Names a subgraph reads from enclosing scopes (used, not defined inside), transitively, appended
+ * to out (deduplicated through seen). Nesting depth is bounded by the reader (OX_MAX_DEPTH). */
+static void free_names(const OxGraph *g, PtrVec *out, StrMap *seen) {
+    StrMap defined = {0};
+    for (uint32_t i = 0; i < g->n_inputs; i++)
+        strmap_put(&defined, g->inputs[i].name, strlen(g->inputs[i].name), (void *)1);
+    for (uint32_t i = 0; i < g->n_inits; i++)
+        strmap_put(&defined, g->inits[i].name, strlen(g->inits[i].name), (void *)1);
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        for (uint32_t k = 0; k < g->nodes[i].n_outputs; k++)
+            strmap_put(&defined, g->nodes[i].outputs[k], strlen(g->nodes[i].outputs[k]), (void *)1);
+    PtrVec used = {0};
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const OxNode *nd = &g->nodes[i];
+        for (uint32_t k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k][0]) vec_push(&used, (void *)nd->inputs[k]);
+        for (uint32_t a = 0; a < nd->n_attrs; a++) {
+            StrMap inner_seen = {0};
+            if (nd->attrs[a].g) free_names(nd->attrs[a].g, &used, &inner_seen);
+            for (uint32_t j = 0; j < nd->attrs[a].n_graphs; j++)
+                free_names(nd->attrs[a].graphs[j], &used, &inner_seen);
+            strmap_free(&inner_seen);
+        }
+    }
+    for (size_t i = 0; i < used.len; i++) {
+        const char *s = used.data[i];
+        size_t n = strlen(s);
+        if (strmap_get(&defined, s, n) || strmap_get(seen, s, n)) continue;
+        strmap_put(seen, s, n, (void *)1);
+        vec_push(out, (void *)s);
+    }
+    vec_free(&used);
+    strmap_free(&defined);
+}
+
+static Span node_span(Imp *imp, const OxNode *nd) {
+    uintptr_t off = (uintptr_t)ptrmap_get(&imp->node_off, nd);
+    if (off == 0) return (Span){imp->file, 0, 0};
+    const char *line = imp->src + off - 1;
+    const char *end = strchr(line, '\n');
+    return (Span){imp->file, (uint32_t)(off - 1), (uint32_t)(off - 1 + (size_t)(end - line))};
+}
+
+static bool convert_node(Imp *imp, const OxNode *nd) {
+    imp->node = nd;
+    imp->span = node_span(imp, nd);
+    imp->opset = ox_opset(imp->model, nd->domain);
+    if (imp->opset == 0 && nd->domain[0] && strcmp(nd->domain, "ai.onnx") != 0) imp->opset = 1;
+    const ImpConv *cv = imp_find_conv(nd->op_type, nd->domain, imp->opset);
+    if (cv == NULL) return imp_error(imp, "unsupported operator");
+    for (uint32_t i = 0; i < nd->n_inputs; i++)
+        if (nd->inputs[i][0] && lookup(imp, nd->inputs[i]) == NULL)
+            return imp_error(imp,
+                             "input %u '%s' is not produced by any node, nor a graph input or "
+                             "initializer",
+                             i, nd->inputs[i]);
+    imp->outs = arena_array(&imp->arena, nd->n_outputs ? nd->n_outputs : 1, sizeof *imp->outs);
+    size_t errs = imp->ctx->diags.n_errors;
+    if (!cv->fn(imp)) {
+        if (imp->ctx->diags.n_errors == errs) imp_error(imp, "conversion failed");
+        return false;
+    }
+    for (uint32_t k = 0; k < nd->n_outputs; k++) {
+        if (nd->outputs[k][0] == '\0') continue;
+        if (imp->outs[k] == NULL)
+            return imp_error(imp, "output %u '%s' is not supported by this converter", k,
+                             nd->outputs[k]);
+        define(imp, nd->outputs[k], imp->outs[k]);
+    }
+    imp->node = NULL;
+    return true;
+}
+
+/* Convert g's nodes in dependency order into the current scope (whose graph inputs and
+ * initializers are defined already). */
+static bool convert_nodes(Imp *imp, const OxGraph *g) {
+    uint32_t n = g->n_nodes;
+    bool ok = true;
+    StrMap producer = {0};
+    for (uint32_t i = 0; i < n && ok; i++)
+        for (uint32_t k = 0; k < g->nodes[i].n_outputs; k++) {
+            const char *o = g->nodes[i].outputs[k];
+            if (!o[0]) continue;
+            uintptr_t prev = (uintptr_t)strmap_get(&producer, o, strlen(o));
+            if (prev) {
+                imp->node = &g->nodes[i];
+                imp->span = node_span(imp, imp->node);
+                ok =
+                    imp_error(imp, "value '%s' is also produced by node %u", o, (unsigned)prev - 1);
+                imp->node = NULL;
+                break;
+            }
+            strmap_put(&producer, o, strlen(o), (void *)(uintptr_t)(i + 1));
+        }
+    /* Edges producer -> consumer (an input, or a name a subgraph of the node reads). */
+    uint32_t *indeg = sup_calloc(n ? n : 1, sizeof *indeg);
+    Vec(uint32_t) from = {0}, to = {0};
+    for (uint32_t i = 0; i < n && ok; i++) {
+        const OxNode *nd = &g->nodes[i];
+        PtrVec names = {0};
+        StrMap seen = {0};
+        for (uint32_t k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k][0]) vec_push(&names, (void *)nd->inputs[k]);
+        for (uint32_t a = 0; a < nd->n_attrs; a++) {
+            if (nd->attrs[a].g) free_names(nd->attrs[a].g, &names, &seen);
+            for (uint32_t j = 0; j < nd->attrs[a].n_graphs; j++)
+                free_names(nd->attrs[a].graphs[j], &names, &seen);
+        }
+        for (size_t k = 0; k < names.len; k++) {
+            const char *s = names.data[k];
+            uintptr_t p = (uintptr_t)strmap_get(&producer, s, strlen(s));
+            if (p == 0) continue;
+            vec_push(&from, (uint32_t)(p - 1));
+            vec_push(&to, i);
+            indeg[i]++;
+        }
+        vec_free(&names);
+        strmap_free(&seen);
+    }
+    /* Kahn's algorithm, preferring file order (a ready queue scanned in index order). */
+    uint32_t *start = sup_calloc((size_t)n + 1, sizeof *start);
+    uint32_t *adj = sup_calloc(from.len ? from.len : 1, sizeof *adj);
+    for (size_t e = 0; e < from.len; e++)
+        start[from.data[e] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        start[i + 1] += start[i];
+    uint32_t *fill = sup_calloc(n ? n : 1, sizeof *fill);
+    for (size_t e = 0; e < from.len; e++)
+        adj[start[from.data[e]] + fill[from.data[e]]++] = to.data[e];
+    Vec(uint32_t) ready = {0};
+    for (uint32_t i = n; i-- > 0;)
+        if (indeg[i] == 0) vec_push(&ready, i);
+    uint32_t done = 0;
+    while (ok && ready.len > 0) {
+        uint32_t i = vec_pop(&ready);
+        if (!convert_node(imp, &g->nodes[i])) {
+            ok = false;
+            break;
+        }
+        done++;
+        for (uint32_t e = start[i]; e < start[i + 1]; e++)
+            if (--indeg[adj[e]] == 0) vec_push(&ready, adj[e]);
+    }
+    if (ok && done < n) {
+        for (uint32_t i = 0; i < n; i++)
+            if (indeg[i] > 0) {
+                imp->node = &g->nodes[i];
+                imp->span = node_span(imp, imp->node);
+                imp_error(imp, "the graph has a cycle through this node");
+                imp->node = NULL;
+                break;
+            }
+        ok = false;
+    }
+    vec_free(&ready);
+    free(fill);
+    free(adj);
+    free(start);
+    vec_free(&from);
+    vec_free(&to);
+    free(indeg);
+    strmap_free(&producer);
+    return ok;
+}
+
+static void scope_push(Imp *imp, Scope *s, bool boundary) {
+    memset(s, 0, sizeof *s);
+    s->up = imp->scope;
+    s->boundary = boundary;
+    imp->scope = s;
+}
+
+static void scope_pop(Imp *imp) {
+    Scope *s = imp->scope;
+    imp->scope = s->up;
+    strmap_free(&s->names);
+    vec_free(&s->cap_outer);
+    vec_free(&s->cap_inner);
+}
+
+/* Define g's initializers as constants in the current scope. */
+static bool define_inits(Imp *imp, const OxGraph *g) {
+    for (uint32_t i = 0; i < g->n_inits; i++) {
+        Expr *c = imp_tensor_const(imp, &g->inits[i], true);
+        if (c == NULL) return false;
+        define(imp, g->inits[i].name, c);
+    }
+    return true;
+}
+
+/* The expressions of g's outputs (after its nodes were converted in the current scope). */
+static Expr **graph_outputs(Imp *imp, const OxGraph *g) {
+    Expr **outs = arena_array(&imp->arena, g->n_outputs ? g->n_outputs : 1, sizeof *outs);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        outs[i] = lookup(imp, g->outputs[i].name);
+        if (outs[i] == NULL) {
+            graph_error(imp, "graph '%s': output '%s' is not produced by any node", g->name,
+                        g->outputs[i].name);
+            return NULL;
+        }
+    }
+    return outs;
+}
+
+static Expr *pack(Imp *imp, uint32_t n, Expr **es) {
+    return n == 1 ? es[0] : imp_tuple(imp, n, es);
+}
+
+/* Two types of one value from two paths (If branches, loop iterations): equal, or the same
+ * dtype and rank with differing dims made `?`; NULL when they cannot join. */
+static Type *join_types(Imp *imp, Type *a, Type *b) {
+    if (a == b) return a;
+    if (a->kind == TYPE_TENSOR && b->kind == TYPE_TENSOR) {
+        TensorType *x = AS_TENSOR_TYPE(a), *y = AS_TENSOR_TYPE(b);
+        if (x->dtype != y->dtype || x->ndim != y->ndim) return NULL;
+        int64_t *d = arena_array(&imp->arena, x->ndim + 1, sizeof *d);
+        for (uint32_t i = 0; i < x->ndim; i++)
+            d[i] = x->shape[i] == y->shape[i] ? x->shape[i] : DIM_ANY;
+        return ir_type_tensor(imp->ctx, x->dtype, x->ndim, d);
+    }
+    if (a->kind == TYPE_TUPLE && b->kind == TYPE_TUPLE &&
+        AS_TUPLE_TYPE(a)->n == AS_TUPLE_TYPE(b)->n) {
+        uint32_t n = AS_TUPLE_TYPE(a)->n;
+        Type **f = arena_array(&imp->arena, n ? n : 1, sizeof *f);
+        for (uint32_t i = 0; i < n; i++)
+            if ((f[i] = join_types(imp, AS_TUPLE_TYPE(a)->fields[i],
+                                   AS_TUPLE_TYPE(b)->fields[i])) == NULL)
+                return NULL;
+        return ir_type_tuple(imp->ctx, n, f);
+    }
+    return NULL;
+}
+
+/* A one-element tensor as a scalar of its dtype. */
+static Expr *to_scalar(Imp *imp, Expr *e) {
+    if (imp_rank(e) == 0) return e;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "newshape", 0, NULL);
+    return imp_call1(imp, "reshape", e, &a);
+}
+
+/* ---- control flow ------------------------------------------------------------------------------
+ */
+
+static const OxGraph *graph_attr(Imp *imp, const char *name) {
+    const OxAttr *a = imp_attr(imp, name);
+    if (a == NULL || a->g == NULL) {
+        imp_error(imp, "attribute '%s' (a graph) is required", name);
+        return NULL;
+    }
+    return a->g;
+}
+
+/* Convert a branch graph (no inputs) in a child scope; returns its outputs. */
+static Expr **branch(Imp *imp, const OxGraph *g) {
+    const OxNode *saved = imp->node;
+    Span sspan = imp->span;
+    int64_t sopset = imp->opset;
+    Expr **souts = imp->outs;
+    Scope s;
+    scope_push(imp, &s, false);
+    Expr **outs = NULL;
+    if (define_inits(imp, g) && convert_nodes(imp, g)) outs = graph_outputs(imp, g);
+    scope_pop(imp);
+    imp->node = saved, imp->span = sspan, imp->opset = sopset, imp->outs = souts;
+    return outs;
+}
+
+static bool conv_if(Imp *imp) {
+    Expr *cond = imp_in_req(imp, 0, "cond");
+    const OxGraph *gt = graph_attr(imp, "then_branch"), *ge = graph_attr(imp, "else_branch");
+    if (!cond || !gt || !ge) return false;
+    if (gt->n_outputs != imp_n_outputs(imp) || ge->n_outputs != imp_n_outputs(imp))
+        return imp_error(imp, "the branches give %u and %u outputs, the node names %u",
+                         gt->n_outputs, ge->n_outputs, imp_n_outputs(imp));
+    cond = to_scalar(imp, cond);
+    if (cond == NULL) return false;
+    if (imp_dtype(cond) != RLY_DTYPE_BOOL) cond = imp_cast(imp, cond, RLY_DTYPE_BOOL);
+    double cv;
+    if (imp_const_f64(cond, &cv)) { /* decided at import time */
+        Expr **o = branch(imp, cv != 0 ? gt : ge);
+        if (o == NULL) return false;
+        for (uint32_t i = 0; i < imp_n_outputs(imp); i++)
+            imp_out(imp, i, o[i]);
+        return true;
+    }
+    Expr **ot = branch(imp, gt), **oe = ot ? branch(imp, ge) : NULL;
+    if (oe == NULL) return false;
+    uint32_t n = imp_n_outputs(imp);
+    Expr *t = pack(imp, n, ot), *e = pack(imp, n, oe);
+    Type *ty = join_types(imp, t->checked_type, e->checked_type);
+    if (ty == NULL) return imp_error(imp, "the branches give outputs of different types or ranks");
+    Expr *r = ir_if_new(imp->ctx, cond, t, e, imp->span);
+    r->checked_type = ty;
+    if (n == 1)
+        imp_out(imp, 0, r);
+    else
+        for (uint32_t i = 0; i < n; i++)
+            imp_out(imp, i, imp_get(imp, r, i));
+    return true;
+}
+
+/* The tensor type t with every dim `?` (a loop-carried value may change shape). */
+static Type *any_dims(Imp *imp, Type *t) {
+    if (t->kind != TYPE_TENSOR) return t;
+    TensorType *tt = AS_TENSOR_TYPE(t);
+    int64_t *d = arena_array(&imp->arena, tt->ndim + 1, sizeof *d);
+    for (uint32_t i = 0; i < tt->ndim; i++)
+        d[i] = DIM_ANY;
+    return ir_type_tensor(imp->ctx, tt->dtype, tt->ndim, d);
+}
+
+static Var *typed_var(Imp *imp, const char *name, Type *t) {
+    Var *v = ir_var_new(imp->ctx, ir_intern(imp->ctx, name, strlen(name)), t, SPAN_NONE);
+    v->base.checked_type = t;
+    return v;
+}
+
+/* Loop: a let-bound recursive function
+ *   %loop(%i, %cond, %v..., %scan..., %captured...) =
+ *     if (%i < %M && %cond) { body; %loop(%i + 1, cond_out, v_out..., concat(%scan, [s])...) }
+ *     else (%v..., %scan...)
+ * Loop-carried values are typed with `?` dims (they may change shape between iterations); scan
+ * outputs grow along a new first axis. */
+static bool conv_loop(Imp *imp) {
+    Ctx *ctx = imp->ctx;
+    const OxGraph *body = graph_attr(imp, "body");
+    if (body == NULL) return false;
+    Expr *max_trip = imp_in(imp, 0), *cond0 = imp_in(imp, 1);
+    uint32_t n_carried = imp_n_inputs(imp) > 2 ? imp_n_inputs(imp) - 2 : 0;
+    if (body->n_inputs != n_carried + 2)
+        return imp_error(imp, "the body takes %u inputs, expected %u (iteration, cond, %u carried)",
+                         body->n_inputs, n_carried + 2, n_carried);
+    if (body->n_outputs < n_carried + 1)
+        return imp_error(imp, "the body gives %u outputs, expected at least %u", body->n_outputs,
+                         n_carried + 1);
+    uint32_t n_scan = body->n_outputs - 1 - n_carried;
+    if (imp_n_outputs(imp) > n_carried + n_scan)
+        return imp_error(imp, "the node names %u outputs, the body gives %u", imp_n_outputs(imp),
+                         n_carried + n_scan);
+    Expr **init = arena_array(&imp->arena, n_carried + 1, sizeof *init);
+    for (uint32_t k = 0; k < n_carried; k++)
+        if ((init[k] = imp_in_req(imp, 2 + k, "loop-carried value")) == NULL) return false;
+    const OxNode *self = imp->node;
+    Span span = imp->span;
+    int64_t opset = imp->opset;
+    Expr **outs = imp->outs;
+
+    /* Parameters of the loop function (first part). */
+    Type *i64 = ir_type_scalar(ctx, RLY_DTYPE_I64), *tbool = ir_type_scalar(ctx, RLY_DTYPE_BOOL);
+    Var *p_i = typed_var(imp, "i", i64), *p_cond = typed_var(imp, "cond", tbool);
+    Var **p_v = arena_array(&imp->arena, n_carried + 1, sizeof *p_v);
+    for (uint32_t k = 0; k < n_carried; k++)
+        p_v[k] = typed_var(imp, "v", any_dims(imp, init[k]->checked_type));
+    /* The body, in a boundary scope. */
+    Scope s;
+    scope_push(imp, &s, true);
+    bool ok = define_inits(imp, body);
+    Expr *it_in = &p_i->base, *cond_in = &p_cond->base;
+    const OxType *ti = &body->inputs[0].type, *tc = &body->inputs[1].type;
+    if (ok && ti->kind == OXT_TENSOR && ti->ndim == 1) {
+        ImpAttrs a = {0};
+        int64_t one[1] = {1};
+        ia_ints(imp, &a, "newshape", 1, one);
+        it_in = imp_call1(imp, "reshape", it_in, &a);
+    }
+    if (ok && tc->kind == OXT_TENSOR && tc->ndim == 1) {
+        ImpAttrs a = {0};
+        int64_t one[1] = {1};
+        ia_ints(imp, &a, "newshape", 1, one);
+        cond_in = imp_call1(imp, "reshape", cond_in, &a);
+    }
+    ok = ok && it_in && cond_in;
+    if (ok) {
+        define(imp, body->inputs[0].name, it_in);
+        define(imp, body->inputs[1].name, cond_in);
+        for (uint32_t k = 0; k < n_carried; k++)
+            define(imp, body->inputs[2 + k].name, &p_v[k]->base);
+        ok = convert_nodes(imp, body);
+    }
+    Expr **bo = ok ? graph_outputs(imp, body) : NULL;
+    imp->node = self, imp->span = span, imp->opset = opset, imp->outs = outs;
+    if (bo == NULL) {
+        scope_pop(imp);
+        return false;
+    }
+    /* Scan accumulators: Tensor[(?, elem...), dt]. */
+    Var **p_s = arena_array(&imp->arena, n_scan + 1, sizeof *p_s);
+    Expr **s_init = arena_array(&imp->arena, n_scan + 1, sizeof *s_init);
+    for (uint32_t k = 0; k < n_scan; k++) {
+        TensorType *et = imp_tt(bo[1 + n_carried + k]);
+        if (et == NULL) {
+            scope_pop(imp);
+            return imp_error(imp, "scan output %u is not a tensor", k);
+        }
+        int64_t *d = arena_array(&imp->arena, et->ndim + 2, sizeof *d);
+        d[0] = DIM_ANY;
+        int64_t *d0 = arena_array(&imp->arena, et->ndim + 2, sizeof *d0);
+        d0[0] = 0;
+        for (uint32_t j = 0; j < et->ndim; j++) {
+            d[j + 1] = et->shape[j];
+            d0[j + 1] = et->shape[j] >= 0 ? et->shape[j] : 0;
+        }
+        p_s[k] = typed_var(imp, "scan", ir_type_tensor(ctx, et->dtype, et->ndim + 1, d));
+        s_init[k] = imp_const_tensor(imp, et->dtype, et->ndim + 1, d0, NULL);
+        if (s_init[k]) s_init[k]->checked_type = p_s[k]->base.checked_type;
+    }
+    /* Captured outer values become trailing parameters passed unchanged. */
+    uint32_t n_cap = (uint32_t)s.cap_inner.len;
+    uint32_t n_params = 2 + n_carried + n_scan + n_cap;
+    Var **params = arena_array(&imp->arena, n_params, sizeof *params);
+    params[0] = p_i, params[1] = p_cond;
+    for (uint32_t k = 0; k < n_carried; k++)
+        params[2 + k] = p_v[k];
+    for (uint32_t k = 0; k < n_scan; k++)
+        params[2 + n_carried + k] = p_s[k];
+    for (uint32_t k = 0; k < n_cap; k++)
+        params[2 + n_carried + n_scan + k] = AS_VAR(s.cap_inner.data[k]);
+    /* The result type and the recursive var. */
+    uint32_t n_res = n_carried + n_scan;
+    Type **rt = arena_array(&imp->arena, n_res + 1, sizeof *rt);
+    Expr **res = arena_array(&imp->arena, n_res + 1, sizeof *res);
+    for (uint32_t k = 0; k < n_carried; k++)
+        rt[k] = p_v[k]->base.checked_type, res[k] = &p_v[k]->base;
+    for (uint32_t k = 0; k < n_scan; k++)
+        rt[n_carried + k] = p_s[k]->base.checked_type, res[n_carried + k] = &p_s[k]->base;
+    Type *ret = ir_type_tuple(ctx, n_res, rt);
+    Type **pt = arena_array(&imp->arena, n_params, sizeof *pt);
+    for (uint32_t k = 0; k < n_params; k++)
+        pt[k] = params[k]->base.checked_type;
+    Var *loop = typed_var(imp, "loop", ir_type_func(ctx, n_params, pt, ret, 0, NULL, 0, NULL));
+    /* The recursive call's arguments. */
+    Expr **next = arena_array(&imp->arena, n_params, sizeof *next);
+    ok = true;
+    Expr *one = imp_scalar_i(imp, RLY_DTYPE_I64, 1);
+    next[0] = imp_call2(imp, "add", &p_i->base, one, NULL);
+    next[1] = to_scalar(imp, imp_cast(imp, bo[0], RLY_DTYPE_BOOL));
+    for (uint32_t k = 0; k < n_carried; k++) {
+        next[2 + k] = bo[1 + k];
+        if (next[2 + k] && join_types(imp, any_dims(imp, bo[1 + k]->checked_type),
+                                      p_v[k]->base.checked_type) == NULL) {
+            scope_pop(imp);
+            return imp_error(imp, "loop-carried value %u changes its dtype or rank", k);
+        }
+    }
+    for (uint32_t k = 0; k < n_scan; k++) {
+        ImpAttrs a = {0};
+        ia_int(imp, &a, "axis", 0);
+        Expr *el = imp_call1(imp, "expand_dims", bo[1 + n_carried + k], &a);
+        Expr *pair[2] = {&p_s[k]->base, el};
+        ImpAttrs c = {0};
+        ia_int(imp, &c, "axis", 0);
+        next[2 + n_carried + k] =
+            el ? imp_call1(imp, "concatenate", imp_tuple(imp, 2, pair), &c) : NULL;
+    }
+    for (uint32_t k = 0; k < n_cap; k++)
+        next[2 + n_carried + n_scan + k] = s.cap_inner.data[k];
+    for (uint32_t k = 0; k < n_params; k++)
+        ok &= next[k] != NULL;
+    if (!ok) {
+        scope_pop(imp);
+        return false;
+    }
+    /* Condition: i < M && cond (either part may be absent); M is one more parameter. */
+    Expr *go = &p_cond->base;
+    Expr *m_in = NULL;
+    if (max_trip) {
+        m_in = &typed_var(imp, "M", i64)->base;
+        Expr *lt = imp_call2(imp, "less", &p_i->base, m_in, NULL);
+        go = lt ? imp_call2(imp, "logical_and", lt, go, NULL) : NULL;
+        if (go == NULL) {
+            scope_pop(imp);
+            return false;
+        }
+        Var **p2 = arena_array(&imp->arena, n_params + 1, sizeof *p2);
+        memcpy(p2, params, n_params * sizeof *p2);
+        p2[n_params] = AS_VAR(m_in);
+        params = p2;
+        Expr **n2 = arena_array(&imp->arena, n_params + 1, sizeof *n2);
+        memcpy(n2, next, n_params * sizeof *n2);
+        n2[n_params] = m_in;
+        next = n2;
+        Type **pt2 = arena_array(&imp->arena, n_params + 1, sizeof *pt2);
+        memcpy(pt2, pt, n_params * sizeof *pt2);
+        pt2[n_params] = i64;
+        n_params++;
+        loop->ann = ir_type_func(ctx, n_params, pt2, ret, 0, NULL, 0, NULL);
+        loop->base.checked_type = loop->ann;
+    }
+    Expr *again = ir_call_new(ctx, &loop->base, n_params, next, NULL, 0, NULL, span);
+    again->checked_type = ret;
+    Expr *done = imp_tuple(imp, n_res, res);
+    Expr *body_if = ir_if_new(ctx, go, again, done, span);
+    body_if->checked_type = ret;
+    Expr *fn = ir_function_new(ctx, n_params, params, body_if, ret, 0, NULL, NULL, span);
+    fn->checked_type = loop->base.checked_type;
+    Expr **cap_outer = arena_array(&imp->arena, n_cap + 1, sizeof *cap_outer);
+    for (uint32_t k = 0; k < n_cap; k++)
+        cap_outer[k] = s.cap_outer.data[k];
+    scope_pop(imp);
+    /* The first call, outside. */
+    Expr **first = arena_array(&imp->arena, n_params, sizeof *first);
+    first[0] = imp_scalar_i(imp, RLY_DTYPE_I64, 0);
+    first[1] = cond0 ? to_scalar(imp, imp_cast(imp, cond0, RLY_DTYPE_BOOL))
+                     : imp_scalar_i(imp, RLY_DTYPE_BOOL, 1);
+    if (first[1] == NULL) return false;
+    for (uint32_t k = 0; k < n_carried; k++)
+        first[2 + k] = init[k];
+    for (uint32_t k = 0; k < n_scan; k++)
+        first[2 + n_carried + k] = s_init[k];
+    for (uint32_t k = 0; k < n_cap; k++)
+        first[2 + n_carried + n_scan + k] = cap_outer[k];
+    if (m_in) {
+        first[n_params - 1] = to_scalar(imp, imp_cast(imp, max_trip, RLY_DTYPE_I64));
+        if (first[n_params - 1] == NULL) return false;
+    }
+    Expr *call = ir_call_new(ctx, &loop->base, n_params, first, NULL, 0, NULL, span);
+    call->checked_type = ret;
+    Expr *let = ir_let_new(ctx, loop, fn, call, span);
+    let->checked_type = ret;
+    for (uint32_t k = 0; k < n_res; k++)
+        imp_out(imp, k, imp_get(imp, let, k));
+    return true;
+}
+
+static bool conv_constant(Imp *imp) {
+    const OxAttr *a = imp_attr(imp, "value");
+    if (a && a->t) {
+        Expr *c = imp_tensor_const(imp, a->t, true);
+        if (c == NULL) return false;
+        imp_out(imp, 0, c);
+        return true;
+    }
+    if ((a = imp_attr(imp, "value_float")) != NULL) {
+        imp_out(imp, 0, imp_scalar(imp, RLY_DTYPE_F32, a->f));
+        return true;
+    }
+    if ((a = imp_attr(imp, "value_int")) != NULL) {
+        imp_out(imp, 0, imp_scalar_i(imp, RLY_DTYPE_I64, a->i));
+        return true;
+    }
+    if ((a = imp_attr(imp, "value_floats")) != NULL) {
+        int64_t shape[1] = {a->n_floats};
+        imp_out(imp, 0, imp_const_tensor(imp, RLY_DTYPE_F32, 1, shape, a->floats));
+        return true;
+    }
+    if ((a = imp_attr(imp, "value_ints")) != NULL) {
+        imp_out(imp, 0, imp_const_i64s(imp, a->n_ints, a->ints));
+        return true;
+    }
+    return imp_error(imp, "needs one of the attributes value, value_float(s), value_int(s) "
+                          "(strings and sparse tensors are not supported)");
+}
+
+static bool conv_identity(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "input");
+    if (x == NULL) return false;
+    imp_out(imp, 0, x);
+    return true;
+}
+
+const ImpConv imp_conv_control[] = {
+    {"If", "", 1, conv_if},
+    {"Loop", "", 1, conv_loop},
+    {"Constant", "", 1, conv_constant},
+    {"Identity", "", 1, conv_identity},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---- the model ----------------------------------------------------------------------------------
+ */
+
+/* The pseudo source: one line per node of every graph, "OpType 'name' (node N of graph 'g')". */
+static void build_source(Imp *imp, const char *model_name) {
+    StrBuf sb = {0};
+    PtrVec stack = {0};
+    vec_push(&stack, (void *)imp->model->graph);
+    PtrVec offs = {0}; /* pairs node, offset */
+    while (stack.len > 0) {
+        const OxGraph *g = vec_pop(&stack);
+        for (uint32_t i = 0; i < g->n_nodes; i++) {
+            const OxNode *nd = &g->nodes[i];
+            vec_push(&offs, (void *)nd);
+            vec_push(&offs, (void *)(uintptr_t)(sb.len + 1));
+            sb_printf(&sb, "%s%s%s%s '%s' (node %u of graph '%s')\n", nd->domain,
+                      nd->domain[0] ? "." : "", nd->op_type, "", nd->name, i, g->name);
+            for (uint32_t a = 0; a < nd->n_attrs; a++) {
+                if (nd->attrs[a].g) vec_push(&stack, nd->attrs[a].g);
+                for (uint32_t j = 0; j < nd->attrs[a].n_graphs; j++)
+                    vec_push(&stack, nd->attrs[a].graphs[j]);
+            }
+        }
+    }
+    imp->file = diags_add_file(&imp->ctx->diags, model_name, sb_cstr(&sb), sb.len);
+    imp->src = diags_file(&imp->ctx->diags, imp->file)->text;
+    for (size_t i = 0; i < offs.len; i += 2)
+        ptrmap_put(&imp->node_off, offs.data[i], offs.data[i + 1]);
+    vec_free(&offs);
+    vec_free(&stack);
+    sb_free(&sb);
+}
+
+/* Report every operator no converter handles, once per (domain, op, opset), at its first node. */
+static bool check_supported(Imp *imp) {
+    PtrVec stack = {0};
+    StrMap seen = {0};
+    vec_push(&stack, (void *)imp->model->graph);
+    uint32_t n_bad = 0;
+    StrBuf list = {0};
+    while (stack.len > 0) {
+        const OxGraph *g = vec_pop(&stack);
+        for (uint32_t i = 0; i < g->n_nodes; i++) {
+            const OxNode *nd = &g->nodes[i];
+            for (uint32_t a = 0; a < nd->n_attrs; a++) {
+                if (nd->attrs[a].g) vec_push(&stack, nd->attrs[a].g);
+                for (uint32_t j = 0; j < nd->attrs[a].n_graphs; j++)
+                    vec_push(&stack, nd->attrs[a].graphs[j]);
+            }
+            int64_t opset = ox_opset(imp->model, nd->domain);
+            bool custom = nd->domain[0] && strcmp(nd->domain, "ai.onnx") != 0;
+            if (opset == 0 && custom) opset = 1;
+            if (imp_find_conv(nd->op_type, nd->domain, opset)) continue;
+            char key[512];
+            snprintf(key, sizeof key, "%s:%s:%lld", nd->domain, nd->op_type, (long long)opset);
+            if (strmap_get(&seen, key, strlen(key))) continue;
+            strmap_put(&seen, key, strlen(key), (void *)1);
+            imp->node = nd;
+            imp->span = node_span(imp, nd);
+            imp_error(imp, "unsupported operator %s (domain '%s', opset %lld)", nd->op_type,
+                      custom ? nd->domain : "ai.onnx", (long long)opset);
+            imp->node = NULL;
+            sb_printf(&list, "%s%s%s", n_bad ? ", " : "", custom ? nd->domain : "",
+                      custom ? "." : "");
+            sb_printf(&list, "%s-%lld", nd->op_type, (long long)opset);
+            n_bad++;
+        }
+    }
+    if (n_bad)
+        graph_error(imp, "%u unsupported operator%s: %s", n_bad, n_bad == 1 ? "" : "s",
+                    sb_cstr(&list));
+    sb_free(&list);
+    strmap_free(&seen);
+    vec_free(&stack);
+    return n_bad == 0;
+}
+
+/* A Relay-friendly variable name for an ONNX value name. */
+static const char *var_name(Imp *imp, const char *s) {
+    size_t n = strlen(s);
+    char *b = arena_alloc(&imp->arena, n + 2);
+    size_t k = 0;
+    if (n == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+        b[k++] = 'v';
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok =
+            c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        b[k++] = ok ? c : '_';
+    }
+    return ir_intern(imp->ctx, b, k);
+}
+
+Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
+    Imp imp_ = {.ctx = ctx, .model = m, .opts = opts}, *imp = &imp_;
+    arena_init(&imp->arena);
+    build_source(imp, m->path ? m->path : "model.onnx");
+    Module *mod = NULL;
+    Scope root;
+    scope_push(imp, &root, false);
+    const OxGraph *g = m->graph;
+    int64_t opset = ox_opset(m, "");
+    if (g == NULL) {
+        graph_error(imp, "the model has no graph");
+        goto out;
+    }
+    if (!check_supported(imp)) goto out;
+    if (opset == 0 && g->n_nodes > 0) {
+        graph_error(imp, "the model imports no ai.onnx opset");
+        goto out;
+    }
+    if (opset > 17) {
+        graph_error(imp, "opset %lld is newer than this importer supports (7 to 17)",
+                    (long long)opset);
+        goto out;
+    }
+    if (!define_inits(imp, g)) goto out;
+    /* Parameters: graph inputs that are not initializers. */
+    StrMap inits = {0};
+    for (uint32_t i = 0; i < g->n_inits; i++)
+        strmap_put(&inits, g->inits[i].name, strlen(g->inits[i].name), (void *)1);
+    PtrVec params = {0};
+    bool ok = true;
+    uint32_t used_shapes = 0;
+    for (uint32_t i = 0; i < g->n_inputs && ok; i++) {
+        const OxValueInfo *vi = &g->inputs[i];
+        if (strmap_get(&inits, vi->name, strlen(vi->name))) continue;
+        const ImpShape *ov = NULL;
+        for (uint32_t k = 0; opts && k < opts->n_shapes; k++)
+            if (strcmp(opts->shapes[k].name, vi->name) == 0) ov = &opts->shapes[k], used_shapes++;
+        Type *t = value_type(imp, vi, ov);
+        if (t == NULL) {
+            ok = false;
+            break;
+        }
+        Var *v = typed_var(imp, var_name(imp, vi->name), t);
+        vec_push(&params, v);
+        define(imp, vi->name, &v->base);
+    }
+    strmap_free(&inits);
+    if (ok && opts && used_shapes < opts->n_shapes) {
+        for (uint32_t k = 0; k < opts->n_shapes; k++) {
+            bool found = false;
+            for (uint32_t i = 0; i < g->n_inputs; i++)
+                found |= strcmp(opts->shapes[k].name, g->inputs[i].name) == 0;
+            if (!found) {
+                StrBuf names = {0};
+                for (size_t i = 0; i < params.len; i++)
+                    sb_printf(&names, "%s'%s'", i ? ", " : "", ((Var *)params.data[i])->name);
+                graph_error(imp,
+                            "--input-shapes names '%s', which is not a graph input (inputs: %s)",
+                            opts->shapes[k].name, sb_cstr(&names));
+                sb_free(&names);
+                ok = false;
+            }
+        }
+    }
+    Expr **outs = NULL;
+    if (ok && convert_nodes(imp, g)) outs = graph_outputs(imp, g);
+    if (outs == NULL) {
+        vec_free(&params);
+        goto out;
+    }
+    if (g->n_outputs == 0) {
+        graph_error(imp, "the graph has no outputs");
+        vec_free(&params);
+        goto out;
+    }
+    Expr *body = pack(imp, g->n_outputs, outs);
+    mod = ir_module_new(ctx);
+    Expr *fn = ir_function_new(ctx, (uint32_t)params.len, (Var *const *)params.data, body, NULL, 0,
+                               NULL, NULL, SPAN_NONE);
+    GlobalVar *gv = ir_module_global(mod, "main", 4, SPAN_NONE);
+    ir_module_define(mod, gv, AS_FUNCTION(fn), SPAN_NONE);
+    vec_free(&params);
+out:
+    scope_pop(imp);
+    if (imp->interp) ev_free(imp->interp);
+    ptrmap_free(&imp->node_off);
+    arena_free(&imp->arena);
+    return mod;
+}

@@ -1,0 +1,165 @@
+/* import.h - the ONNX importer: an OxModel (onnx.h) to a Relay module whose @main takes the
+ * graph inputs that are not initializers and returns the graph outputs (one output: the tensor;
+ * several: a tuple). Initializers become constants that borrow the mapped weights.
+ *
+ * The core (import.c) walks the nodes in dependency order (its own topological sort; cycles
+ * and dangling inputs are errors naming the node), keeps a map from ONNX value names to Relay
+ * expressions, and calls a converter per node. Every expression a converter builds through
+ * imp_call gets its type at once from the operator's relation, and a call whose arguments are
+ * all constants is folded by the reference kernels at import time, so shape computations
+ * (Shape -> Gather -> Concat -> Reshape) become constant attributes. Diagnostics carry the
+ * node's span: a line "OpType 'name' (node N)" of a pseudo source named after the model, so an
+ * error prints as `model.onnx:13:1: error: Conv 'conv1': ...`.
+ *
+ * Converters live in import_<category>.c, one table each (ImpConv rows); they read inputs and
+ * attributes through the imp_* accessors and set outputs with imp_out. A converter returns false
+ * after reporting an error with imp_error (or after imp_call reported one). */
+#ifndef RLY_ONNX_IMPORT_H
+#define RLY_ONNX_IMPORT_H
+
+#include "frontend/onnx/onnx.h"
+#include "ir/ir.h"
+#include "ops/ops.h"
+
+typedef struct Imp Imp;
+
+typedef bool (*ImpConvFn)(Imp *imp);
+
+typedef struct ImpConv {
+    const char *op_type; /* "Conv" */
+    const char *domain;  /* "" = ai.onnx, "com.microsoft", ... */
+    int since;           /* lowest opset version this row handles (rows of one op in any order) */
+    ImpConvFn fn;
+} ImpConv;
+
+/* Converter tables, each terminated by a row with op_type NULL. */
+extern const ImpConv imp_conv_elem[];   /* import_elem.c: unary, binary, logical, cast, ... */
+extern const ImpConv imp_conv_shape[];  /* import_shape.c: reshape, transpose, slice, gather, ... */
+extern const ImpConv imp_conv_reduce[]; /* import_reduce.c: Reduce*, ArgMax, TopK, CumSum, ... */
+extern const ImpConv imp_conv_nn[];     /* import_nn.c: Conv, pools, norms, Gemm, activations */
+extern const ImpConv imp_conv_rnn[];    /* import_rnn.c: LSTM, GRU, RNN */
+extern const ImpConv imp_conv_misc[];   /* import_misc.c: Resize, NMS, RoiAlign, quantization */
+extern const ImpConv imp_conv_control[]; /* import.c: If, Loop, Scan, Constant, Identity */
+
+/* The converter for op_type/domain at an opset (the row with the greatest `since` <= opset);
+ * NULL when none. */
+const ImpConv *imp_find_conv(const char *op_type, const char *domain, int64_t opset);
+
+/* ---- the node being converted ------------------------------------------------------------ */
+
+const OxNode *imp_node(Imp *imp);
+int64_t imp_opset(Imp *imp); /* the model's opset for the node's domain */
+Span imp_span(Imp *imp);     /* the node's span */
+Ctx *imp_ctx(Imp *imp);
+uint32_t imp_n_inputs(Imp *imp);  /* node inputs, counting omitted ("") ones */
+uint32_t imp_n_outputs(Imp *imp); /* node outputs, counting omitted ones */
+
+/* Input i, or NULL when omitted or i >= the number of inputs. */
+Expr *imp_in(Imp *imp, uint32_t i);
+/* Input i, reporting "input i (what) is required" when it is missing. */
+Expr *imp_in_req(Imp *imp, uint32_t i, const char *what);
+/* Set output i (ignored when the node does not name output i). */
+void imp_out(Imp *imp, uint32_t i, Expr *e);
+
+/* Report an error at the node: "OpType 'name': <message>". Returns false. */
+bool imp_error(Imp *imp, const char *fmt, ...) RLY_PRINTF(2, 3);
+
+/* ---- attributes (of the current node) ------------------------------------------------------ */
+
+const OxAttr *imp_attr(Imp *imp, const char *name); /* NULL when absent */
+int64_t imp_attr_int(Imp *imp, const char *name, int64_t dflt);
+double imp_attr_float(Imp *imp, const char *name, double dflt);
+const char *imp_attr_str(Imp *imp, const char *name, const char *dflt);
+/* ints attribute: number of values and *out (NULL and 0 when absent). */
+uint32_t imp_attr_ints(Imp *imp, const char *name, const int64_t **out);
+uint32_t imp_attr_floats(Imp *imp, const char *name, const float **out);
+
+/* ---- types and constants of expressions ------------------------------------------------------ */
+
+Type *imp_type(Expr *e); /* the type computed on creation (never NULL for imp-made exprs) */
+/* The tensor type of e, or NULL (not a tensor). */
+TensorType *imp_tt(Expr *e);
+/* Rank of a tensor expression (its type always has a known rank). */
+uint32_t imp_rank(Expr *e);
+rly_dtype imp_dtype(Expr *e);
+/* e as a constant (NULL when its value is not known at import time). */
+Constant *imp_const(Expr *e);
+/* A constant integer tensor (any integer dtype, rank <= 1) as int64 values in the import arena.
+ * False when e is not constant or not integer. */
+bool imp_const_ints(Imp *imp, Expr *e, const int64_t **vals, uint32_t *n);
+/* A constant scalar (or one-element tensor) as double; false when not constant. */
+bool imp_const_f64(Expr *e, double *v);
+
+/* rly dtype of an ONNX data type; -1 (after reporting) when Relay has none. */
+int imp_onnx_dtype(Imp *imp, int32_t onnx_type);
+
+/* ---- building expressions ---------------------------------------------------------------------
+ */
+
+/* Attribute lists for imp_call: `ImpAttrs a = {0}; ia_int(&a, "axis", 1); ...`. */
+typedef struct ImpAttrs {
+    uint32_t n;
+    const char *keys[24];
+    AttrValue *vals[24];
+} ImpAttrs;
+void ia_int(Imp *imp, ImpAttrs *a, const char *key, int64_t v);
+void ia_float(Imp *imp, ImpAttrs *a, const char *key, double v);
+void ia_bool(Imp *imp, ImpAttrs *a, const char *key, bool v);
+void ia_str(Imp *imp, ImpAttrs *a, const char *key, const char *v);
+void ia_ints(Imp *imp, ImpAttrs *a, const char *key, uint32_t n, const int64_t *v);
+void ia_floats(Imp *imp, ImpAttrs *a, const char *key, uint32_t n, const double *v);
+void ia_none(Imp *imp, ImpAttrs *a, const char *key);
+/* A nested list of pairs [[v0, v1], [v2, v3], ...] (nn.pad's pad_width): n_pairs pairs. */
+void ia_pairs(Imp *imp, ImpAttrs *a, const char *key, uint32_t n_pairs, const int64_t *v);
+
+/* Call operator `op` (a name of the operator table) on args with attributes a (NULL for none).
+ * Types it with the operator's relation at once; folds it when every argument is a constant
+ * and the result is small. Returns NULL after reporting a located error (the relation's
+ * message) when the call does not type-check. */
+Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, const ImpAttrs *a);
+/* Shorthands for one and two arguments. */
+Expr *imp_call1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a);
+Expr *imp_call2(Imp *imp, const char *op, Expr *x, Expr *y, const ImpAttrs *a);
+
+Expr *imp_tuple(Imp *imp, uint32_t n, Expr *const *fields);
+Expr *imp_get(Imp *imp, Expr *tuple, uint32_t i); /* tuple field (folds over a Tuple node) */
+
+/* Constants (typed, spanned at the node). */
+Expr *imp_scalar(Imp *imp, rly_dtype dt, double v);
+Expr *imp_scalar_i(Imp *imp, rly_dtype dt, int64_t v);
+Expr *imp_const_tensor(Imp *imp, rly_dtype dt, uint32_t ndim, const int64_t *shape,
+                       const void *data);                     /* copies data */
+Expr *imp_const_i64s(Imp *imp, uint32_t n, const int64_t *v); /* 1-D int64 */
+
+/* Cast e to dt (no-op when it already has that dtype). */
+Expr *imp_cast(Imp *imp, Expr *e, rly_dtype dt);
+
+/* Memory for a converter's temporaries (freed with the importer). */
+void *imp_alloc(Imp *imp, size_t n);
+
+/* ---- entry point (for the API and the CLI) -----------------------------------------------------
+ */
+
+typedef struct ImpShape {
+    const char *name; /* graph input */
+    uint32_t ndim;
+    int64_t dims[32];
+} ImpShape;
+
+typedef struct ImpOptions {
+    const ImpShape *shapes; /* --input-shapes: concrete shapes for graph inputs */
+    uint32_t n_shapes;
+    bool no_fold; /* keep calls on constants (tests of the converters themselves) */
+} ImpOptions;
+
+/* Import m into a new module of ctx (@main). NULL after reporting every error into ctx->diags
+ * (all unsupported operators at once, with their domains and opsets). The module's constants
+ * borrow m's memory: keep m alive as long as ctx (ir_ctx_keep). */
+Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts);
+
+/* A constant for an ONNX tensor (borrowing its bytes when borrow is set); NULL after an error. */
+Expr *imp_tensor_const(Imp *imp, const OxTensor *t, bool borrow);
+/* rly dtype of an ONNX data type, -1 when none. */
+int ox_to_rly_dtype(int32_t onnx_type);
+
+#endif /* RLY_ONNX_IMPORT_H */

@@ -1,0 +1,1051 @@
+/* import_nn.c - ONNX converters: convolution, pooling, normalization, Gemm/MatMul.
+ *
+ * Windowed operators (Conv, ConvTranspose, the pools, MaxUnpool) share one reading of
+ * kernel_shape/strides/dilations/pads/auto_pad into a Window; ONNX pads are [begin..., end...],
+ * which is also the order of Relay's 2*nsp-value padding attribute, so they pass through.
+ * auto_pad SAME_* is resolved here from static spatial dims. Where Relay has no operator
+ * (LpPool, MeanVarianceNormalization, multi-axis LayerNormalization, even-size LRN, MaxPool's
+ * Indices, MaxUnpool) the converter composes exact equivalents from smaller operators.
+ *
+ * The small builders below take and return NULL: a failed imp_call has already reported its
+ * error, so a converter chains builders and checks only the final expression. */
+#include <math.h>
+#include <string.h>
+
+#include "frontend/onnx/import.h"
+
+#define NSP_MAX 3 /* spatial axes of Relay's convolutions and pools */
+
+/* ---- builders (NULL in, NULL out) ------------------------------------------------------------ */
+
+static Expr *call1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a) {
+    return x ? imp_call1(imp, op, x, a) : NULL;
+}
+
+static Expr *call2(Imp *imp, const char *op, Expr *x, Expr *y, const ImpAttrs *a) {
+    return x && y ? imp_call2(imp, op, x, y, a) : NULL;
+}
+
+static Expr *add(Imp *imp, Expr *x, Expr *y) { return call2(imp, "add", x, y, NULL); }
+static Expr *sub(Imp *imp, Expr *x, Expr *y) { return call2(imp, "subtract", x, y, NULL); }
+static Expr *mul(Imp *imp, Expr *x, Expr *y) { return call2(imp, "multiply", x, y, NULL); }
+static Expr *div_(Imp *imp, Expr *x, Expr *y) { return call2(imp, "divide", x, y, NULL); }
+
+/* A scalar constant of x's dtype. */
+static Expr *scalar_of(Imp *imp, Expr *x, double v) {
+    return x ? imp_scalar(imp, imp_dtype(x), v) : NULL;
+}
+
+static Expr *reduce(Imp *imp, const char *op, Expr *x, uint32_t n, const int64_t *axes,
+                    bool keepdims) {
+    if (!x) return NULL;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "axis", n, axes);
+    ia_bool(imp, &a, "keepdims", keepdims);
+    return imp_call1(imp, op, x, &a);
+}
+
+static Expr *expand_dims(Imp *imp, Expr *x, int64_t axis) {
+    if (!x) return NULL;
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", axis);
+    return imp_call1(imp, "expand_dims", x, &a);
+}
+
+static Expr *squeeze(Imp *imp, Expr *x, int64_t axis) {
+    if (!x) return NULL;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "axis", 1, &axis);
+    return imp_call1(imp, "squeeze", x, &a);
+}
+
+static Expr *reshape(Imp *imp, Expr *x, uint32_t n, const int64_t *shape) {
+    if (!x) return NULL;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "newshape", n, shape);
+    return imp_call1(imp, "reshape", x, &a);
+}
+
+/* |x|^p (p > 0), with the common powers as cheaper exact forms. */
+static Expr *abs_pow(Imp *imp, Expr *x, double p) {
+    if (p == 2) return mul(imp, x, x);
+    Expr *ax = call1(imp, "abs", x, NULL);
+    if (p == 1) return ax;
+    return call2(imp, "power", ax, scalar_of(imp, x, p), NULL);
+}
+
+/* y^(1/p) of a non-negative y. */
+static Expr *root(Imp *imp, Expr *y, double p) {
+    if (p == 1) return y;
+    if (p == 2) return call1(imp, "sqrt", y, NULL);
+    return call2(imp, "power", y, scalar_of(imp, y, 1.0 / p), NULL);
+}
+
+/* Whether the node names output i (an omitted optional output is ""). */
+static bool wants_output(Imp *imp, uint32_t i) {
+    const OxNode *n = imp_node(imp);
+    return i < n->n_outputs && n->outputs[i][0] != '\0';
+}
+
+/* An int or float attribute as a double (LpPool-1's p is a float, later an int). */
+static double attr_num(Imp *imp, const char *name, double dflt) {
+    const OxAttr *a = imp_attr(imp, name);
+    if (a == NULL) return dflt;
+    return a->type == OXA_INT ? (double)a->i : (double)a->f;
+}
+
+/* The axes 2 .. rank-1 (spatial axes of an N, C, ... tensor); returns their count. */
+static uint32_t spatial_axes(uint32_t rank, int64_t *axes) {
+    uint32_t n = 0;
+    for (uint32_t i = 2; i < rank; i++)
+        axes[n++] = i;
+    return n;
+}
+
+/* ---- windows: kernel_shape, strides, dilations, pads ------------------------------------------
+ */
+
+typedef struct Window {
+    uint32_t nsp;              /* spatial axes (rank - 2), 1..NSP_MAX */
+    int64_t in[NSP_MAX];       /* spatial input dims, -1 when not static */
+    int64_t k[NSP_MAX];        /* kernel dims, -1 when unknown (Conv weight of unknown shape) */
+    int64_t s[NSP_MAX];        /* strides */
+    int64_t d[NSP_MAX];        /* dilations */
+    int64_t pads[2 * NSP_MAX]; /* begins then ends (ONNX and Relay order) */
+} Window;
+
+/* ints attribute `name` with n values, or dflt for each when absent (or empty). */
+static bool attr_n_ints(Imp *imp, const char *name, uint32_t n, int64_t dflt, int64_t *out) {
+    const int64_t *v;
+    uint32_t got = imp_attr_ints(imp, name, &v);
+    if (got == 0) {
+        for (uint32_t i = 0; i < n; i++)
+            out[i] = dflt;
+        return true;
+    }
+    if (got != n) return imp_error(imp, "attribute '%s' must have %u values, got %u", name, n, got);
+    memcpy(out, v, n * sizeof(int64_t));
+    return true;
+}
+
+static int64_t extent(const Window *w, uint32_t i) { return (w->k[i] - 1) * w->d[i] + 1; }
+
+/* The auto_pad attribute, "NOTSET" when absent or empty. */
+static const char *auto_pad(Imp *imp) {
+    const char *ap = imp_attr_str(imp, "auto_pad", "NOTSET");
+    return ap[0] ? ap : "NOTSET";
+}
+
+/* Window of node attributes over x (rank nsp + 2). kdflt: the kernel dims when kernel_shape is
+ * absent (NULL: kernel_shape is required). With `pads`, also resolves auto_pad into w->pads the
+ * way Conv and the pools do (ConvTranspose resolves its own). */
+static bool window_read(Imp *imp, Expr *x, const int64_t *kdflt, bool pads, Window *w) {
+    TensorType *t = imp_tt(x);
+    uint32_t nsp = t->ndim - 2;
+    w->nsp = nsp;
+    for (uint32_t i = 0; i < nsp; i++)
+        w->in[i] = t->shape[2 + i] >= 0 ? t->shape[2 + i] : -1;
+    const int64_t *k;
+    uint32_t nk = imp_attr_ints(imp, "kernel_shape", &k);
+    if (nk != 0) {
+        if (nk != nsp)
+            return imp_error(imp, "kernel_shape has %u values but the input has %u spatial axes",
+                             nk, nsp);
+        memcpy(w->k, k, nsp * sizeof(int64_t));
+    } else if (kdflt) {
+        memcpy(w->k, kdflt, nsp * sizeof(int64_t));
+    } else {
+        return imp_error(imp, "attribute 'kernel_shape' is required");
+    }
+    if (!attr_n_ints(imp, "strides", nsp, 1, w->s) || !attr_n_ints(imp, "dilations", nsp, 1, w->d))
+        return false;
+    for (uint32_t i = 0; i < nsp; i++) {
+        if (w->k[i] == 0 || w->k[i] < -1)
+            return imp_error(imp, "kernel_shape values must be positive, got %lld",
+                             (long long)w->k[i]);
+        if (w->s[i] < 1 || w->d[i] < 1)
+            return imp_error(imp, "strides and dilations must be positive");
+    }
+    if (!pads) return true;
+    const char *ap = auto_pad(imp);
+    if (strcmp(ap, "NOTSET") == 0) {
+        if (!attr_n_ints(imp, "pads", 2 * nsp, 0, w->pads)) return false;
+        for (uint32_t i = 0; i < 2 * nsp; i++)
+            if (w->pads[i] < 0)
+                return imp_error(imp, "negative pads are not supported, got %lld",
+                                 (long long)w->pads[i]);
+        return true;
+    }
+    if (strcmp(ap, "VALID") == 0) {
+        memset(w->pads, 0, sizeof w->pads);
+        return true;
+    }
+    bool upper = strcmp(ap, "SAME_UPPER") == 0;
+    if (!upper && strcmp(ap, "SAME_LOWER") != 0) return imp_error(imp, "unknown auto_pad '%s'", ap);
+    for (uint32_t i = 0; i < nsp; i++) {
+        if (w->in[i] < 0 || w->k[i] < 0)
+            return imp_error(imp,
+                             "auto_pad %s needs static spatial input dims and kernel shape "
+                             "(spatial axis %u is unknown)",
+                             ap, i);
+        int64_t out = (w->in[i] + w->s[i] - 1) / w->s[i];
+        int64_t total = (out - 1) * w->s[i] + extent(w, i) - w->in[i];
+        if (total < 0) total = 0;
+        int64_t small = total / 2, big = total - small;
+        w->pads[i] = upper ? small : big;
+        w->pads[nsp + i] = upper ? big : small;
+    }
+    return true;
+}
+
+/* Relay attributes strides/padding/dilation of a window. */
+static void window_attrs(Imp *imp, ImpAttrs *a, const Window *w) {
+    ia_ints(imp, a, "strides", w->nsp, w->s);
+    ia_ints(imp, a, "padding", 2 * w->nsp, w->pads);
+    ia_ints(imp, a, "dilation", w->nsp, w->d);
+}
+
+/* x must have rank 3..5 (1-D to 3-D spatial). */
+static bool spatial_rank(Imp *imp, Expr *x, const char *what) {
+    uint32_t r = imp_rank(x);
+    if (r >= 3 && r <= 2 + NSP_MAX) return true;
+    return imp_error(imp,
+                     "%s supports inputs of rank 3 to 5 (N, C and 1 to 3 spatial axes), got "
+                     "rank %u",
+                     what, r);
+}
+
+/* ---- Conv, ConvTranspose ------------------------------------------------------------------ */
+
+static const char *const conv_ops[] = {NULL, "nn.conv1d", "nn.conv2d", "nn.conv3d"};
+static const char *const convt_ops[] = {NULL, "nn.conv1d_transpose", "nn.conv2d_transpose",
+                                        "nn.conv3d_transpose"};
+
+/* The weight's spatial dims as the default kernel (-1 where unknown). */
+static bool weight_kernel(Imp *imp, Expr *x, Expr *w, int64_t *k) {
+    uint32_t r = imp_rank(x);
+    if (imp_rank(w) != r)
+        return imp_error(imp, "W must have the rank of X (%u), got rank %u", r, imp_rank(w));
+    TensorType *t = imp_tt(w);
+    for (uint32_t i = 2; i < r; i++)
+        k[i - 2] = t->shape[i] >= 0 ? t->shape[i] : -1;
+    return true;
+}
+
+static Expr *bias_add(Imp *imp, Expr *y, Expr *b) {
+    if (b == NULL || y == NULL) return y;
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", 1);
+    return imp_call2(imp, "nn.bias_add", y, b, &a);
+}
+
+static bool conv_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *w = imp_in_req(imp, 1, "W");
+    if (!x || !w || !spatial_rank(imp, x, "Conv")) return false;
+    Window win;
+    int64_t kw[NSP_MAX];
+    if (!weight_kernel(imp, x, w, kw) || !window_read(imp, x, kw, true, &win)) return false;
+    ImpAttrs a = {0};
+    window_attrs(imp, &a, &win);
+    ia_int(imp, &a, "groups", imp_attr_int(imp, "group", 1));
+    bool known = true;
+    for (uint32_t i = 0; i < win.nsp; i++)
+        if (win.k[i] < 0) known = false;
+    if (known) ia_ints(imp, &a, "kernel_size", win.nsp, win.k);
+    Expr *y = bias_add(imp, imp_call2(imp, conv_ops[win.nsp], x, w, &a), imp_in(imp, 2));
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* nn.pad of y with zeros: begin[i]/end[i] on spatial axis i. */
+static Expr *pad_spatial(Imp *imp, Expr *y, uint32_t nsp, const int64_t *begin,
+                         const int64_t *end) {
+    if (!y) return NULL;
+    int64_t pw[2 * (2 + NSP_MAX)] = {0};
+    for (uint32_t i = 0; i < nsp; i++) {
+        pw[2 * (2 + i)] = begin[i];
+        pw[2 * (2 + i) + 1] = end[i];
+    }
+    ImpAttrs a = {0};
+    ia_pairs(imp, &a, "pad_width", 2 + nsp, pw);
+    return imp_call2(imp, "nn.pad", y, scalar_of(imp, y, 0), &a);
+}
+
+/* ONNX: out = s * (in - 1) + output_padding + extent - pad_begin - pad_end. With output_shape
+ * (or auto_pad SAME_*, which asks for in * s) the pads follow from the wanted size; a negative
+ * pad means zeros beyond the full transposed output (taken as output_padding where Relay allows
+ * it, else padded on afterwards, before the bias). */
+static bool conv_transpose_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *w = imp_in_req(imp, 1, "W");
+    if (!x || !w || !spatial_rank(imp, x, "ConvTranspose")) return false;
+    Window win;
+    int64_t kw[NSP_MAX];
+    if (!weight_kernel(imp, x, w, kw) || !window_read(imp, x, kw, false, &win)) return false;
+    uint32_t nsp = win.nsp;
+    int64_t opad[NSP_MAX], extra_begin[NSP_MAX] = {0}, extra_end[NSP_MAX] = {0};
+    if (!attr_n_ints(imp, "output_padding", nsp, 0, opad)) return false;
+    const int64_t *os;
+    uint32_t n_os = imp_attr_ints(imp, "output_shape", &os);
+    const char *ap = auto_pad(imp);
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    if (!same && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0)
+        return imp_error(imp, "unknown auto_pad '%s'", ap);
+    if (n_os != 0 || same) {
+        if (n_os != 0 && n_os != nsp && n_os != nsp + 2)
+            return imp_error(imp, "output_shape has %u values but the input has %u spatial axes",
+                             n_os, nsp);
+        if (n_os == nsp + 2) os += 2;
+        for (uint32_t i = 0; i < nsp; i++) {
+            if (win.in[i] < 0 || win.k[i] < 0)
+                return imp_error(imp,
+                                 "%s needs static spatial input dims and kernel shape (spatial "
+                                 "axis %u is unknown)",
+                                 n_os ? "output_shape" : "auto_pad", i);
+            int64_t want = n_os ? os[i] : win.in[i] * win.s[i];
+            int64_t total = win.s[i] * (win.in[i] - 1) + opad[i] + extent(&win, i) - want;
+            /* the split the specification gives (C division, as onnxruntime computes it) */
+            int64_t half = total / 2;
+            int64_t begin = strcmp(ap, "SAME_UPPER") == 0 ? half : total - half;
+            int64_t end = total - begin;
+            win.pads[i] = begin > 0 ? begin : 0;
+            win.pads[nsp + i] = end > 0 ? end : 0;
+            extra_begin[i] = begin < 0 ? -begin : 0;
+            extra_end[i] = end < 0 ? -end : 0;
+        }
+    } else if (strcmp(ap, "VALID") == 0) {
+        memset(win.pads, 0, sizeof win.pads);
+    } else {
+        if (!attr_n_ints(imp, "pads", 2 * nsp, 0, win.pads)) return false;
+        for (uint32_t i = 0; i < 2 * nsp; i++)
+            if (win.pads[i] < 0)
+                return imp_error(imp, "negative pads are not supported, got %lld",
+                                 (long long)win.pads[i]);
+    }
+    /* trailing zeros become output_padding when Relay accepts it */
+    bool need_pad = false;
+    for (uint32_t i = 0; i < nsp; i++) {
+        if (extra_end[i] &&
+            (opad[i] + extra_end[i] < win.s[i] || opad[i] + extra_end[i] < win.d[i])) {
+            opad[i] += extra_end[i];
+            extra_end[i] = 0;
+        }
+        if (extra_begin[i] || extra_end[i]) need_pad = true;
+    }
+    ImpAttrs a = {0};
+    window_attrs(imp, &a, &win);
+    ia_ints(imp, &a, "output_padding", nsp, opad);
+    ia_int(imp, &a, "groups", imp_attr_int(imp, "group", 1));
+    Expr *y = imp_call2(imp, convt_ops[nsp], x, w, &a);
+    if (need_pad) y = pad_spatial(imp, y, nsp, extra_begin, extra_end);
+    y = bias_add(imp, y, imp_in(imp, 2));
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* ---- pools ------------------------------------------------------------------------------------
+ */
+
+/* Output size along spatial axis i (floor or ceil); -1 when the input dim is not static. */
+static int64_t pool_out(const Window *w, uint32_t i, bool ceil_mode) {
+    if (w->in[i] < 0) return -1;
+    int64_t span = w->in[i] + w->pads[i] + w->pads[w->nsp + i] - extent(w, i);
+    if (span < 0) return -1;
+    return (ceil_mode ? (span + w->s[i] - 1) / w->s[i] : span / w->s[i]) + 1;
+}
+
+/* ONNX (as PyTorch) drops a ceil_mode window that would start in the end padding; Relay's
+ * ceil_mode keeps it. Where the dims are static, use whichever Relay mode gives ONNX's size. */
+static bool pool_ceil_mode(const Window *w, bool ceil_mode) {
+    if (!ceil_mode) return false;
+    bool same_as_floor = true;
+    for (uint32_t i = 0; i < w->nsp; i++) {
+        int64_t oc = pool_out(w, i, true), of = pool_out(w, i, false);
+        if (oc < 0) return true;
+        if ((oc - 1) * w->s[i] >= w->in[i] + w->pads[i]) oc--;
+        if (oc != of) same_as_floor = false;
+    }
+    return !same_as_floor;
+}
+
+/* The lowest value of a dtype (max pool padding). */
+static double lowest(rly_dtype dt) {
+    switch (dt) {
+    case RLY_DTYPE_I8: return -128;
+    case RLY_DTYPE_I16: return -32768;
+    case RLY_DTYPE_I32: return -2147483648.0;
+    case RLY_DTYPE_I64: return -9223372036854775808.0;
+    case RLY_DTYPE_U8:
+    case RLY_DTYPE_U16:
+    case RLY_DTYPE_U32:
+    case RLY_DTYPE_U64:
+    case RLY_DTYPE_BOOL: return 0;
+    default: return -INFINITY;
+    }
+}
+
+/* A constant int64 tensor of `shape` with values f(index) = arange(shape[axis]) placed along
+ * axis 0 of a tensor of rank `rank` (shape [n, 1, ..., 1]). */
+static Expr *arange_col(Imp *imp, int64_t n, uint32_t rank) {
+    int64_t *v = imp_alloc(imp, (size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = i;
+    int64_t shape[2 + NSP_MAX];
+    shape[0] = n;
+    for (uint32_t i = 1; i < rank; i++)
+        shape[i] = 1;
+    return imp_const_tensor(imp, RLY_DTYPE_I64, rank, shape, v);
+}
+
+/* MaxPool's Indices output: the flat index (over N, C and the spatial axes, in row-major or with
+ * storage_order 1 column-major spatial order) of each window's first maximum. Composed as pad
+ * with the lowest value, sliding_window, argmax over the window, and index arithmetic. */
+static Expr *maxpool_indices(Imp *imp, Expr *x, const Window *w, bool ceil_mode,
+                             int64_t storage_order) {
+    TensorType *t = imp_tt(x);
+    uint32_t nsp = w->nsp;
+    int64_t n = t->shape[0], c = t->shape[1], out[NSP_MAX];
+    if (n < 0 || c < 0) {
+        imp_error(imp, "the Indices output needs a static input shape");
+        return NULL;
+    }
+    for (uint32_t i = 0; i < nsp; i++) {
+        out[i] = pool_out(w, i, ceil_mode);
+        if (out[i] < 0 || w->in[i] < 0) {
+            imp_error(imp, "the Indices output needs a static input shape");
+            return NULL;
+        }
+        if (ceil_mode && (out[i] - 1) * w->s[i] >= w->in[i] + w->pads[i]) out[i]--;
+    }
+    /* the padded input holds exactly the windows: crop or pad its end */
+    int64_t crop_end[NSP_MAX], begin[NSP_MAX], end[NSP_MAX], ext[NSP_MAX];
+    bool crop = false;
+    for (uint32_t i = 0; i < nsp; i++) {
+        ext[i] = extent(w, i);
+        int64_t need = (out[i] - 1) * w->s[i] + ext[i];
+        begin[i] = w->pads[i];
+        end[i] = need - w->in[i] - w->pads[i];
+        crop_end[i] = w->in[i];
+        if (end[i] < 0) {
+            crop_end[i] = w->in[i] + end[i];
+            end[i] = 0;
+            crop = true;
+        }
+    }
+    Expr *xp = x;
+    if (crop) {
+        int64_t b0[NSP_MAX] = {0}, axes[NSP_MAX];
+        for (uint32_t i = 0; i < nsp; i++)
+            axes[i] = 2 + i;
+        ImpAttrs a = {0};
+        ia_ints(imp, &a, "begin", nsp, b0);
+        ia_ints(imp, &a, "end", nsp, crop_end);
+        ia_ints(imp, &a, "axes", nsp, axes);
+        xp = imp_call1(imp, "strided_slice", xp, &a);
+    }
+    {
+        int64_t pw[2 * (2 + NSP_MAX)] = {0};
+        for (uint32_t i = 0; i < nsp; i++) {
+            pw[2 * (2 + i)] = begin[i];
+            pw[2 * (2 + i) + 1] = end[i];
+        }
+        ImpAttrs a = {0};
+        ia_pairs(imp, &a, "pad_width", 2 + nsp, pw);
+        xp = call2(imp, "nn.pad", xp, scalar_of(imp, x, lowest(imp_dtype(x))), &a);
+    }
+    ImpAttrs sa = {0};
+    ia_int(imp, &sa, "axis", 2);
+    ia_ints(imp, &sa, "window_shape", nsp, ext);
+    ia_ints(imp, &sa, "strides", nsp, w->s);
+    Expr *win = call1(imp, "sliding_window", xp, &sa); /* (N, C, out..., ext...) */
+    bool dilated = false;
+    for (uint32_t i = 0; i < nsp; i++)
+        if (w->d[i] != 1) dilated = true;
+    if (dilated) {
+        int64_t b0[NSP_MAX] = {0}, axes[NSP_MAX];
+        for (uint32_t i = 0; i < nsp; i++)
+            axes[i] = 2 + nsp + i;
+        ImpAttrs a = {0};
+        ia_ints(imp, &a, "begin", nsp, b0);
+        ia_ints(imp, &a, "end", nsp, ext);
+        ia_ints(imp, &a, "strides", nsp, w->d);
+        ia_ints(imp, &a, "axes", nsp, axes);
+        win = call1(imp, "strided_slice", win, &a);
+    }
+    int64_t flat[3 + NSP_MAX], kk = 1;
+    flat[0] = n;
+    flat[1] = c;
+    for (uint32_t i = 0; i < nsp; i++) {
+        flat[2 + i] = out[i];
+        kk *= w->k[i];
+    }
+    flat[2 + nsp] = kk;
+    win = reshape(imp, win, 3 + nsp, flat);
+    int64_t last = -1;
+    Expr *pos = imp_cast(imp, reduce(imp, "argmax", win, 1, &last, false), RLY_DTYPE_I64);
+    if (!pos) return NULL;
+    /* coordinate of the maximum along each spatial axis, in the unpadded input */
+    Expr *coord[NSP_MAX];
+    int64_t kstride = 1;
+    for (uint32_t i = nsp; i-- > 0;) {
+        Expr *p = pos;
+        if (kstride != 1) p = div_(imp, p, imp_scalar_i(imp, RLY_DTYPE_I64, kstride));
+        if (i != 0) p = call2(imp, "mod", p, imp_scalar_i(imp, RLY_DTYPE_I64, w->k[i]), NULL);
+        kstride *= w->k[i];
+        Expr *o = arange_col(imp, out[i], nsp - i);
+        o = mul(imp, o, imp_scalar_i(imp, RLY_DTYPE_I64, w->s[i]));
+        if (w->pads[i]) o = sub(imp, o, imp_scalar_i(imp, RLY_DTYPE_I64, w->pads[i]));
+        if (w->d[i] != 1) p = mul(imp, p, imp_scalar_i(imp, RLY_DTYPE_I64, w->d[i]));
+        coord[i] = add(imp, o, p);
+    }
+    Expr *idx = NULL;
+    int64_t plane = 1;
+    for (uint32_t j = 0; j < nsp; j++) {
+        uint32_t i = storage_order ? nsp - 1 - j : j; /* Horner from the slowest axis */
+        idx = idx ? add(imp, mul(imp, idx, imp_scalar_i(imp, RLY_DTYPE_I64, w->in[i])), coord[i])
+                  : coord[i];
+        plane *= w->in[i];
+    }
+    /* + (n * C + c) * plane */
+    int64_t nc = n * c, bshape[2 + NSP_MAX];
+    int64_t *base = imp_alloc(imp, (size_t)(nc > 0 ? nc : 1) * sizeof(int64_t));
+    for (int64_t i = 0; i < nc; i++)
+        base[i] = i * plane;
+    bshape[0] = n;
+    bshape[1] = c;
+    for (uint32_t i = 0; i < nsp; i++)
+        bshape[2 + i] = 1;
+    return add(imp, idx, imp_const_tensor(imp, RLY_DTYPE_I64, 2 + nsp, bshape, base));
+}
+
+static bool pool_convert(Imp *imp, bool is_max) {
+    const char *what = is_max ? "MaxPool" : "AveragePool";
+    Expr *x = imp_in_req(imp, 0, "X");
+    if (!x || !spatial_rank(imp, x, what)) return false;
+    Window win;
+    if (!window_read(imp, x, NULL, true, &win)) return false;
+    bool ceil_mode = imp_attr_int(imp, "ceil_mode", 0) != 0;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "pool_size", win.nsp, win.k);
+    window_attrs(imp, &a, &win);
+    ia_bool(imp, &a, "ceil_mode", pool_ceil_mode(&win, ceil_mode));
+    if (!is_max)
+        ia_bool(imp, &a, "count_include_pad", imp_attr_int(imp, "count_include_pad", 0) != 0);
+    static const char *const max_ops[] = {NULL, "nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d"};
+    static const char *const avg_ops[] = {NULL, "nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d"};
+    Expr *y = imp_call1(imp, (is_max ? max_ops : avg_ops)[win.nsp], x, &a);
+    if (!y) return false;
+    imp_out(imp, 0, y);
+    if (is_max && wants_output(imp, 1)) {
+        Expr *ind = maxpool_indices(imp, x, &win, ceil_mode, imp_attr_int(imp, "storage_order", 0));
+        if (!ind) return false;
+        imp_out(imp, 1, ind);
+    }
+    return true;
+}
+
+static bool max_pool_convert(Imp *imp) { return pool_convert(imp, true); }
+static bool avg_pool_convert(Imp *imp) { return pool_convert(imp, false); }
+
+/* LpPool: (sum over the window of |x|^p)^(1/p) = (avg_pool(|x|^p, padding counted) * K)^(1/p),
+ * K the number of taps (padding contributes |0|^p = 0 to the sum). */
+static bool lp_pool_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X");
+    if (!x || !spatial_rank(imp, x, "LpPool")) return false;
+    Window win;
+    if (!window_read(imp, x, NULL, true, &win)) return false;
+    double p = attr_num(imp, "p", 2);
+    if (!(p > 0)) return imp_error(imp, "p must be positive, got %g", p);
+    bool ceil_mode = imp_attr_int(imp, "ceil_mode", 0) != 0;
+    if (ceil_mode && pool_ceil_mode(&win, true))
+        return imp_error(imp, "ceil_mode with a partial last window is not supported");
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "pool_size", win.nsp, win.k);
+    window_attrs(imp, &a, &win);
+    ia_bool(imp, &a, "count_include_pad", true);
+    static const char *const avg_ops[] = {NULL, "nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d"};
+    double taps = 1;
+    for (uint32_t i = 0; i < win.nsp; i++)
+        taps *= (double)win.k[i];
+    Expr *s = call1(imp, avg_ops[win.nsp], abs_pow(imp, x, p), &a);
+    Expr *y = root(imp, mul(imp, s, scalar_of(imp, x, taps)), p);
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* Global pools: a reduction over the spatial axes, kept as size 1. */
+static bool global_pool(Imp *imp, int kind) {
+    Expr *x = imp_in_req(imp, 0, "X");
+    if (!x) return false;
+    uint32_t r = imp_rank(x);
+    if (r < 3) return imp_error(imp, "X must have rank 3 or more (N, C, spatial...), got %u", r);
+    int64_t axes[64];
+    if (r - 2 > 64) return imp_error(imp, "rank %u is too large", r);
+    uint32_t n = spatial_axes(r, axes);
+    Expr *y;
+    if (kind == 0) {
+        y = reduce(imp, "mean", x, n, axes, true);
+    } else if (kind == 1) {
+        y = reduce(imp, "max", x, n, axes, true);
+    } else {
+        double p = attr_num(imp, "p", 2);
+        if (!(p > 0)) return imp_error(imp, "p must be positive, got %g", p);
+        y = root(imp, reduce(imp, "sum", abs_pow(imp, x, p), n, axes, true), p);
+    }
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+static bool global_avg_pool_convert(Imp *imp) { return global_pool(imp, 0); }
+static bool global_max_pool_convert(Imp *imp) { return global_pool(imp, 1); }
+static bool global_lp_pool_convert(Imp *imp) { return global_pool(imp, 2); }
+
+/* MaxUnpool: zeros of the output shape with X scattered to the flat indices I (which count over
+ * the whole output, N and C included, as MaxPool's Indices do). */
+static bool max_unpool_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *ind = imp_in_req(imp, 1, "I");
+    if (!x || !ind || !spatial_rank(imp, x, "MaxUnpool")) return false;
+    uint32_t r = imp_rank(x);
+    Window win;
+    if (!window_read(imp, x, NULL, true, &win)) return false;
+    Expr *os = imp_in(imp, 2);
+    int64_t shape[2 + NSP_MAX];
+    TensorType *t = imp_tt(x);
+    if (os) {
+        const int64_t *v;
+        uint32_t n;
+        if (!imp_const_ints(imp, os, &v, &n)) {
+            if (!op_lookup("dyn.zeros", 9) || !op_lookup("dyn.reshape", 11))
+                return imp_error(imp, "the 'output_shape' input must be a constant");
+            /* the size known only at run time: dyn.zeros of prod(output_shape) */
+            Expr *total = reduce(imp, "prod", imp_cast(imp, os, RLY_DTYPE_I64), 0, NULL, true);
+            ImpAttrs za = {0};
+            ia_str(imp, &za, "dtype", sup_dtype_name(imp_dtype(x)));
+            Expr *zeros = call1(imp, "dyn.zeros", total, &za);
+            int64_t m1 = -1;
+            ImpAttrs sa = {0};
+            ia_int(imp, &sa, "axis", 0);
+            Expr *args[3] = {zeros, reshape(imp, imp_cast(imp, ind, RLY_DTYPE_I64), 1, &m1),
+                             reshape(imp, x, 1, &m1)};
+            if (!args[0] || !args[1] || !args[2]) return false;
+            Expr *y = imp_call(imp, "scatter_elements", 3, args, &sa);
+            y = call2(imp, "dyn.reshape", y, imp_cast(imp, os, RLY_DTYPE_I64), NULL);
+            imp_out(imp, 0, y);
+            return y != NULL;
+        }
+        if (n != r) return imp_error(imp, "output_shape has %u values but X has rank %u", n, r);
+        memcpy(shape, v, r * sizeof(int64_t));
+    } else {
+        shape[0] = t->shape[0];
+        shape[1] = t->shape[1];
+        for (uint32_t i = 0; i < win.nsp; i++)
+            shape[2 + i] = win.in[i] < 0 ? -1
+                                         : (win.in[i] - 1) * win.s[i] + win.k[i] - win.pads[i] -
+                                               win.pads[win.nsp + i];
+    }
+    int64_t total = 1;
+    for (uint32_t i = 0; i < r; i++) {
+        if (shape[i] < 0)
+            return imp_error(imp, "MaxUnpool needs a static output shape (axis %u is unknown)", i);
+        total *= shape[i];
+    }
+    ImpAttrs za = {0};
+    ia_ints(imp, &za, "shape", 1, &total);
+    ia_str(imp, &za, "dtype", sup_dtype_name(imp_dtype(x)));
+    Expr *zeros = imp_call(imp, "zeros", 0, NULL, &za);
+    int64_t m1 = -1;
+    Expr *args[3] = {zeros, reshape(imp, imp_cast(imp, ind, RLY_DTYPE_I64), 1, &m1),
+                     reshape(imp, x, 1, &m1)};
+    if (!args[0] || !args[1] || !args[2]) return false;
+    ImpAttrs sa = {0};
+    ia_int(imp, &sa, "axis", 0);
+    Expr *y = reshape(imp, imp_call(imp, "scatter_elements", 3, args, &sa), r, shape);
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* ---- normalizations ------------------------------------------------------------------------- */
+
+static bool batch_norm_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *scale = imp_in_req(imp, 1, "scale"),
+         *b = imp_in_req(imp, 2, "B"), *mean = imp_in_req(imp, 3, "input_mean"),
+         *var = imp_in_req(imp, 4, "input_var");
+    if (!x || !scale || !b || !mean || !var) return false;
+    if (imp_attr_int(imp, "training_mode", 0) != 0)
+        return imp_error(imp, "training_mode=1 is not supported (inference only)");
+    for (uint32_t i = 1; i < 5; i++)
+        if (wants_output(imp, i))
+            return imp_error(imp, "the training outputs (running or saved mean and variance) "
+                                  "are not supported (inference only)");
+    if (imp_rank(x) < 2) return imp_error(imp, "X must have rank 2 or more, got %u", imp_rank(x));
+    rly_dtype dt = imp_dtype(x);
+    scale = imp_cast(imp, scale, dt);
+    b = imp_cast(imp, b, dt);
+    mean = imp_cast(imp, mean, dt);
+    var = imp_cast(imp, var, dt);
+    double eps = imp_attr_float(imp, "epsilon", 1e-5);
+    Expr *y;
+    if (imp_attr_int(imp, "spatial", 1) == 0) {
+        /* BatchNormalization-7 spatial=0: statistics per (C, D1, ...) element, broadcast from
+         * the right over N */
+        Expr *den = call1(imp, "sqrt", add(imp, var, scalar_of(imp, var, eps)), NULL);
+        y = add(imp, mul(imp, div_(imp, sub(imp, x, mean), den), scale), b);
+    } else {
+        Expr *args[5] = {x, scale, b, mean, var};
+        if (!scale || !b || !mean || !var) return false;
+        ImpAttrs a = {0};
+        ia_int(imp, &a, "axis", 1);
+        ia_float(imp, &a, "epsilon", eps);
+        Expr *t = imp_call(imp, "nn.batch_norm", 5, args, &a);
+        y = t ? imp_get(imp, t, 0) : NULL;
+    }
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+static bool instance_norm_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "input"), *scale = imp_in_req(imp, 1, "scale"),
+         *b = imp_in_req(imp, 2, "B");
+    if (!x || !scale || !b) return false;
+    Expr *args[3] = {x, scale, b};
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", 1);
+    ia_float(imp, &a, "epsilon", imp_attr_float(imp, "epsilon", 1e-5));
+    Expr *y = imp_call(imp, "nn.instance_norm", 3, args, &a);
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* LayerNormalization-17: normalize over axes [axis, rank) in the stash type (float32 when
+ * stash_type is 1), then scale and shift in X's type. nn.layer_norm covers the common form (the
+ * last axis, 1-D Scale and B, no Mean/InvStdDev outputs); anything else is composed. */
+static bool layer_norm_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *scale = imp_in_req(imp, 1, "Scale"), *b = imp_in(imp, 2);
+    if (!x || !scale) return false;
+    uint32_t r = imp_rank(x);
+    int64_t axis = imp_attr_int(imp, "axis", -1);
+    if (axis < -(int64_t)r || axis >= (int64_t)r)
+        return imp_error(imp, "axis %lld is out of range for rank %u", (long long)axis, r);
+    if (axis < 0) axis += r;
+    double eps = imp_attr_float(imp, "epsilon", 1e-5);
+    int64_t stash = imp_attr_int(imp, "stash_type", 1);
+    rly_dtype dt = imp_dtype(x);
+    TensorType *xt = imp_tt(x), *st = imp_tt(scale), *bt = b ? imp_tt(b) : NULL;
+    bool simple = axis == (int64_t)r - 1 && st->ndim == 1 && (!bt || bt->ndim == 1) &&
+                  !wants_output(imp, 1) && !wants_output(imp, 2) && imp_dtype(scale) == dt &&
+                  (!b || imp_dtype(b) == dt) && (stash != 1 || dt == RLY_DTYPE_F32) &&
+                  st->shape[0] == xt->shape[r - 1] && xt->shape[r - 1] >= 0 &&
+                  (!bt || bt->shape[0] == st->shape[0]);
+    if (simple) {
+        Expr *args[3] = {x, scale, b ? b : scale};
+        ImpAttrs a = {0};
+        ia_int(imp, &a, "axis", -1);
+        ia_float(imp, &a, "epsilon", eps);
+        ia_bool(imp, &a, "center", b != NULL);
+        Expr *y = imp_call(imp, "nn.layer_norm", 3, args, &a);
+        imp_out(imp, 0, y);
+        return y != NULL;
+    }
+    int64_t axes[64];
+    if (r - axis > 64) return imp_error(imp, "rank %u is too large", r);
+    uint32_t n = 0;
+    for (int64_t i = axis; i < (int64_t)r; i++)
+        axes[n++] = i;
+    Expr *xs = stash == 1 ? imp_cast(imp, x, RLY_DTYPE_F32) : x;
+    Expr *mean = reduce(imp, "mean", xs, n, axes, true);
+    Expr *d = sub(imp, xs, mean);
+    Expr *var = reduce(imp, "mean", mul(imp, d, d), n, axes, true);
+    Expr *inv = call1(imp, "rsqrt", add(imp, var, scalar_of(imp, var, eps)), NULL);
+    Expr *y = mul(imp, imp_cast(imp, mul(imp, d, inv), dt), imp_cast(imp, scale, dt));
+    if (b) y = add(imp, y, imp_cast(imp, b, dt));
+    if (!y) return false;
+    imp_out(imp, 0, y);
+    imp_out(imp, 1, mean);
+    imp_out(imp, 2, inv);
+    return true;
+}
+
+/* LRN: y = x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)/2, c + size/2])^beta.
+ * nn.lrn's window starts at c - size/2, which is ONNX's for odd sizes; an even size is composed:
+ * the channel sums are an average pool over (channels, 1) of x^2 laid out as (N, 1, C, rest). */
+static bool lrn_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X");
+    if (!x) return false;
+    int64_t size = imp_attr_int(imp, "size", 0);
+    if (size < 1)
+        return imp_error(imp, "attribute 'size' must be positive, got %lld", (long long)size);
+    double alpha = imp_attr_float(imp, "alpha", 1e-4), beta = imp_attr_float(imp, "beta", 0.75),
+           bias = imp_attr_float(imp, "bias", 1.0);
+    if (imp_rank(x) < 2) return imp_error(imp, "X must have rank 2 or more");
+    Expr *y;
+    if (size % 2 == 1) {
+        ImpAttrs a = {0};
+        ia_int(imp, &a, "size", size);
+        ia_int(imp, &a, "axis", 1);
+        ia_float(imp, &a, "bias", bias);
+        ia_float(imp, &a, "alpha", alpha);
+        ia_float(imp, &a, "beta", beta);
+        y = imp_call1(imp, "nn.lrn", x, &a);
+    } else {
+        int64_t c = imp_tt(x)->shape[1];
+        if (c < 0) return imp_error(imp, "an even size needs a static channel count");
+        int64_t shape4[4] = {0, 1, c, -1};
+        Expr *sq = reshape(imp, mul(imp, x, x), 4, shape4);
+        int64_t ps[2] = {size, 1}, pads[4] = {(size - 1) / 2, 0, size / 2, 0};
+        ImpAttrs a = {0};
+        ia_ints(imp, &a, "pool_size", 2, ps);
+        ia_ints(imp, &a, "padding", 4, pads);
+        ia_bool(imp, &a, "count_include_pad", true);
+        Expr *avg = call1(imp, "nn.avg_pool2d", sq, &a);
+        avg = call2(imp, "reshape_like", avg, x, NULL);
+        Expr *den = add(imp, scalar_of(imp, x, bias), mul(imp, avg, scalar_of(imp, x, alpha)));
+        y = div_(imp, x, call2(imp, "power", den, scalar_of(imp, x, beta), NULL));
+    }
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* MeanVarianceNormalization-9/13, its function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9)
+ * over axes (default 0, 2, 3). */
+static bool mvn_common(Imp *imp, uint32_t n, const int64_t *axes, bool normalize_variance) {
+    Expr *x = imp_in_req(imp, 0, "X");
+    if (!x) return false;
+    uint32_t r = imp_rank(x);
+    int64_t ax[64];
+    if (n > 64) return imp_error(imp, "too many axes");
+    for (uint32_t i = 0; i < n; i++) {
+        ax[i] = axes[i] < 0 ? axes[i] + r : axes[i];
+        if (ax[i] < 0 || ax[i] >= (int64_t)r)
+            return imp_error(imp, "axis %lld is out of range for rank %u", (long long)axes[i], r);
+    }
+    Expr *mean = reduce(imp, "mean", x, n, ax, true);
+    Expr *y = sub(imp, x, mean);
+    if (normalize_variance) {
+        Expr *ex2 = reduce(imp, "mean", mul(imp, x, x), n, ax, true);
+        Expr *std = call1(imp, "sqrt", sub(imp, ex2, mul(imp, mean, mean)), NULL);
+        y = div_(imp, y, add(imp, std, scalar_of(imp, x, 1e-9)));
+    }
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+static bool mvn_convert(Imp *imp) {
+    static const int64_t dflt[3] = {0, 2, 3};
+    const int64_t *axes;
+    uint32_t n = imp_attr_ints(imp, "axes", &axes);
+    if (imp_attr(imp, "axes") == NULL) {
+        axes = dflt;
+        n = 3;
+    }
+    return mvn_common(imp, n, axes, true);
+}
+
+/* MeanVarianceNormalization-1: across_channels (N, C, H, W together), normalize_variance. */
+static bool mvn1_convert(Imp *imp) {
+    static const int64_t per_channel[3] = {0, 2, 3}, across[4] = {0, 1, 2, 3};
+    bool ac = imp_attr_int(imp, "across_channels", 0) != 0;
+    return mvn_common(imp, ac ? 4 : 3, ac ? across : per_channel,
+                      imp_attr_int(imp, "normalize_variance", 1) != 0);
+}
+
+/* LpNormalization: x / (sum |x|^p along axis)^(1/p), p 1 or 2. */
+static bool lp_norm_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "input");
+    if (!x) return false;
+    int64_t p = imp_attr_int(imp, "p", 2);
+    if (p != 1 && p != 2) return imp_error(imp, "p must be 1 or 2, got %lld", (long long)p);
+    uint32_t r = imp_rank(x);
+    int64_t axis = imp_attr_int(imp, "axis", -1);
+    if (axis < -(int64_t)r || axis >= (int64_t)r)
+        return imp_error(imp, "axis %lld is out of range for rank %u", (long long)axis, r);
+    if (axis < 0) axis += r;
+    Expr *norm =
+        root(imp, reduce(imp, "sum", abs_pow(imp, x, (double)p), 1, &axis, true), (double)p);
+    Expr *y = div_(imp, x, norm);
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* ---- Gemm, MatMul --------------------------------------------------------------------------- */
+
+/* Y = alpha * A' B' + beta * C (C broadcast to Y). */
+static bool gemm_convert(Imp *imp) {
+    Expr *a = imp_in_req(imp, 0, "A"), *b = imp_in_req(imp, 1, "B"), *c = imp_in(imp, 2);
+    if (!a || !b) return false;
+    if (imp_rank(a) != 2 || imp_rank(b) != 2)
+        return imp_error(imp, "A and B must be 2-D, got ranks %u and %u", imp_rank(a), imp_rank(b));
+    bool ta = imp_attr_int(imp, "transA", 0) != 0, tb = imp_attr_int(imp, "transB", 0) != 0;
+    double alpha = imp_attr_float(imp, "alpha", 1.0), beta = imp_attr_float(imp, "beta", 1.0);
+    Expr *y;
+    if (!ta && tb) {
+        y = imp_call2(imp, "nn.dense", a, b, NULL);
+    } else {
+        ImpAttrs at = {0};
+        ia_bool(imp, &at, "transpose_a", ta);
+        ia_bool(imp, &at, "transpose_b", tb);
+        y = imp_call2(imp, "nn.matmul", a, b, &at);
+    }
+    if (alpha != 1.0) y = mul(imp, y, scalar_of(imp, y, alpha));
+    if (c && beta != 0.0) {
+        c = imp_cast(imp, c, imp_dtype(a));
+        if (beta != 1.0) c = mul(imp, c, scalar_of(imp, c, beta));
+        y = add(imp, y, c);
+    }
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* x of rank >= 2 as 3-D (batch, rows, cols): a leading 1 for a matrix, leading axes merged. */
+static Expr *to_3d(Imp *imp, Expr *x) {
+    if (!x) return NULL;
+    uint32_t r = imp_rank(x);
+    if (r == 2) return expand_dims(imp, x, 0);
+    while (x && r > 3) {
+        int64_t ns[64];
+        ns[0] = -3; /* merge the first two axes */
+        for (uint32_t i = 1; i < r - 1; i++)
+            ns[i] = 0;
+        x = reshape(imp, x, r - 1, ns);
+        r--;
+    }
+    return x;
+}
+
+/* numpy matmul with B of rank >= 3: batch axes broadcast, flattened for nn.batch_matmul (which
+ * broadcasts a batch of 1), and restored from the operand that carries the full batch shape. */
+static Expr *batched_matmul(Imp *imp, Expr *a, Expr *b) {
+    bool a_vec = imp_rank(a) == 1;
+    if (a_vec) a = expand_dims(imp, a, 0);
+    if (!a) return NULL;
+    TensorType *ta = imp_tt(a), *tb = imp_tt(b);
+    uint32_t na = ta->ndim - 2, nb = tb->ndim - 2, n = na > nb ? na : nb;
+    if (n > 60) {
+        imp_error(imp, "rank %u is too large", n + 2);
+        return NULL;
+    }
+    int64_t bs[64];
+    bool a_full = na == n, b_full = nb == n, a_ones = true, b_ones = true, known = true;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t da = i >= n - na ? ta->shape[i - (n - na)] : 1;
+        int64_t db = i >= n - nb ? tb->shape[i - (n - nb)] : 1;
+        if (da != 1) a_ones = false;
+        if (db != 1) b_ones = false;
+        if (da == db)
+            bs[i] = da;
+        else if (da == 1)
+            bs[i] = db;
+        else if (db == 1)
+            bs[i] = da;
+        else if (da < 0 && db >= 0)
+            bs[i] = db; /* assumed equal; a 1 at run time makes the batch sizes disagree */
+        else if (db < 0 && da >= 0)
+            bs[i] = da;
+        else if (da < 0 && db < 0)
+            bs[i] = -1;
+        else {
+            imp_error(imp, "batch dims %lld and %lld are not broadcastable", (long long)da,
+                      (long long)db);
+            return NULL;
+        }
+        if (bs[i] < 0) known = false;
+        if (i >= n - na && !(da == bs[i] || da < 0)) a_full = false;
+        if (i >= n - nb && !(db == bs[i] || db < 0)) b_full = false;
+    }
+    Expr *ops[2] = {a, b};
+    bool full[2] = {a_full, b_full}, ones[2] = {a_ones, b_ones};
+    for (int j = 0; j < 2; j++) {
+        if (full[j] || ones[j]) continue;
+        TensorType *t = imp_tt(ops[j]);
+        int64_t shape[64];
+        memcpy(shape, bs, n * sizeof(int64_t));
+        shape[n] = t->shape[t->ndim - 2];
+        shape[n + 1] = t->shape[t->ndim - 1];
+        if (!known || shape[n] < 0 || shape[n + 1] < 0) {
+            imp_error(imp, "broadcasting the batch axes of %s needs static shapes", j ? "B" : "A");
+            return NULL;
+        }
+        ImpAttrs at = {0};
+        ia_ints(imp, &at, "shape", n + 2, shape);
+        ops[j] = imp_call1(imp, "broadcast_to", ops[j], &at);
+        full[j] = true;
+    }
+    Expr *y = call2(imp, "nn.batch_matmul", to_3d(imp, ops[0]), to_3d(imp, ops[1]), NULL);
+    if (y && n > 1) {
+        Expr *ref = full[0] ? ops[0] : ops[1];
+        ImpAttrs at = {0};
+        ia_int(imp, &at, "lhs_begin", 0);
+        ia_int(imp, &at, "lhs_end", 1);
+        ia_int(imp, &at, "rhs_begin", 0);
+        ia_int(imp, &at, "rhs_end", n);
+        y = call2(imp, "reshape_like", y, ref, &at);
+    }
+    return a_vec ? squeeze(imp, y, -2) : y;
+}
+
+static bool matmul_convert(Imp *imp) {
+    Expr *a = imp_in_req(imp, 0, "A"), *b = imp_in_req(imp, 1, "B");
+    if (!a || !b) return false;
+    uint32_t ra = imp_rank(a), rb = imp_rank(b);
+    if (ra == 0 || rb == 0)
+        return imp_error(imp, "A and B must have rank 1 or more, got ranks %u and %u", ra, rb);
+    Expr *y;
+    if (rb <= 2) {
+        /* nn.matmul takes A of any rank against a matrix; a vector B is a one-column matrix */
+        y = call2(imp, "nn.matmul", a, rb == 1 ? expand_dims(imp, b, 1) : b, NULL);
+        if (rb == 1) y = squeeze(imp, y, -1);
+    } else {
+        y = batched_matmul(imp, a, b);
+    }
+    imp_out(imp, 0, y);
+    return y != NULL;
+}
+
+/* ---- the table --------------------------------------------------------------------------------
+ */
+
+const ImpConv imp_conv_nn[] = {
+    {"Conv", "", 1, conv_convert},
+    {"Conv", "", 11, conv_convert},
+    {"ConvTranspose", "", 1, conv_transpose_convert},
+    {"ConvTranspose", "", 11, conv_transpose_convert},
+    {"AveragePool", "", 1, avg_pool_convert},
+    {"AveragePool", "", 7, avg_pool_convert},  /* count_include_pad */
+    {"AveragePool", "", 10, avg_pool_convert}, /* ceil_mode */
+    {"AveragePool", "", 11, avg_pool_convert},
+    {"MaxPool", "", 1, max_pool_convert},
+    {"MaxPool", "", 8, max_pool_convert},  /* Indices, storage_order */
+    {"MaxPool", "", 10, max_pool_convert}, /* ceil_mode, dilations */
+    {"MaxPool", "", 11, max_pool_convert},
+    {"MaxPool", "", 12, max_pool_convert}, /* int8, uint8 */
+    {"LpPool", "", 1, lp_pool_convert},    /* p a float */
+    {"LpPool", "", 2, lp_pool_convert},    /* p an int */
+    {"LpPool", "", 11, lp_pool_convert},
+    {"GlobalAveragePool", "", 1, global_avg_pool_convert},
+    {"GlobalMaxPool", "", 1, global_max_pool_convert},
+    {"GlobalLpPool", "", 1, global_lp_pool_convert},
+    {"GlobalLpPool", "", 2, global_lp_pool_convert},
+    {"MaxUnpool", "", 9, max_unpool_convert},
+    {"MaxUnpool", "", 11, max_unpool_convert},
+    {"BatchNormalization", "", 7, batch_norm_convert},  /* spatial */
+    {"BatchNormalization", "", 9, batch_norm_convert},  /* spatial removed */
+    {"BatchNormalization", "", 14, batch_norm_convert}, /* training_mode */
+    {"BatchNormalization", "", 15, batch_norm_convert}, /* mixed dtypes */
+    {"InstanceNormalization", "", 1, instance_norm_convert},
+    {"InstanceNormalization", "", 6, instance_norm_convert},
+    {"LayerNormalization", "", 17, layer_norm_convert},
+    {"LRN", "", 1, lrn_convert},
+    {"LRN", "", 13, lrn_convert},
+    {"MeanVarianceNormalization", "", 1, mvn1_convert},
+    {"MeanVarianceNormalization", "", 9, mvn_convert},
+    {"MeanVarianceNormalization", "", 13, mvn_convert},
+    {"LpNormalization", "", 1, lp_norm_convert},
+    {"Gemm", "", 1, gemm_convert},
+    {"Gemm", "", 6, gemm_convert},
+    {"Gemm", "", 7, gemm_convert}, /* unidirectional broadcast of C */
+    {"Gemm", "", 9, gemm_convert},
+    {"Gemm", "", 11, gemm_convert}, /* C optional */
+    {"Gemm", "", 13, gemm_convert},
+    {"MatMul", "", 1, matmul_convert},
+    {"MatMul", "", 9, matmul_convert},
+    {"MatMul", "", 13, matmul_convert},
+    {NULL, NULL, 0, NULL},
+};

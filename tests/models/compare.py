@@ -1,0 +1,54 @@
+"""Run exported ONNX models through rly and onnxruntime and compare (the project venv).
+
+    .venv/bin/python tests/models/compare.py RLY MODELDIR [NAME...]
+
+For each MODELDIR/<name>.onnx with its <name>.npz input: `rly run` writes the outputs to an npz,
+onnxruntime computes its own; every output must match within rtol 1e-4 (relative to the largest
+magnitude of the reference output, atol 1e-5). Prints one line per model with the max error."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+RTOL = 1e-4
+
+
+def check(rly, path, inputs_npz):
+    feeds = dict(np.load(inputs_npz))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    want = sess.run(None, feeds)
+    with tempfile.TemporaryDirectory() as td:
+        out = os.path.join(td, "out.npz")
+        r = subprocess.run([rly, "run", path, "--inputs", inputs_npz, "--output", out],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return False, "rly failed: " + r.stderr.strip().splitlines()[0] if r.stderr else "rly failed"
+        got = np.load(out)
+        worst = 0.0
+        for i, w in enumerate(want):
+            g = got["output_%d" % i]
+            if g.shape != w.shape:
+                return False, "output %d shape %s, expected %s" % (i, g.shape, w.shape)
+            scale = max(float(np.max(np.abs(w))), 1e-6)
+            err = float(np.max(np.abs(g.astype(np.float64) - w))) / scale if w.size else 0.0
+            worst = max(worst, err)
+        return worst <= RTOL, "max error %.2e relative to the output's magnitude" % worst
+
+
+def main():
+    rly, d = sys.argv[1], sys.argv[2]
+    names = sys.argv[3:] or sorted(f[:-5] for f in os.listdir(d) if f.endswith(".onnx"))
+    bad = 0
+    for n in names:
+        ok, msg = check(rly, os.path.join(d, n + ".onnx"), os.path.join(d, n + ".npz"))
+        print("%s %s: %s" % ("ok  " if ok else "FAIL", n, msg), flush=True)
+        bad += not ok
+    print("%d passed, %d failed" % (len(names) - bad, bad))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
