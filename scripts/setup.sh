@@ -2,7 +2,7 @@
 # setup.sh - install what rly needs to build and test on Debian 12 (idempotent).
 set -euo pipefail
 need=()
-for pkg in cmake ninja-build gcc clang libcmocka-dev zlib1g-dev python3-venv libonnx-testdata; do
+for pkg in cmake ninja-build gcc clang libcmocka-dev zlib1g-dev python3-venv libonnx-testdata python3-torch python3-torchvision; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

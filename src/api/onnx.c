@@ -59,6 +59,18 @@ static bool parse_shapes(const char *s, ImpShape *out, uint32_t cap, uint32_t *n
     return true;
 }
 
+static rly_status import_checked(rly_ctx *ctx, OxModel *m, const ImpShape *shapes, uint32_t n,
+                                 rly_module **out) {
+    RLY_TRY;
+    ImpOptions o = {.shapes = shapes, .n_shapes = n};
+    Module *mod = imp_import(ctx, m, &o);
+    bool ok = mod != NULL && ty_infer_module(mod);
+    RLY_END_TRY;
+    if (!ok) return api_fail_diags(ctx);
+    *out = mod;
+    return RLY_STATUS_OK;
+}
+
 rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *input_shapes,
                                   rly_module **out) {
     *out = NULL;
@@ -76,23 +88,7 @@ rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *in
         goto done;
     }
     ir_ctx_keep(ctx, m, free_model);
-    {
-        RLY_TRY;
-        ImpOptions o = {.shapes = shapes, .n_shapes = n_shapes};
-        Module *mod = imp_import(ctx, m, &o);
-        if (mod == NULL) {
-            RLY_END_TRY;
-            st = api_fail_diags(ctx);
-            goto done;
-        }
-        if (!ty_infer_module(mod)) {
-            RLY_END_TRY;
-            st = api_fail_diags(ctx);
-            goto done;
-        }
-        RLY_END_TRY;
-        *out = mod;
-    }
+    st = import_checked(ctx, m, shapes, n_shapes, out);
 done:
     for (uint32_t i = 0; i < n_shapes; i++)
         free((char *)shapes[i].name);
@@ -328,7 +324,7 @@ static uint32_t list_dir(const char *dir, const char *prefix, char ***out) {
         memcpy(names[n++], e->d_name, len + 1);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, name_cmp);
+    if (n > 1) qsort(names, n, sizeof *names, name_cmp);
     *out = names;
     return n;
 }
@@ -377,8 +373,9 @@ static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
     OxTensor **in_t = sup_calloc(n_in + 1, sizeof *in_t),
              **out_t = sup_calloc(n_out + 1, sizeof *out_t);
     for (uint32_t i = 0; i < n_in && ok; i++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", set_dir, ins[i]);
+        StrBuf p_sb = {0};
+        sb_printf(&p_sb, "%s/%s", set_dir, ins[i]);
+        const char *p = sb_cstr(&p_sb);
         int k = pb_index(ins[i], "input_");
         if (k < 0 || (uint32_t)k >= n_in) {
             sb_printf(why, "%s: unexpected file name", p);
@@ -387,10 +384,12 @@ static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
             sb_printf(why, "%s", err);
             ok = false;
         }
+        sb_free(&p_sb);
     }
     for (uint32_t i = 0; i < n_out && ok; i++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", set_dir, outs[i]);
+        StrBuf p_sb = {0};
+        sb_printf(&p_sb, "%s/%s", set_dir, outs[i]);
+        const char *p = sb_cstr(&p_sb);
         int k = pb_index(outs[i], "output_");
         if (k < 0 || (uint32_t)k >= n_out) {
             sb_printf(why, "%s: unexpected file name", p);
@@ -399,6 +398,7 @@ static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
             sb_printf(why, "%s", err);
             ok = false;
         }
+        sb_free(&p_sb);
     }
     if (ok && n_in != f->n_params) {
         sb_printf(why, "the data set has %u inputs, the model takes %u", n_in, f->n_params);
@@ -457,12 +457,41 @@ static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
     return ok;
 }
 
+/* Every test_data_set_* of a case; false with the first failure's reason in why. */
+static bool run_sets(rly_ctx *ctx, rly_module *mod, const char *dir, StrBuf *why) {
+    char **sets;
+    uint32_t n_sets = list_dir(dir, "test_data_set_", &sets);
+    bool ok = n_sets > 0;
+    if (!ok) sb_puts(why, "no test_data_set_* folder");
+    for (uint32_t s = 0; s < n_sets && ok; s++) {
+        StrBuf sd = {0}, w = {0};
+        sb_printf(&sd, "%s/%s", dir, sets[s]);
+        if (!run_set((Ctx *)ctx, (Module *)mod, sb_cstr(&sd), &w)) {
+            sb_printf(why, "%s: %s", sets[s], sb_cstr(&w));
+            ok = false;
+        }
+        sb_free(&w);
+        sb_free(&sd);
+    }
+    free_names(sets, n_sets);
+    return ok;
+}
+
+static rly_status run_sets_checked(rly_ctx *ctx, rly_module *mod, const char *dir, StrBuf *why,
+                                   int *passed) {
+    RLY_TRY;
+    *passed = run_sets(ctx, mod, dir, why);
+    RLY_END_TRY;
+    return RLY_STATUS_OK;
+}
+
 rly_status rly_onnx_test_case(const char *dir, int *passed, char **report) {
     *passed = 0;
     *report = NULL;
     StrBuf why = {0};
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    StrBuf path_sb = {0};
+    sb_printf(&path_sb, "%s/model.onnx", dir);
+    const char *path = sb_cstr(&path_sb);
     rly_ctx *ctx;
     rly_status st = rly_ctx_new(&ctx);
     if (st != RLY_STATUS_OK) return st;
@@ -471,26 +500,10 @@ rly_status rly_onnx_test_case(const char *dir, int *passed, char **report) {
         sb_puts(&why, "import: ");
         brief(rly_last_error(), &why);
     } else {
-        char **sets;
-        uint32_t n_sets = list_dir(dir, "test_data_set_", &sets);
-        bool ok = n_sets > 0;
-        if (!ok) sb_puts(&why, "no test_data_set_* folder");
-        RLY_TRY;
-        for (uint32_t s = 0; s < n_sets && ok; s++) {
-            char sd[4096];
-            snprintf(sd, sizeof sd, "%s/%s", dir, sets[s]);
-            StrBuf w = {0};
-            if (!run_set((Ctx *)ctx, (Module *)mod, sd, &w)) {
-                sb_printf(&why, "%s: %s", sets[s], sb_cstr(&w));
-                ok = false;
-            }
-            sb_free(&w);
-        }
-        RLY_END_TRY;
-        free_names(sets, n_sets);
-        *passed = ok;
+        st = run_sets_checked(ctx, mod, dir, &why, passed);
     }
     rly_ctx_free(ctx);
+    sb_free(&path_sb);
     *report = sb_take(&why);
-    return RLY_STATUS_OK;
+    return st;
 }

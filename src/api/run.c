@@ -16,6 +16,26 @@ typedef struct Binder {
     uint64_t rng;
 } Binder;
 
+/* Does a given input name denote parameter `param`? Equal, or equal after the ONNX importer's
+ * renaming (characters outside [A-Za-z0-9_] become '_', a 'v' prefix when the name does not
+ * start with a letter or '_'), so npz files keyed by ONNX names bind. */
+static bool name_eq(const char *param, const char *given) {
+    if (strcmp(param, given) == 0) return true;
+    const char *p = param, *g = given;
+    bool letter = (*g >= 'a' && *g <= 'z') || (*g >= 'A' && *g <= 'Z') || *g == '_';
+    if (!letter) {
+        if (*p != 'v') return false;
+        p++;
+    }
+    for (; *g; g++, p++) {
+        char c = *g;
+        bool ok =
+            c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (*p != (ok ? c : '_')) return false;
+    }
+    return *p == '\0';
+}
+
 static const char *type_text(Ctx *ctx, Type *t, StrBuf *sb) {
     sb->len = 0;
     ir_print_type(ctx, t, sb);
@@ -223,7 +243,7 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
     for (size_t i = 0; i < z.n + (size_t)o->n_inputs; i++) {
         const char *nm = i < z.n ? z.items[i].name : o->input_names[i - z.n];
         uint32_t p = 0;
-        while (p < f->n_params && strcmp(f->params[p]->name, nm) != 0)
+        while (p < f->n_params && !name_eq(f->params[p]->name, nm))
             p++;
         if (p == f->n_params) {
             st = api_fail(RLY_STATUS_ERROR, "input '%s' is not a parameter of @%s; it expects %s",
@@ -237,7 +257,7 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
         NpyArray single = {0};
         const NpyArray *a = NULL;
         for (int i = o->n_inputs; i-- > 0 && a == NULL;)
-            if (strcmp(o->input_names[i], v->name) == 0) {
+            if (name_eq(v->name, o->input_names[i])) {
                 if (!rt_npy_load(o->input_paths[i], &single, err, sizeof err)) {
                     st = api_fail(RLY_STATUS_IO, "input %s: %s", v->name, err);
                     goto out;
@@ -245,6 +265,8 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
                 a = &single;
             }
         if (a == NULL) a = rt_npz_find(&z, v->name);
+        for (size_t i = 0; i < z.n && a == NULL; i++)
+            if (name_eq(v->name, z.items[i].name)) a = &z.items[i].arr;
         if (a != NULL) {
             why.len = 0;
             if (t == NULL || t->kind != TYPE_TENSOR) {

@@ -678,10 +678,9 @@ static void step_call(Interp *it, Task *t) {
         return;
     }
     uint32_t n = c->n_args;
-    Value **args = (Value **)&it->vals.data[it->vals.len - n];
     Value *argv[16];
     Value **own = n <= 16 ? argv : sup_malloc(sizeof(Value *) * n);
-    if (n > 0) memcpy(own, args, sizeof(Value *) * n);
+    if (n > 0) memcpy(own, &it->vals.data[it->vals.len - n], sizeof(Value *) * n);
     it->vals.len -= n;
     if (callee->kind == EXPR_OP) {
         const OpDef *op = AS_OP(callee)->info;

@@ -381,6 +381,52 @@ run run "$T/add.rly" --fill random --output "$T/outdir/out.npz"
 expect run_output 0
 check run_output.file $(test -s "$T/outdir/out.npz" && echo 0 || echo 1) "no output file"
 
+# ---- ONNX: import / info / test / run on bad input ------------------------------------------
+ND=/usr/share/libonnx-testdata/data/node
+if [ -d "$ND/test_add" ]; then
+  run info "$T/missing.onnx"
+  expect onnx_info_missing 1
+  expect_stderr onnx_info_missing
+  printf 'not a protobuf at all' >"$T/junk.onnx"
+  run import "$T/junk.onnx"
+  expect onnx_import_junk 1
+  expect_stderr onnx_import_junk
+  head -c 40 "$ND/test_add/model.onnx" >"$T/trunc.onnx"
+  run run "$T/trunc.onnx" --fill ones
+  expect onnx_run_truncated 1
+  expect_stderr onnx_run_truncated
+  # every unsupported operator of a model is listed at once, located at its node
+  run import "$ND/../simple/test_sequence_model3/model.onnx"
+  expect onnx_unsupported 1
+  expect_located onnx_unsupported "$ND/../simple/test_sequence_model3/model.onnx"
+  check onnx_unsupported.all $(grep -q 'SequenceConstruct-12, SequenceErase-12, SequenceInsert-12, SequenceAt-12' "$T/err" && echo 0 || echo 1) "not every unsupported operator is listed"
+  run info "$ND/test_add/model.onnx"
+  expect onnx_info 0
+  check onnx_info.ops $(grep -q '1  Add' "$T/out" && echo 0 || echo 1) "no operator histogram"
+  run import "$ND/test_add/model.onnx" -o "$T/add_onnx.rly"
+  expect onnx_import_o 0
+  run check "$T/add_onnx.rly"
+  expect onnx_import_reparse 0
+  run run "$ND/test_add/model.onnx" --input-shapes 'nope:[3,4,5]' --fill ones
+  expect onnx_bad_input_shapes 1
+  check onnx_bad_input_shapes.names $(grep -q "not a graph input" "$T/err" && echo 0 || echo 1) "no message naming the inputs"
+  run run "$ND/test_add/model.onnx" --input-shapes 'x:[3,4' --fill ones
+  expect onnx_input_shapes_syntax 1
+  run test
+  expect onnx_test_nodirs 2
+  run test --exclude "$T/missing.txt" "$ND/test_add"
+  expect onnx_test_bad_exclude 2
+  printf 'test_add\n' >"$T/noreason.txt"
+  run test --exclude "$T/noreason.txt" "$ND/test_add"
+  expect onnx_test_exclude_needs_reason 2
+  run test "$T"
+  expect onnx_test_not_a_case 1
+  check onnx_test_not_a_case.line $(grep -q '^FAIL ' "$T/out" && echo 0 || echo 1) "no FAIL line"
+  run test "$ND/test_add" "$ND/test_relu"
+  expect onnx_test_pass 0
+  check onnx_test_pass.summary $(grep -q '^2 passed, 0 failed, 0 skipped' "$T/out" && echo 0 || echo 1) "no summary line"
+fi
+
 if [ "$n_xfail" -gt 0 ]; then echo "($n_xfail known failures counted as passed)"; fi
 echo "$n_pass passed, $n_fail failed"
 [ "$n_fail" -eq 0 ]

@@ -23,7 +23,7 @@ def check(rly, path, inputs_npz):
     with tempfile.TemporaryDirectory() as td:
         out = os.path.join(td, "out.npz")
         r = subprocess.run([rly, "run", path, "--inputs", inputs_npz, "--output", out],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, errors="replace")
         if r.returncode != 0:
             return False, "rly failed: " + r.stderr.strip().splitlines()[0] if r.stderr else "rly failed"
         got = np.load(out)

@@ -36,16 +36,41 @@ class Rnn(torch.nn.Module):
         return self.head(y[-1])
 
 
+class Block(torch.nn.Module):
+    """A pre-norm transformer encoder block written out (torch 1.13's nn.TransformerEncoderLayer
+    takes a fused fast path in eval mode that its ONNX exporter cannot export)."""
+
+    def __init__(self, d=64, heads=4, ff=128):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.ff1 = torch.nn.Linear(d, ff)
+        self.ff2 = torch.nn.Linear(ff, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q = q.reshape(b, t, h, d // h).transpose(1, 2)
+        k = k.reshape(b, t, h, d // h).transpose(1, 2)
+        v = v.reshape(b, t, h, d // h).transpose(1, 2)
+        att = torch.softmax(q @ k.transpose(-1, -2) / (d // h) ** 0.5, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
+
+
 class Encoder(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
-                                                 dropout=0.0, batch_first=True)
-        self.enc = torch.nn.TransformerEncoder(layer, num_layers=2)
         self.emb = torch.nn.Linear(32, 64)
+        self.blocks = torch.nn.Sequential(Block(), Block())
 
     def forward(self, x):
-        return self.enc(self.emb(x))
+        return self.blocks(self.emb(x))
 
 
 def main():

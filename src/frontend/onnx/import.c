@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eval/eval.h"
@@ -389,6 +390,14 @@ static Expr *fold(Imp *imp, Expr *call, const OpDef *def) {
     if (v == NULL) {
         /* A runtime error while folding (e.g. an index out of range): keep the call, so the error
          * is reported when (and if) the program runs; drop the diagnostic. */
+        if (getenv("RLY_IMPORT_DEBUG")) {
+            StrBuf sb = {0};
+            diags_render(&imp->ctx->diags, mark, &sb);
+            fprintf(stderr, "[import] not folded: %s", sb_cstr(&sb));
+            sb_free(&sb);
+        }
+        for (size_t i = mark; i < imp->ctx->diags.items.len; i++)
+            free(imp->ctx->diags.items.data[i].msg);
         imp->ctx->diags.items.len = mark;
         imp->ctx->diags.n_errors = errs;
         return call;
@@ -414,8 +423,9 @@ Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, con
         }
     const Attrs *attrs = NULL;
     if (a && a->n) attrs = ir_attrs_new(ctx, a->n, a->keys, a->vals);
-    Expr *call =
-        ir_call_new(ctx, ir_op_get(ctx, op, strlen(op)), n_args, args, attrs, 0, NULL, imp->span);
+    Expr *opx = ir_op_get(ctx, op, strlen(op));
+    AS_OP(opx)->info = def;
+    Expr *call = ir_call_new(ctx, opx, n_args, args, attrs, 0, NULL, imp->span);
     const AttrValue **vals =
         arena_array(&imp->arena, def->n_attrs ? def->n_attrs : 1, sizeof *vals);
     StrBuf msg = {0};
@@ -840,6 +850,21 @@ static Expr **branch(Imp *imp, const OxGraph *g) {
     return outs;
 }
 
+/* Remove the diagnostics from index mark on and return their messages joined by "; " (malloc'ed).
+ */
+static char *take_errors(Imp *imp, size_t mark, size_t errs) {
+    Diags *ds = &imp->ctx->diags;
+    StrBuf sb = {0};
+    for (size_t i = mark; i < ds->items.len; i++) {
+        if (ds->items.data[i].level == DIAG_ERROR)
+            sb_printf(&sb, "%s%s", sb.len ? "; " : "", ds->items.data[i].msg);
+        free(ds->items.data[i].msg);
+    }
+    ds->items.len = mark;
+    ds->n_errors = errs;
+    return sb_take(&sb);
+}
+
 static bool conv_if(Imp *imp) {
     Expr *cond = imp_in_req(imp, 0, "cond");
     const OxGraph *gt = graph_attr(imp, "then_branch"), *ge = graph_attr(imp, "else_branch");
@@ -858,12 +883,64 @@ static bool conv_if(Imp *imp) {
             imp_out(imp, i, o[i]);
         return true;
     }
-    Expr **ot = branch(imp, gt), **oe = ot ? branch(imp, ge) : NULL;
-    if (oe == NULL) return false;
+    /* A branch that cannot be converted for these (static) shapes while the other can becomes a
+     * runtime error with the reason: ONNX only checks the branch taken (Silero VAD's 8 kHz path
+     * with a 16 kHz chunk size). */
+    Diags *ds = &imp->ctx->diags;
+    size_t mark = ds->items.len, errs = ds->n_errors;
+    Expr **ot = branch(imp, gt);
+    char *t_err = ot ? NULL : take_errors(imp, mark, errs);
+    Expr **oe = branch(imp, ge);
+    char *e_err = oe ? NULL : take_errors(imp, mark, errs);
     uint32_t n = imp_n_outputs(imp);
+    if ((ot == NULL) != (oe == NULL)) {
+        Expr **good = ot ? ot : oe, **bad = arena_array(&imp->arena, n + 1, sizeof *bad);
+        StrBuf msg = {0};
+        sb_printf(&msg, "If '%s': the %s branch cannot run with these input shapes: %s",
+                  imp->node->name, ot ? "else" : "then", ot ? e_err : t_err);
+        for (uint32_t i = 0; i < n && bad; i++) {
+            TensorType *tt = imp_tt(good[i]);
+            if (tt == NULL) {
+                bad = NULL;
+                break;
+            }
+            ImpAttrs a = {0};
+            ia_ints(imp, &a, "shape", tt->ndim, tt->shape); /* DIM_ANY is -1: `?` */
+            ia_str(imp, &a, "dtype", sup_dtype_name(tt->dtype));
+            ia_str(imp, &a, "message", sb_cstr(&msg));
+            bad[i] = imp_call(imp, "trap", 0, NULL, &a);
+            if (bad[i] == NULL) bad = NULL;
+        }
+        sb_free(&msg);
+        if (bad) {
+            if (ot == NULL)
+                ot = bad;
+            else
+                oe = bad;
+        }
+    }
+    if (ot == NULL || oe == NULL) {
+        /* report the reasons again */
+        if (t_err) imp_error(imp, "then branch: %s", t_err);
+        if (e_err) imp_error(imp, "else branch: %s", e_err);
+        free(t_err);
+        free(e_err);
+        return false;
+    }
+    free(t_err);
+    free(e_err);
     Expr *t = pack(imp, n, ot), *e = pack(imp, n, oe);
     Type *ty = join_types(imp, t->checked_type, e->checked_type);
-    if (ty == NULL) return imp_error(imp, "the branches give outputs of different types or ranks");
+    if (ty == NULL) {
+        StrBuf a = {0}, b = {0};
+        ir_print_type(imp->ctx, t->checked_type, &a);
+        ir_print_type(imp->ctx, e->checked_type, &b);
+        imp_error(imp, "the branches give outputs of different dtypes or ranks: %s and %s",
+                  sb_cstr(&a), sb_cstr(&b));
+        sb_free(&a);
+        sb_free(&b);
+        return false;
+    }
     Expr *r = ir_if_new(imp->ctx, cond, t, e, imp->span);
     r->checked_type = ty;
     if (n == 1)
@@ -1024,8 +1101,19 @@ static bool conv_loop(Imp *imp) {
         Expr *pair[2] = {&p_s[k]->base, el};
         ImpAttrs c = {0};
         ia_int(imp, &c, "axis", 0);
-        next[2 + n_carried + k] =
-            el ? imp_call1(imp, "concatenate", imp_tuple(imp, 2, pair), &c) : NULL;
+        Expr *cat = el ? imp_call1(imp, "concatenate", imp_tuple(imp, 2, pair), &c) : NULL;
+        /* The first element starts the accumulator: its `?` dims are only known then. */
+        Expr *first_it =
+            cat ? imp_call2(imp, "equal", &p_i->base, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL)
+                : NULL;
+        if (first_it) {
+            Type *jt = join_types(imp, el->checked_type, cat->checked_type);
+            Expr *pick = jt ? ir_if_new(ctx, first_it, el, cat, span) : NULL;
+            if (pick) pick->checked_type = jt;
+            next[2 + n_carried + k] = pick;
+        } else {
+            next[2 + n_carried + k] = NULL;
+        }
     }
     for (uint32_t k = 0; k < n_cap; k++)
         next[2 + n_carried + n_scan + k] = s.cap_inner.data[k];
@@ -1097,6 +1185,103 @@ static bool conv_loop(Imp *imp) {
     return true;
 }
 
+/* Scan (opset 9+), unrolled over the static scan length: each step converts the body in a child
+ * scope with the states and the step's slices bound to its inputs. */
+static bool conv_scan(Imp *imp) {
+    const OxGraph *body = graph_attr(imp, "body");
+    if (body == NULL) return false;
+    int64_t m = imp_attr_int(imp, "num_scan_inputs", -1);
+    uint32_t n_in = imp_n_inputs(imp);
+    if (m < 1 || (uint64_t)m > n_in)
+        return imp_error(imp, "num_scan_inputs must be in 1..%u", n_in);
+    uint32_t n_state = n_in - (uint32_t)m;
+    if (body->n_inputs != n_in)
+        return imp_error(imp, "the body takes %u inputs, the node gives %u", body->n_inputs, n_in);
+    if (body->n_outputs < n_state)
+        return imp_error(imp, "the body gives fewer outputs than there are states");
+    uint32_t n_out = body->n_outputs - n_state;
+    const int64_t *in_axes, *in_dirs, *out_axes, *out_dirs;
+    uint32_t n_ia = imp_attr_ints(imp, "scan_input_axes", &in_axes);
+    uint32_t n_id = imp_attr_ints(imp, "scan_input_directions", &in_dirs);
+    uint32_t n_oa = imp_attr_ints(imp, "scan_output_axes", &out_axes);
+    uint32_t n_od = imp_attr_ints(imp, "scan_output_directions", &out_dirs);
+    Expr **state = arena_array(&imp->arena, n_state + 1, sizeof *state);
+    Expr **xs = arena_array(&imp->arena, (size_t)m + 1, sizeof *xs);
+    int64_t *ax = arena_array(&imp->arena, (size_t)m + 1, sizeof *ax);
+    int64_t len = -1;
+    for (uint32_t k = 0; k < n_state; k++)
+        if ((state[k] = imp_in_req(imp, k, "initial state")) == NULL) return false;
+    for (uint32_t k = 0; k < (uint32_t)m; k++) {
+        if ((xs[k] = imp_in_req(imp, n_state + k, "scan input")) == NULL) return false;
+        TensorType *t = imp_tt(xs[k]);
+        int64_t a = k < n_ia ? in_axes[k] : 0;
+        if (t == NULL || a < -(int64_t)t->ndim || a >= (int64_t)t->ndim)
+            return imp_error(imp, "scan input %u: axis %lld is out of range", k, (long long)a);
+        ax[k] = a < 0 ? a + t->ndim : a;
+        int64_t d = t->shape[ax[k]];
+        if (d < 0) return imp_error(imp, "scan input %u: the scan length must be static", k);
+        if (len >= 0 && d != len)
+            return imp_error(imp, "scan inputs have lengths %lld and %lld", (long long)len,
+                             (long long)d);
+        len = d;
+    }
+    if (len > 100000)
+        return imp_error(imp, "scan length %lld is too long to unroll", (long long)len);
+    Expr ***steps = arena_array(&imp->arena, (size_t)n_out + 1, sizeof *steps);
+    for (uint32_t j = 0; j < n_out; j++)
+        steps[j] = arena_array(&imp->arena, (size_t)len + 1, sizeof **steps);
+    const OxNode *self = imp->node;
+    Span span = imp->span;
+    int64_t opset = imp->opset;
+    Expr **outs = imp->outs;
+    for (int64_t t = 0; t < len; t++) {
+        Scope s;
+        scope_push(imp, &s, false);
+        bool ok = define_inits(imp, body);
+        for (uint32_t k = 0; ok && k < n_state; k++)
+            define(imp, body->inputs[k].name, state[k]);
+        for (uint32_t k = 0; ok && k < (uint32_t)m; k++) {
+            int64_t idx = (k < n_id && in_dirs[k]) ? len - 1 - t : t;
+            ImpAttrs a = {0};
+            ia_int(imp, &a, "axis", ax[k]);
+            Expr *sl = imp_call2(imp, "take", xs[k], imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a);
+            ok = sl != NULL;
+            if (ok) define(imp, body->inputs[n_state + k].name, sl);
+        }
+        ok = ok && convert_nodes(imp, body);
+        Expr **bo = ok ? graph_outputs(imp, body) : NULL;
+        scope_pop(imp);
+        imp->node = self, imp->span = span, imp->opset = opset, imp->outs = outs;
+        if (bo == NULL) return false;
+        for (uint32_t k = 0; k < n_state; k++)
+            state[k] = bo[k];
+        for (uint32_t j = 0; j < n_out; j++)
+            steps[j][t] = bo[n_state + j];
+    }
+    for (uint32_t k = 0; k < n_state; k++)
+        imp_out(imp, k, state[k]);
+    for (uint32_t j = 0; j < n_out; j++) {
+        if (len == 0) return imp_error(imp, "a scan of length 0 has no outputs to stack");
+        if (j < n_od && out_dirs[j]) /* reverse: the last step first */
+            for (int64_t t = 0; t < len / 2; t++) {
+                Expr *x = steps[j][t];
+                steps[j][t] = steps[j][len - 1 - t];
+                steps[j][len - 1 - t] = x;
+            }
+        uint32_t r = imp_rank(steps[j][0]);
+        int64_t a = j < n_oa ? out_axes[j] : 0;
+        if (a < -(int64_t)(r + 1) || a > (int64_t)r)
+            return imp_error(imp, "scan output %u: axis %lld is out of range", j, (long long)a);
+        if (a < 0) a += r + 1;
+        ImpAttrs at = {0};
+        ia_int(imp, &at, "axis", a);
+        Expr *st = imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)len, steps[j]), &at);
+        if (st == NULL) return false;
+        imp_out(imp, n_state + j, st);
+    }
+    return true;
+}
+
 static bool conv_constant(Imp *imp) {
     const OxAttr *a = imp_attr(imp, "value");
     if (a && a->t) {
@@ -1136,6 +1321,7 @@ static bool conv_identity(Imp *imp) {
 const ImpConv imp_conv_control[] = {
     {"If", "", 1, conv_if},
     {"Loop", "", 1, conv_loop},
+    {"Scan", "", 9, conv_scan},
     {"Constant", "", 1, conv_constant},
     {"Identity", "", 1, conv_identity},
     {NULL, NULL, 0, NULL},

@@ -14,7 +14,7 @@
 
 #define PI 3.14159265358979323846
 
-/* ---- helpers -------------------------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 /* The helpers pass NULL through: a NULL argument (an error already reported) gives NULL. */
 
@@ -82,8 +82,7 @@ static const char *map_name(const NameMap *m, const char *op_type) {
     return NULL;
 }
 
-/* ---- one-to-one unary operators ---------------------------------------------------------------
- */
+/* ---- one-to-one unary operators -------------------------------------------------------------- */
 
 static const NameMap unary_ops[] = {
     {"Abs", "abs"},         {"Acos", "acos"},    {"Acosh", "acosh"}, {"Asin", "asin"},
@@ -124,8 +123,7 @@ static bool conv_isinf(Imp *imp) {
     return set_out(imp, 0, y);
 }
 
-/* ---- binary operators -------------------------------------------------------------------------
- */
+/* ---- binary operators ------------------------------------------------------------------------ */
 
 /* Before opset 7 the arithmetic and logical ops broadcast only with broadcast=1, B to A, aligned
  * at `axis` when given (suffix-aligned as numpy otherwise). Numpy broadcasting covers the
@@ -237,8 +235,7 @@ static bool conv_where(Imp *imp) {
                    c && x && y ? imp_call(imp, "where", 3, (Expr *[]){c, x, y}, NULL) : NULL);
 }
 
-/* ---- casts -------------------------------------------------------------------------------------
- */
+/* ---- casts ----------------------------------------------------------------------------------- */
 
 /* The `to` attribute: an ONNX data type number (Cast-6 on) or its name (Cast-1: "FLOAT"). */
 static bool cast_target(Imp *imp, int32_t *out) {
@@ -249,15 +246,15 @@ static bool cast_target(Imp *imp, int32_t *out) {
         return true;
     }
     for (int32_t t = OX_FLOAT; t <= OX_BFLOAT16; t++)
-        if (strcasecmp(ox_type_name(t), to->s.s) == 0) {
+        if (to->s.s && strcasecmp(ox_type_name(t), to->s.s) == 0) {
             *out = t;
             return true;
         }
-    return imp_error(imp, "attribute 'to' names no data type: '%s'", to->s.s);
+    return imp_error(imp, "attribute 'to' names no data type: '%s'", to->s.s ? to->s.s : "");
 }
 
 static bool conv_cast(Imp *imp) {
-    int32_t to;
+    int32_t to = 0;
     if (!cast_target(imp, &to)) return false;
     Expr *x = tin(imp, 0, "input");
     if (x == NULL) return false;
@@ -272,8 +269,7 @@ static bool conv_castlike(Imp *imp) {
     return set_out(imp, 0, imp_cast(imp, x, imp_dtype(like)));
 }
 
-/* ---- clip ---------------------------------------------------------------------------------------
- */
+/* ---- clip ------------------------------------------------------------------------------------ */
 
 /* min(max(x, lo), hi) for the bounds given (NULL: none). Relay clip takes constant bounds as
  * doubles; it is used when both are constants that a double holds exactly for x's dtype, and
@@ -327,8 +323,7 @@ static bool conv_clip(Imp *imp) {
     return set_out(imp, 0, clip_to(imp, x, lo, hi));
 }
 
-/* ---- activations -------------------------------------------------------------------------------
- */
+/* ---- activations ----------------------------------------------------------------------------- */
 
 static bool conv_leaky_relu(Imp *imp) {
     Expr *x = tin(imp, 0, "X");
@@ -473,8 +468,7 @@ static bool conv_prelu(Imp *imp) {
     return set_out(imp, 0, y);
 }
 
-/* ---- Dropout (inference) ----------------------------------------------------------------------
- */
+/* ---- Dropout (inference) --------------------------------------------------------------------- */
 
 /* The output is the input; the mask, when asked for, is all ones (bool from Dropout-10 on, of
  * the input's dtype before). Dropout-12 takes ratio and training_mode as inputs; a training-mode
@@ -505,8 +499,7 @@ static bool dropout_common(Imp *imp, bool bool_mask) {
 static bool conv_dropout_1(Imp *imp) { return dropout_common(imp, false); }
 static bool conv_dropout_10(Imp *imp) { return dropout_common(imp, true); }
 
-/* ---- creators: EyeLike, Range, windows --------------------------------------------------------
- */
+/* ---- creators: EyeLike, Range, windows ------------------------------------------------------- */
 
 /* EyeLike: ones on diagonal k of a 2-D tensor shaped like the input. A static shape gives a
  * constant; otherwise upper-triangle(k) xor upper-triangle(k + 1) of an all-true tensor. */
@@ -605,8 +598,7 @@ static bool conv_hann(Imp *imp) { return window_common(imp, WIN_HANN); }
 static bool conv_hamming(Imp *imp) { return window_common(imp, WIN_HAMMING); }
 static bool conv_blackman(Imp *imp) { return window_common(imp, WIN_BLACKMAN); }
 
-/* ---- Einsum, Det -------------------------------------------------------------------------------
- */
+/* ---- Einsum, Det ----------------------------------------------------------------------------- */
 
 static bool conv_einsum(Imp *imp) {
     const char *eq = imp_attr_str(imp, "equation", NULL);
@@ -625,8 +617,7 @@ static bool conv_det(Imp *imp) {
     return imp_error(imp, "Det is not supported: Relay has no determinant operator");
 }
 
-/* ---- the table
- * ----------------------------------------------------------------------------------- */
+/* ---- the table ------------------------------------------------------------------------------- */
 
 const ImpConv imp_conv_elem[] = {
     {"Abs", "", 1, conv_unary},

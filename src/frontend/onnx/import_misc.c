@@ -1,6 +1,1403 @@
-/* import_misc.c - ONNX converters: Resize, vision and quantization operators. */
+/* import_misc.c - ONNX converters: Resize and Upsample, GridSample, RoiAlign, NonMaxSuppression,
+ * the quantization operators (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+ * QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger) and the spectral ones (DFT, STFT,
+ * MelWeightMatrix).
+ *
+ * Where a Relay operator computes exactly what the ONNX operator specifies it is used directly
+ * (image.resize*d, image.grid_sample, vision.roi_align, vision.all_class_non_max_suppression,
+ * qnn.dequantize). Where it does not (ONNX rounds half to even where qnn rounds half away from
+ * zero; ONNX Resize derives coordinates from the scale where Relay derives them from the output
+ * size), the ONNX formula is composed from elementwise operators, so constants fold at import and
+ * the result is the ONNX result. Each section says which Relay semantics it relies on. */
+#include <math.h>
+#include <string.h>
+
 #include "frontend/onnx/import.h"
 
+/* ==== helpers ================================================================================ */
+
+/* The call builders below return NULL when an operand is NULL (an error already reported), so a
+ * chain of them is checked once at its end. */
+static Expr *op1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a) {
+    return x ? imp_call1(imp, op, x, a) : NULL;
+}
+static Expr *op2(Imp *imp, const char *op, Expr *x, Expr *y) {
+    return x && y ? imp_call2(imp, op, x, y, NULL) : NULL;
+}
+static Expr *add(Imp *imp, Expr *x, Expr *y) { return op2(imp, "add", x, y); }
+static Expr *sub(Imp *imp, Expr *x, Expr *y) { return op2(imp, "subtract", x, y); }
+static Expr *mul(Imp *imp, Expr *x, Expr *y) { return op2(imp, "multiply", x, y); }
+static Expr *dvd(Imp *imp, Expr *x, Expr *y) { return op2(imp, "divide", x, y); }
+static Expr *cast(Imp *imp, Expr *x, rly_dtype dt) { return x ? imp_cast(imp, x, dt) : NULL; }
+static Expr *f64(Imp *imp, double v) { return imp_scalar(imp, RLY_DTYPE_F64, v); }
+
+static Expr *where(Imp *imp, Expr *c, Expr *x, Expr *y) {
+    if (!c || !x || !y) return NULL;
+    Expr *args[3] = {c, x, y};
+    return imp_call(imp, "where", 3, args, NULL);
+}
+
+static Expr *reshape(Imp *imp, Expr *x, uint32_t n, const int64_t *shape) {
+    if (!x) return NULL;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "newshape", n, shape);
+    return imp_call1(imp, "reshape", x, &a);
+}
+
+static Expr *transpose(Imp *imp, Expr *x, uint32_t n, const int64_t *perm) {
+    if (!x) return NULL;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "axes", n, perm);
+    return imp_call1(imp, "transpose", x, &a);
+}
+
+/* take(x, idx, axis); idx a scalar drops the axis. */
+static Expr *take(Imp *imp, Expr *x, Expr *idx, int64_t axis) {
+    if (!x || !idx) return NULL;
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", axis);
+    return imp_call2(imp, "take", x, idx, &a);
+}
+
+static Expr *clip(Imp *imp, Expr *x, double lo, double hi) {
+    if (!x) return NULL;
+    ImpAttrs a = {0};
+    ia_float(imp, &a, "a_min", lo);
+    ia_float(imp, &a, "a_max", hi);
+    return imp_call1(imp, "clip", x, &a);
+}
+
+static Expr *concat(Imp *imp, uint32_t n, Expr *const *xs, int64_t axis) {
+    for (uint32_t i = 0; i < n; i++)
+        if (!xs[i]) return NULL;
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", axis);
+    return imp_call1(imp, "concatenate", imp_tuple(imp, n, xs), &a);
+}
+
+/* Reduction of x over all axes to a scalar. */
+static Expr *reduce_all(Imp *imp, const char *op, Expr *x) { return op1(imp, op, x, NULL); }
+
+static bool out1(Imp *imp, Expr *e) {
+    if (!e) return false;
+    imp_out(imp, 0, e);
+    return true;
+}
+
+/* Number of elements of a tensor expression, -1 when a dim is unknown. */
+static int64_t numel_of(Expr *e) {
+    TensorType *t = imp_tt(e);
+    if (!t) return -1;
+    int64_t n = 1;
+    for (uint32_t i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0) return -1;
+        n *= t->shape[i];
+    }
+    return n;
+}
+
+/* Whether an optional input is given: present and not known to be empty (ONNX models pass an
+ * empty tensor for "absent" where an input is not optional in an older opset). */
+static Expr *given(Expr *e) { return e && numel_of(e) != 0 ? e : NULL; }
+
+/* Element i of a raw buffer of dtype dt as a double. */
+static double elem_f64(const void *p, rly_dtype dt, size_t i) {
+    switch (dt) {
+    case RLY_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case RLY_DTYPE_I8: return ((const int8_t *)p)[i];
+    case RLY_DTYPE_I16: return ((const int16_t *)p)[i];
+    case RLY_DTYPE_I32: return ((const int32_t *)p)[i];
+    case RLY_DTYPE_I64: return (double)((const int64_t *)p)[i];
+    case RLY_DTYPE_U8: return ((const uint8_t *)p)[i];
+    case RLY_DTYPE_U16: return ((const uint16_t *)p)[i];
+    case RLY_DTYPE_U32: return ((const uint32_t *)p)[i];
+    case RLY_DTYPE_U64: return (double)((const uint64_t *)p)[i];
+    case RLY_DTYPE_F16: return sup_f16_to_f32(((const uint16_t *)p)[i]);
+    case RLY_DTYPE_BF16: return sup_bf16_to_f32(((const uint16_t *)p)[i]);
+    case RLY_DTYPE_F32: return ((const float *)p)[i];
+    case RLY_DTYPE_F64: return ((const double *)p)[i];
+    default: return 0.0;
+    }
+}
+
+/* A constant tensor (any numeric dtype and rank, flattened) as doubles in the import arena.
+ * False when e is not a constant. */
+static bool const_f64s(Imp *imp, Expr *e, const double **vals, uint32_t *n) {
+    Constant *c = e ? imp_const(e) : NULL;
+    if (!c) return false;
+    size_t count = 1;
+    for (uint32_t i = 0; i < c->ndim; i++)
+        count *= (size_t)c->shape[i];
+    double *v = imp_alloc(imp, (count ? count : 1) * sizeof *v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = elem_f64(c->data, c->dtype, i);
+    *vals = v;
+    *n = (uint32_t)count;
+    return true;
+}
+
+/* axis in [-rank, rank) made non-negative; false after reporting otherwise. */
+static bool norm_axis(Imp *imp, int64_t axis, uint32_t rank, const char *what, int64_t *out) {
+    *out = 0;
+    if (axis < -(int64_t)rank || axis >= (int64_t)rank)
+        return imp_error(imp, "%s %lld is out of range for rank %u", what, (long long)axis, rank);
+    *out = axis < 0 ? axis + rank : axis;
+    return true;
+}
+
+/* The clip range of a quantized dtype; false after reporting for other dtypes. */
+static bool quant_range(Imp *imp, rly_dtype dt, double *lo, double *hi) {
+    switch (dt) {
+    case RLY_DTYPE_U8: *lo = 0, *hi = 255; return true;
+    case RLY_DTYPE_I8: *lo = -128, *hi = 127; return true;
+    case RLY_DTYPE_U16: *lo = 0, *hi = 65535; return true;
+    case RLY_DTYPE_I16: *lo = -32768, *hi = 32767; return true;
+    default:
+        return imp_error(imp, "quantized type %s is not supported (uint8, int8, uint16, int16)",
+                         sup_dtype_name(dt));
+    }
+}
+
+/* The int32 range clip of an integer dtype (for results of float arithmetic cast back). */
+static void int_range(rly_dtype dt, double *lo, double *hi) {
+    switch (dt) {
+    case RLY_DTYPE_BOOL: *lo = 0, *hi = 1; return;
+    case RLY_DTYPE_I8: *lo = -128, *hi = 127; return;
+    case RLY_DTYPE_U8: *lo = 0, *hi = 255; return;
+    case RLY_DTYPE_I16: *lo = -32768, *hi = 32767; return;
+    case RLY_DTYPE_U16: *lo = 0, *hi = 65535; return;
+    case RLY_DTYPE_I32: *lo = -2147483648.0, *hi = 2147483647.0; return;
+    case RLY_DTYPE_U32: *lo = 0, *hi = 4294967295.0; return;
+    case RLY_DTYPE_U64: *lo = 0, *hi = 18446744073709549568.0; return;
+    default: *lo = -9223372036854775808.0, *hi = 9223372036854774784.0; return;
+    }
+}
+
+/* A quantization parameter (scale or zero point) for a tensor of rank `rank`: a scalar or a
+ * one-element tensor becomes a scalar; a 1-D tensor of C values is per-channel along `axis` and
+ * becomes (C, 1, ..., 1) so that it broadcasts. NULL after reporting. */
+static Expr *param_along(Imp *imp, Expr *p, uint32_t rank, int64_t axis, const char *what) {
+    if (!p) return NULL;
+    uint32_t pr = imp_rank(p);
+    if (pr == 0) return p;
+    if (numel_of(p) == 1) return reshape(imp, p, 0, NULL);
+    if (pr != 1) {
+        imp_error(imp, "%s must be a scalar or a 1-D tensor, got rank %u", what, pr);
+        return NULL;
+    }
+    int64_t ax;
+    if (!norm_axis(imp, axis, rank, "axis", &ax)) return NULL;
+    uint32_t n = rank - (uint32_t)ax;
+    int64_t *shape = imp_alloc(imp, n * sizeof *shape);
+    shape[0] = -1;
+    for (uint32_t i = 1; i < n; i++)
+        shape[i] = 1;
+    return reshape(imp, p, n, shape);
+}
+
+/* A parameter that is a scalar in the relation's sense: one-element tensors reshaped to (). */
+static Expr *scalar_of(Imp *imp, Expr *p) {
+    if (!p || imp_rank(p) == 0) return p;
+    return reshape(imp, p, 0, NULL);
+}
+
+/* arange(0, n) of int64 for an int64 scalar expression n: a constant when n is one (the core
+ * folds only calls of static type, and arange's length is `?`). */
+static Expr *iota(Imp *imp, Expr *n) {
+    if (!n) return NULL;
+    const int64_t *v;
+    uint32_t nv;
+    if (imp_const_ints(imp, n, &v, &nv) && nv == 1 && v[0] >= 0 && v[0] <= (1 << 24)) {
+        int64_t len = v[0], *data = imp_alloc(imp, (size_t)(len ? len : 1) * sizeof *data);
+        for (int64_t i = 0; i < len; i++)
+            data[i] = i;
+        return imp_const_tensor(imp, RLY_DTYPE_I64, 1, &len, data);
+    }
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "dtype", "int64");
+    Expr *args[3] = {imp_scalar_i(imp, RLY_DTYPE_I64, 0), n, imp_scalar_i(imp, RLY_DTYPE_I64, 1)};
+    return imp_call(imp, "arange", 3, args, &a);
+}
+
+/* ==== Resize, Upsample ======================================================================== */
+
+/* Relay's image.resize1d/2d/3d implement the ONNX coordinate modes, but derive every coordinate
+ * from the input and output sizes (in / out), while ONNX Resize derives them from the scale
+ * (1 / scale, and length_resized = scale * in for align_corners and tf_crop_and_resize). With
+ * sizes given the two agree; with scales they agree only when in * scale is an integer. The
+ * converter therefore builds the Relay operator when its coordinates (and, for nearest, the
+ * chosen pixels) equal the ONNX ones on every output index, which it checks at import by
+ * evaluating both formulas; otherwise it composes ONNX's separable interpolation from take,
+ * elementwise arithmetic and where, one axis at a time, exactly as the ONNX reference does. The
+ * composition also serves scales and sizes known only at run time. */
+
+enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC };
+/* Relay's and ONNX's names, in Relay's order. */
+enum { CT_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_PYTORCH, CT_TF_NN, CT_TF_CROP };
+enum { NM_PREFER_FLOOR, NM_PREFER_CEIL, NM_FLOOR, NM_CEIL };
+
+static const char *const rz_methods[] = {"nearest", "linear", "cubic"};
+static const char *const rz_relay_methods[] = {"nearest_neighbor", "linear", "cubic"};
+static const char *const rz_modes[] = {"half_pixel",           "align_corners",
+                                       "asymmetric",           "pytorch_half_pixel",
+                                       "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+static const char *const rz_nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                         "ceil"};
+
+typedef struct ResizeSpec {
+    int method, mode, nearest;
+    double cubic_a, extrap;
+    bool exclude;
+    Expr *scales; /* 1-D float, one per axis, or NULL */
+    Expr *sizes;  /* 1-D integer, one per axis, or NULL (one of the two is set) */
+    Expr *roi;    /* 1-D float: starts then ends (tf_crop_and_resize), or NULL */
+} ResizeSpec;
+
+static int str_choice(const char *s, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+/* ---- the ONNX and the Relay coordinate of one output index ---- */
+
+/* ONNX's source coordinate of output index x along an axis (in -> out) with scale s;
+ * outf = s * in is ONNX's length_resized (out itself when sizes were given); r0, r1 the roi. */
+static double onnx_coord(int mode, double x, double in, double out, double s, double outf,
+                         double r0, double r1) {
+    switch (mode) {
+    case CT_HALF_PIXEL: return (x + 0.5) / s - 0.5;
+    case CT_ALIGN_CORNERS: return outf == 1.0 ? 0.0 : x * (in - 1) / (outf - 1);
+    case CT_ASYMMETRIC: return x / s;
+    case CT_PYTORCH: return out > 1.0 ? (x + 0.5) / s - 0.5 : 0.0;
+    case CT_TF_NN: return (x + 0.5) / s;
+    default: {
+        double span = (double)((float)r1 - (float)r0);
+        double start = (double)((float)r0 * (float)(in - 1));
+        return (outf == 1.0 ? span * (in - 1) / 2 : x * span * (in - 1) / (outf - 1)) + start;
+    }
+    }
+}
+
+/* ONNX's pixel for nearest mode (before clamping). */
+static double onnx_nearest(int nearest, double c) {
+    switch (nearest) {
+    case NM_PREFER_FLOOR: return ceil(c - 0.5);
+    case NM_PREFER_CEIL: return floor(c + 0.5);
+    case NM_FLOOR: return floor(c);
+    default: return ceil(c);
+    }
+}
+
+/* Relay's (TVM topi's) coordinate, as src/kernels/ref/image_vision.c computes it. */
+static double relay_coord(int mode, int64_t x, int64_t in, int64_t out, double start, double end) {
+    double xf = (double)x, scale = (double)in / (double)out;
+    switch (mode) {
+    case CT_HALF_PIXEL: return (xf + 0.5) * scale - 0.5;
+    case CT_ALIGN_CORNERS: return out > 1 ? (double)(in - 1) / (double)(out - 1) * xf : 0.0;
+    case CT_ASYMMETRIC: return scale * xf;
+    case CT_PYTORCH: return out > 1 ? (xf + 0.5) * scale - 0.5 : 0.0;
+    case CT_TF_NN: return (xf + 0.5) * scale;
+    default:
+        return out > 1 ? start * (double)(in - 1) +
+                             xf * (end - start) * (double)(in - 1) / (double)(out - 1)
+                       : 0.5 * (start + end) * (double)(in - 1);
+    }
+}
+
+/* Relay's nearest pixel for the rounding method we pass (TVM's floor and ceil allow 1e-5). */
+static double relay_nearest(int nearest, double c) {
+    switch (nearest) {
+    case NM_PREFER_FLOOR: return ceil(c - 0.5);
+    case NM_PREFER_CEIL: return floor(c + 0.5);
+    case NM_FLOOR: return floor(c + 1e-5);
+    default: return ceil(c - 1e-5);
+    }
+}
+
+static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Whether Relay's resize along one axis (in -> out) picks the same pixels with the same weights
+ * as ONNX on every output index. int_div: TVM resize2d's integer-division shortcut for
+ * nearest-neighbour asymmetric resizes by an integer factor, which ignores the rounding method. */
+static bool axis_matches(const ResizeSpec *rs, int64_t in, int64_t out, double s, double outf,
+                         double r0, double r1, bool int_div) {
+    int64_t factor = in > 0 && out % in == 0 ? out / in : 0;
+    bool use_div = int_div && rs->method == RZ_NEAREST && rs->mode == CT_ASYMMETRIC && factor > 0 &&
+                   (double)factor <= 1.0 / (1e-5 * (double)in + 1e-5);
+    for (int64_t x = 0; x < out; x++) {
+        double co = onnx_coord(rs->mode, (double)x, (double)in, (double)out, s, outf, r0, r1);
+        double cr = relay_coord(rs->mode, x, in, out, r0, r1);
+        if (rs->mode == CT_TF_CROP) {
+            bool oo = co < 0 || co > (double)(in - 1), orl = cr < 0 || cr > (double)(in - 1);
+            if (oo != orl) return false;
+            if (oo) continue;
+        }
+        if (rs->method == RZ_NEAREST) {
+            double po = clampd(onnx_nearest(rs->nearest, co), 0, (double)(in - 1));
+            double pr = use_div ? (double)(x / factor)
+                                : clampd(relay_nearest(rs->nearest, cr), 0, (double)(in - 1));
+            if (po != pr) return false;
+        } else if (!(fabs(co - cr) <= 1e-6 * fmax(1.0, fabs(co)))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* image.resize{k}d for the resize of the last k axes of x (rank r, all dims known), when it is
+ * exact; NULL (nothing reported) when it is not. */
+static Expr *resize_native(Imp *imp, const ResizeSpec *rs, Expr *x, const int64_t *out,
+                           const double *scale, const double *outf, const double *roi,
+                           const bool *moved) {
+    TensorType *t = imp_tt(x);
+    uint32_t r = t->ndim;
+    const int64_t *in = t->shape;
+    if (rs->method != RZ_NEAREST && !sup_dtype_is_float(t->dtype)) return NULL; /* ints round */
+    uint32_t lo = r;
+    for (uint32_t d = 0; d < r; d++)
+        if (moved[d] && lo == r) lo = d;
+    uint32_t k = r - lo;
+    if (k == 0 || k > 3) return NULL;
+    if (r >= 3 && r - 2 >= k && r - 2 <= 3) k = r - 2; /* N, C, spatial: no reshape */
+    for (uint32_t d = r - k; d < r; d++)
+        if (in[d] < 0) return NULL;
+    bool unit_d = false; /* resize2d through resize3d with a unit D axis (no int_div) */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bool ok = true;
+        for (uint32_t d = r - k; d < r && ok; d++)
+            ok = axis_matches(rs, in[d], out[d], scale[d], outf[d], roi ? roi[d] : 0,
+                              roi ? roi[r + d] : 1, k == 2 && !unit_d);
+        if (ok) break;
+        if (attempt == 1 || k != 2 || rs->method != RZ_NEAREST) return NULL;
+        unit_d = true;
+    }
+    /* x as (L0, L1, [1,] spatial...): N and C as they are, or a reshape of known extents */
+    uint32_t n_lead = r - k, n_sp = k + (unit_d ? 1 : 0);
+    for (uint32_t d = 0; d < n_lead; d++)
+        if (in[d] < 0 && n_lead != 2) return NULL;
+    int64_t shape[8];
+    uint32_t n = 0;
+    if (n_lead <= 2) {
+        for (uint32_t i = n_lead; i < 2; i++)
+            shape[n++] = 1;
+        for (uint32_t i = 0; i < n_lead; i++)
+            shape[n++] = in[i];
+    } else {
+        int64_t p = 1;
+        for (uint32_t i = 0; i + 1 < n_lead; i++)
+            p *= in[i];
+        shape[n++] = p;
+        shape[n++] = in[n_lead - 1];
+    }
+    if (unit_d) shape[n++] = 1;
+    for (uint32_t d = r - k; d < r; d++)
+        shape[n++] = in[d];
+    Expr *xr = x;
+    ImpAttrs ua = {0};
+    ia_int(imp, &ua, "axis", 2);
+    if (n_lead != 2)
+        xr = reshape(imp, x, n, shape);
+    else if (unit_d)
+        xr = op1(imp, "expand_dims", x, &ua);
+    int64_t size[3];
+    double roi_k[6];
+    uint32_t j = 0;
+    if (unit_d) size[j] = 1, roi_k[j] = 0, roi_k[n_sp + j] = 1, j++;
+    for (uint32_t d = r - k; d < r; d++, j++) {
+        size[j] = out[d];
+        roi_k[j] = roi ? roi[d] : 0;
+        roi_k[n_sp + j] = roi ? roi[r + d] : 1;
+    }
+    static const char *const ops[] = {NULL, "image.resize1d", "image.resize2d", "image.resize3d"};
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "size", n_sp, size);
+    ia_floats(imp, &a, "roi", 2 * n_sp, roi_k);
+    ia_str(imp, &a, "method", rz_relay_methods[rs->method]);
+    ia_str(imp, &a, "coordinate_transformation_mode", rz_modes[rs->mode]);
+    ia_str(imp, &a, "rounding_method", rz_nearest[rs->nearest]);
+    ia_float(imp, &a, "cubic_alpha", rs->cubic_a);
+    ia_int(imp, &a, "cubic_exclude", rs->exclude);
+    ia_float(imp, &a, "extrapolation_value", rs->extrap);
+    Expr *y = op1(imp, ops[n_sp], xr, &a);
+    if (n_lead != 2) return reshape(imp, y, r, out);
+    if (unit_d) return op1(imp, "squeeze", y, &ua);
+    return y;
+}
+
+/* ---- the composition ---- */
+
+/* dims of a shape (-1, 1, ..., 1) with n - 1 ones: a vector along axis d of a rank-r tensor. */
+static Expr *along(Imp *imp, Expr *v, uint32_t r, uint32_t d) {
+    int64_t shape[16];
+    uint32_t n = r - d;
+    shape[0] = -1;
+    for (uint32_t i = 1; i < n; i++)
+        shape[i] = 1;
+    return reshape(imp, v, n, shape);
+}
+
+static Expr *clamp_e(Imp *imp, Expr *v, Expr *hi) {
+    return op2(imp, "maximum", op2(imp, "minimum", v, hi), f64(imp, 0.0));
+}
+
+/* Resize y (rank r) along axis d as ONNX does. in: the input extent (int64 scalar), s: the
+ * scale (f64 scalar), out: the output extent (int64 scalar), outf: length_resized (f64 scalar),
+ * r0 and r1: the roi (float32 scalars, tf_crop_and_resize only). y is float64 unless nearest. */
+static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, uint32_t d, Expr *in,
+                         Expr *s, Expr *out, Expr *outf, Expr *r0, Expr *r1) {
+    Expr *xs = cast(imp, iota(imp, out), RLY_DTYPE_F64);
+    Expr *inf = cast(imp, in, RLY_DTYPE_F64), *hi = sub(imp, inf, f64(imp, 1.0));
+    Expr *half = f64(imp, 0.5), *one = f64(imp, 1.0), *c = NULL, *mask = NULL;
+    switch (rs->mode) {
+    case CT_HALF_PIXEL: c = sub(imp, dvd(imp, add(imp, xs, half), s), half); break;
+    case CT_ALIGN_CORNERS:
+        c = where(imp, op2(imp, "equal", outf, one), f64(imp, 0.0),
+                  dvd(imp, mul(imp, xs, hi), sub(imp, outf, one)));
+        break;
+    case CT_ASYMMETRIC: c = dvd(imp, xs, s); break;
+    case CT_PYTORCH:
+        c = where(imp, op2(imp, "greater", out, imp_scalar_i(imp, RLY_DTYPE_I64, 1)),
+                  sub(imp, dvd(imp, add(imp, xs, half), s), half), f64(imp, 0.0));
+        break;
+    case CT_TF_NN: c = dvd(imp, add(imp, xs, half), s); break;
+    default: {
+        /* float32 roi arithmetic as the reference's */
+        Expr *span = cast(imp, sub(imp, r1, r0), RLY_DTYPE_F64);
+        Expr *start = cast(imp, mul(imp, r0, cast(imp, hi, RLY_DTYPE_F32)), RLY_DTYPE_F64);
+        Expr *c1 = dvd(imp, mul(imp, mul(imp, xs, span), hi), sub(imp, outf, one));
+        Expr *c0 = dvd(imp, mul(imp, span, hi), f64(imp, 2.0));
+        c = add(imp, where(imp, op2(imp, "equal", outf, one), c0, c1), start);
+        mask =
+            op2(imp, "logical_or", op2(imp, "less", c, f64(imp, 0.0)), op2(imp, "greater", c, hi));
+        break;
+    }
+    }
+    Expr *res;
+    if (rs->method == RZ_NEAREST) {
+        static const char *const rnd[] = {"ceil", "floor", "floor", "ceil"};
+        Expr *p = c;
+        if (rs->nearest == NM_PREFER_FLOOR) p = sub(imp, c, half);
+        if (rs->nearest == NM_PREFER_CEIL) p = add(imp, c, half);
+        p = op1(imp, rnd[rs->nearest], p, NULL);
+        res = take(imp, y, cast(imp, clamp_e(imp, p, hi), RLY_DTYPE_I64), d);
+    } else {
+        Expr *f = op1(imp, "floor", c, NULL), *t = sub(imp, c, f);
+        Expr *w[4];
+        int n_taps, first;
+        if (rs->method == RZ_LINEAR) {
+            n_taps = 2, first = 0;
+            w[0] = sub(imp, one, t), w[1] = t;
+        } else {
+            /* the reference's cubic coefficients for taps floor - 1 .. floor + 2 */
+            Expr *a = f64(imp, rs->cubic_a), *a5 = f64(imp, 5 * rs->cubic_a);
+            Expr *a8 = f64(imp, 8 * rs->cubic_a), *a4 = f64(imp, 4 * rs->cubic_a);
+            Expr *a2 = f64(imp, rs->cubic_a + 2), *a3 = f64(imp, rs->cubic_a + 3);
+            Expr *u = add(imp, t, one), *v = sub(imp, one, t), *z = add(imp, v, one);
+            n_taps = 4, first = -1;
+            w[0] =
+                sub(imp, mul(imp, add(imp, mul(imp, sub(imp, mul(imp, a, u), a5), u), a8), u), a4);
+            w[1] = add(imp, mul(imp, mul(imp, sub(imp, mul(imp, a2, t), a3), t), t), one);
+            w[2] = add(imp, mul(imp, mul(imp, sub(imp, mul(imp, a2, v), a3), v), v), one);
+            w[3] =
+                sub(imp, mul(imp, add(imp, mul(imp, sub(imp, mul(imp, a, z), a5), z), a8), z), a4);
+        }
+        Expr *pos[4];
+        for (int i = 0; i < n_taps; i++)
+            pos[i] = first + i == 0 ? f : add(imp, f, f64(imp, (double)(first + i)));
+        if (rs->exclude) {
+            Expr *sum = NULL;
+            for (int i = 0; i < n_taps; i++) {
+                Expr *in_range =
+                    op2(imp, "logical_and", op2(imp, "greater_equal", pos[i], f64(imp, 0.0)),
+                        op2(imp, "less", pos[i], inf));
+                w[i] = mul(imp, w[i], cast(imp, in_range, RLY_DTYPE_F64));
+                sum = sum ? add(imp, sum, w[i]) : w[i];
+            }
+            sum = where(imp, op2(imp, "equal", sum, f64(imp, 0.0)), one, sum);
+            for (int i = 0; i < n_taps; i++)
+                w[i] = dvd(imp, w[i], sum);
+        }
+        res = NULL;
+        for (int i = 0; i < n_taps; i++) {
+            Expr *idx = cast(imp, clamp_e(imp, pos[i], hi), RLY_DTYPE_I64);
+            Expr *term = mul(imp, take(imp, y, idx, d), along(imp, w[i], r, d));
+            res = res ? add(imp, res, term) : term;
+        }
+    }
+    if (mask) {
+        Expr *ev = imp_scalar(imp, res ? imp_dtype(res) : RLY_DTYPE_F64, rs->extrap);
+        res = where(imp, along(imp, mask, r, d), ev, res);
+    }
+    return res;
+}
+
+/* Element i of a 1-D tensor as a scalar of dtype dt. */
+static Expr *elem(Imp *imp, Expr *v, int64_t i, rly_dtype dt) {
+    return cast(imp, take(imp, v, imp_scalar_i(imp, RLY_DTYPE_I64, i), 0), dt);
+}
+
+static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
+    TensorType *t = imp_tt(x);
+    if (!t) return imp_error(imp, "X must be a tensor");
+    uint32_t r = t->ndim;
+    Expr *vec = rs->sizes ? rs->sizes : rs->scales;
+    int64_t nv = numel_of(vec);
+    if (imp_rank(vec) != 1 || (nv >= 0 && nv != (int64_t)r))
+        return imp_error(imp, "%s must be a 1-D tensor of %u values (one per axis of X)",
+                         rs->sizes ? "sizes" : "scales", r);
+    if (rs->mode == CT_TF_CROP) {
+        if (!rs->roi)
+            return imp_error(imp, "coordinate_transformation_mode tf_crop_and_resize needs roi");
+        int64_t nr = numel_of(rs->roi);
+        if (imp_rank(rs->roi) != 1 || (nr >= 0 && nr != 2 * (int64_t)r))
+            return imp_error(imp, "roi must be a 1-D tensor of %u values (starts, then ends)",
+                             2 * r);
+    }
+    if (r > 16) return imp_error(imp, "X has rank %u; at most 16 is supported", r);
+
+    /* What is known at import: the parameters' values and the input extents. */
+    const double *sv = NULL, *roi = NULL;
+    const int64_t *zv = NULL;
+    uint32_t n;
+    bool known =
+        rs->sizes ? imp_const_ints(imp, rs->sizes, &zv, &n) : const_f64s(imp, rs->scales, &sv, &n);
+    if (rs->mode == CT_TF_CROP && !const_f64s(imp, rs->roi, &roi, &n)) known = false;
+    int64_t out[16];
+    double scale[16], outf[16];
+    bool moved[16], all_static = known;
+    for (uint32_t d = 0; d < r; d++) {
+        int64_t in = t->shape[d];
+        bool roi_id = !roi || (roi[d] == 0.0 && roi[r + d] == 1.0);
+        if (!known) {
+            moved[d] = true;
+            continue;
+        }
+        if (zv) {
+            if (zv[d] < 0) return imp_error(imp, "sizes[%u] is negative", d);
+            out[d] = zv[d];
+            moved[d] = !(in >= 0 && zv[d] == in && roi_id);
+            if (in > 0) scale[d] = (double)zv[d] / (double)in, outf[d] = (double)zv[d];
+        } else {
+            if (!(sv[d] > 0.0))
+                return imp_error(imp, "scales[%u] is %g; it must be positive", d, sv[d]);
+            moved[d] = !(sv[d] == 1.0 && roi_id);
+            scale[d] = sv[d];
+            if (in >= 0) {
+                outf[d] = sv[d] * (double)in;
+                out[d] = (int64_t)floor(outf[d]);
+            }
+        }
+        if (in < 0 && moved[d]) all_static = false;
+        if (in == 0 && moved[d]) return imp_error(imp, "cannot resize the empty axis %u", d);
+    }
+    if (known) {
+        bool any = false;
+        for (uint32_t d = 0; d < r; d++)
+            any = any || moved[d];
+        if (!any) return out1(imp, x);
+        if (all_static) {
+            Expr *y = resize_native(imp, rs, x, out, scale, outf, roi, moved);
+            if (y) return out1(imp, y);
+        }
+    }
+
+    /* The composition, one moved axis at a time (the reference's order). */
+    rly_dtype dt = t->dtype;
+    bool nearest = rs->method == RZ_NEAREST;
+    Expr *y = nearest ? x : cast(imp, x, RLY_DTYPE_F64);
+    Expr *shape = NULL;
+    for (uint32_t d = 0; d < r && y; d++) {
+        if (known && !moved[d]) continue;
+        Expr *in;
+        if (t->shape[d] >= 0) {
+            in = imp_scalar_i(imp, RLY_DTYPE_I64, t->shape[d]);
+        } else {
+            if (!shape) {
+                ImpAttrs a = {0};
+                ia_str(imp, &a, "dtype", "int64");
+                shape = op1(imp, "shape_of", x, &a);
+            }
+            in = take(imp, shape, imp_scalar_i(imp, RLY_DTYPE_I64, d), 0);
+        }
+        Expr *inf = cast(imp, in, RLY_DTYPE_F64), *s, *out_e, *outf_e;
+        if (rs->sizes) {
+            out_e = elem(imp, rs->sizes, d, RLY_DTYPE_I64);
+            outf_e = cast(imp, out_e, RLY_DTYPE_F64);
+            s = dvd(imp, outf_e, inf);
+        } else {
+            s = cast(imp, elem(imp, rs->scales, d, RLY_DTYPE_F32), RLY_DTYPE_F64);
+            outf_e = mul(imp, s, inf);
+            out_e = cast(imp, op1(imp, "floor", outf_e, NULL), RLY_DTYPE_I64);
+        }
+        Expr *r0 = NULL, *r1 = NULL;
+        if (rs->mode == CT_TF_CROP) {
+            r0 = elem(imp, rs->roi, d, RLY_DTYPE_F32);
+            r1 = elem(imp, rs->roi, r + d, RLY_DTYPE_F32);
+        }
+        y = resize_axis(imp, rs, y, r, d, in, s, out_e, outf_e, r0, r1);
+    }
+    if (!nearest && dt != RLY_DTYPE_F64) {
+        if (!sup_dtype_is_float(dt)) {
+            double lo, hi;
+            int_range(dt, &lo, &hi);
+            y = clip(imp, op1(imp, "round", y, NULL), lo, hi);
+        }
+        y = cast(imp, y, dt);
+    }
+    return out1(imp, y);
+}
+
+/* The attributes shared by Resize-11/13: false after reporting a bad value. */
+static bool resize_attrs(Imp *imp, ResizeSpec *rs) {
+    const char *m = imp_attr_str(imp, "mode", "nearest");
+    const char *c = imp_attr_str(imp, "coordinate_transformation_mode", "half_pixel");
+    const char *nm = imp_attr_str(imp, "nearest_mode", "round_prefer_floor");
+    rs->method = str_choice(m, rz_methods, 3);
+    rs->mode = str_choice(c, rz_modes, 6);
+    rs->nearest = str_choice(nm, rz_nearest, 4);
+    if (rs->method < 0)
+        return imp_error(imp, "mode '%s' is not supported (nearest, linear, cubic)", m);
+    if (rs->mode < 0)
+        return imp_error(imp, "coordinate_transformation_mode '%s' is not supported", c);
+    if (rs->nearest < 0) return imp_error(imp, "nearest_mode '%s' is not supported", nm);
+    rs->cubic_a = imp_attr_float(imp, "cubic_coeff_a", -0.75);
+    rs->exclude = imp_attr_int(imp, "exclude_outside", 0) != 0;
+    rs->extrap = imp_attr_float(imp, "extrapolation_value", 0.0);
+    return true;
+}
+
+/* Resize-11 and -13: X, roi, scales, sizes (an empty tensor stands for an absent one). */
+static bool conv_resize(Imp *imp) {
+    ResizeSpec rs = {0};
+    if (!resize_attrs(imp, &rs)) return false;
+    Expr *x = imp_in_req(imp, 0, "X");
+    if (!x) return false;
+    rs.roi = given(imp_in(imp, 1));
+    rs.scales = given(imp_in(imp, 2));
+    rs.sizes = given(imp_in(imp, 3));
+    if (rs.sizes) rs.scales = NULL;
+    if (!rs.scales && !rs.sizes) return imp_error(imp, "one of scales and sizes must be given");
+    if (rs.mode != CT_TF_CROP) rs.roi = NULL;
+    return resize_run(imp, &rs, x);
+}
+
+/* Upsample-7/9 and Resize-10: asymmetric coordinates, nearest rounding down (TVM's and ONNX
+ * Runtime's reading of these opsets). */
+static bool resize_legacy(Imp *imp, Expr *x, Expr *scales) {
+    const char *m = imp_attr_str(imp, "mode", "nearest");
+    ResizeSpec rs = {0};
+    rs.mode = CT_ASYMMETRIC;
+    rs.nearest = NM_FLOOR;
+    rs.cubic_a = -0.75;
+    if (strcmp(m, "nearest") == 0)
+        rs.method = RZ_NEAREST;
+    else if (strcmp(m, "linear") == 0 || strcmp(m, "bilinear") == 0)
+        rs.method = RZ_LINEAR;
+    else
+        return imp_error(imp, "mode '%s' is not supported (nearest, linear)", m);
+    rs.scales = scales;
+    return resize_run(imp, &rs, x);
+}
+
+static bool conv_resize10(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *s = imp_in_req(imp, 1, "scales");
+    return x && s && resize_legacy(imp, x, s);
+}
+
+static bool conv_upsample7(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X");
+    const float *f;
+    uint32_t n = imp_attr_floats(imp, "scales", &f);
+    if (!x) return false;
+    if (n == 0) return imp_error(imp, "attribute scales is required");
+    float *v = imp_alloc(imp, n * sizeof *v);
+    memcpy(v, f, n * sizeof *v);
+    int64_t len = n;
+    Expr *s = imp_const_tensor(imp, RLY_DTYPE_F32, 1, &len, v);
+    return resize_legacy(imp, x, s);
+}
+
+static bool conv_upsample9(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *s = imp_in_req(imp, 1, "scales");
+    return x && s && resize_legacy(imp, x, s);
+}
+
+/* ==== GridSample ============================================================================== */
+
+/* GridSample-16: X (N, C, H, W), grid (N, Ho, Wo, 2) with (x, y) last. Relay's
+ * image.grid_sample takes the grid as (N, 2, Ho, Wo) and implements PyTorch's grid_sampler,
+ * whose modes, padding modes and align_corners ONNX adopts, except that ONNX (its reference and
+ * ONNX Runtime) moves an out-of-range coordinate onto the border before bicubic sampling with
+ * padding_mode border; that step is applied to the grid here. (For reflection the two orders
+ * give the same taps with mirrored weights, hence the same value.) */
+static bool conv_grid_sample(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *g = imp_in_req(imp, 1, "grid");
+    if (!x || !g) return false;
+    const char *mode = imp_attr_str(imp, "mode", "bilinear");
+    const char *pad = imp_attr_str(imp, "padding_mode", "zeros");
+    static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
+    static const char *const pads[] = {"zeros", "border", "reflection"};
+    if (str_choice(mode, modes, 3) < 0)
+        return imp_error(imp, "mode '%s' is not supported (bilinear, nearest, bicubic)", mode);
+    if (str_choice(pad, pads, 3) < 0)
+        return imp_error(imp, "padding_mode '%s' is not supported (zeros, border, reflection)",
+                         pad);
+    if (imp_rank(x) != 4 || imp_rank(g) != 4)
+        return imp_error(imp, "X and grid must be 4-D, got ranks %u and %u", imp_rank(x),
+                         imp_rank(g));
+    bool align = imp_attr_int(imp, "align_corners", 0) != 0;
+    static const int64_t perm[4] = {0, 3, 1, 2};
+    Expr *gt;
+    if (strcmp(mode, "bicubic") == 0 && strcmp(pad, "border") == 0) {
+        /* ONNX moves a coordinate beyond the border (outside [-1, 1] normalized) onto the edge
+         * pixel before the bicubic taps are taken (and clamped); Relay clamps only the taps. So
+         * the grid is clamped here: to +-1 with align_corners, else to the normalized centres
+         * of the first and last pixel. */
+        TensorType *tx = imp_tt(x);
+        Expr *ch[2];
+        for (int q = 0; q < 2; q++) {
+            int64_t extent = tx->shape[3 - q]; /* channel 0 is x (W), 1 is y (H) */
+            if (extent < 1 && !align)
+                return imp_error(imp, "bicubic border sampling needs known spatial extents");
+            rly_dtype gd = imp_dtype(g);
+            Expr *c = take(imp, g, imp_scalar_i(imp, RLY_DTYPE_I64, q), 3);
+            double lo = align ? -1.0 : 1.0 / (double)extent - 1.0, hi = align ? 1.0 : -lo;
+            Expr *m1 = imp_scalar(imp, gd, -1.0), *p1 = imp_scalar(imp, gd, 1.0);
+            c = where(imp, op2(imp, "less", c, m1), imp_scalar(imp, gd, lo), c);
+            ch[q] = where(imp, op2(imp, "greater", c, p1), imp_scalar(imp, gd, hi), c);
+        }
+        ImpAttrs sa = {0};
+        ia_int(imp, &sa, "axis", 1);
+        gt = ch[0] && ch[1] ? imp_call1(imp, "stack", imp_tuple(imp, 2, ch), &sa) : NULL;
+    } else {
+        gt = transpose(imp, g, 4, perm);
+    }
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "method", mode);
+    ia_str(imp, &a, "layout", "NCHW");
+    ia_str(imp, &a, "padding_mode", pad);
+    ia_bool(imp, &a, "align_corners", align);
+    return out1(imp, gt ? imp_call2(imp, "image.grid_sample", x, gt, &a) : NULL);
+}
+
+/* ==== RoiAlign ================================================================================ */
+
+/* RoiAlign-10/16 -> vision.roi_align, whose ROIs carry their batch index in column 0. Relay's
+ * roi_align is ONNX's output_half_pixel mode; half_pixel (the default from opset 16) shifts the
+ * scaled ROI by half a pixel, which is done here on the ROIs (spatial_scale then 1). Relay
+ * enlarges ROIs smaller than a pixel to one pixel in both modes, as ONNX does only in
+ * output_half_pixel mode. Mode max differs: ONNX takes the maximum of the four weighted taps of
+ * every sample, Relay the maximum of the interpolated samples, so it is refused. */
+static bool conv_roi_align(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *rois = imp_in_req(imp, 1, "rois");
+    Expr *bi = imp_in_req(imp, 2, "batch_indices");
+    if (!x || !rois || !bi) return false;
+    const char *mode = imp_attr_str(imp, "mode", "avg");
+    if (strcmp(mode, "max") == 0)
+        return imp_error(imp, "mode 'max' is not supported: ONNX takes the maximum of the "
+                              "weighted bilinear taps, Relay's roi_align the maximum of the "
+                              "interpolated samples");
+    if (strcmp(mode, "avg") != 0) return imp_error(imp, "mode '%s' is not supported", mode);
+    const char *ct = imp_opset(imp) >= 16
+                         ? imp_attr_str(imp, "coordinate_transformation_mode", "half_pixel")
+                         : "output_half_pixel";
+    bool half = strcmp(ct, "half_pixel") == 0;
+    if (!half && strcmp(ct, "output_half_pixel") != 0)
+        return imp_error(imp, "coordinate_transformation_mode '%s' is not supported", ct);
+    if (imp_rank(x) != 4 || imp_rank(rois) != 2 || imp_rank(bi) != 1)
+        return imp_error(imp, "X must be 4-D, rois 2-D and batch_indices 1-D");
+    double scale = imp_attr_float(imp, "spatial_scale", 1.0);
+    rly_dtype dt = imp_dtype(x);
+    Expr *r = cast(imp, rois, dt);
+    if (half) {
+        r = sub(imp, mul(imp, r, imp_scalar(imp, dt, scale)), imp_scalar(imp, dt, 0.5));
+        scale = 1.0;
+    }
+    static const int64_t col[2] = {-1, 1};
+    Expr *cols[2] = {reshape(imp, cast(imp, bi, dt), 2, col), r};
+    Expr *r5 = concat(imp, 2, cols, 1);
+    int64_t pooled[2] = {imp_attr_int(imp, "output_height", 1),
+                         imp_attr_int(imp, "output_width", 1)};
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "pooled_size", 2, pooled);
+    ia_float(imp, &a, "spatial_scale", scale);
+    ia_int(imp, &a, "sample_ratio", imp_attr_int(imp, "sampling_ratio", 0));
+    ia_str(imp, &a, "layout", "NCHW");
+    ia_str(imp, &a, "mode", "avg");
+    return out1(imp, r5 ? imp_call2(imp, "vision.roi_align", x, r5, &a) : NULL);
+}
+
+/* ==== NonMaxSuppression ======================================================================= */
+
+/* vision.all_class_non_max_suppression (output_format onnx) computes ONNX's selection order
+ * (batch, class, descending score, ties by index) with three differences handled here:
+ * - it suppresses when IoU >= iou_threshold and selects nothing when the threshold is <= 0; ONNX
+ *   suppresses when IoU > max(iou_threshold, 0): the threshold passed is the next double above;
+ * - it never suppresses boxes with score <= 0 nor selects scores <= -1: the scores passed are
+ *   score - score_threshold in float64 (exact in sign and order), thresholded at 0; without a
+ *   score_threshold (ONNX then keeps every box) score - (min(score) - 1);
+ * - it treats max_output_boxes_per_class <= 0 as no limit; ONNX selects nothing.
+ * Its (selected, count) rows are cut to count with take(arange(count)). Center-format boxes
+ * are turned into corners (Relay's IoU takes the corners in any order). */
+static bool conv_nms(Imp *imp) {
+    Expr *boxes = imp_in_req(imp, 0, "boxes"), *scores = imp_in_req(imp, 1, "scores");
+    if (!boxes || !scores) return false;
+    Expr *max_out = given(imp_in(imp, 2)), *iou = given(imp_in(imp, 3));
+    Expr *thr = given(imp_in(imp, 4));
+    int64_t center = imp_attr_int(imp, "center_point_box", 0);
+    if (center != 0 && center != 1)
+        return imp_error(imp, "center_point_box must be 0 or 1, got %lld", (long long)center);
+    static const int64_t empty_shape[2] = {0, 3};
+    double mo_val = 0;
+    if (!max_out || (imp_const_f64(max_out, &mo_val) && mo_val <= 0))
+        return out1(imp, imp_const_tensor(imp, RLY_DTYPE_I64, 2, empty_shape, NULL));
+    if (center) {
+        ImpAttrs lo = {0}, hi = {0};
+        static const int64_t b0[1] = {0}, e0[1] = {2}, b1[1] = {2}, e1[1] = {4}, ax[1] = {2};
+        ia_ints(imp, &lo, "begin", 1, b0), ia_ints(imp, &lo, "end", 1, e0);
+        ia_ints(imp, &lo, "axes", 1, ax);
+        ia_ints(imp, &hi, "begin", 1, b1), ia_ints(imp, &hi, "end", 1, e1);
+        ia_ints(imp, &hi, "axes", 1, ax);
+        Expr *c = op1(imp, "strided_slice", boxes, &lo);
+        Expr *half =
+            mul(imp, op1(imp, "strided_slice", boxes, &hi), imp_scalar(imp, imp_dtype(boxes), 0.5));
+        Expr *corners[2] = {sub(imp, c, half), add(imp, c, half)};
+        boxes = concat(imp, 2, corners, 2);
+    }
+    Expr *s64 = cast(imp, scores, RLY_DTYPE_F64);
+    Expr *base = thr ? cast(imp, scalar_of(imp, thr), RLY_DTYPE_F64)
+                     : sub(imp, reduce_all(imp, "min", s64), f64(imp, 1.0));
+    Expr *s_rel = sub(imp, s64, base);
+    double iou_v = 0;
+    Expr *iou_e;
+    if (!iou || imp_const_f64(iou, &iou_v)) {
+        iou_e = f64(imp, nextafter(fmax((double)(float)iou_v, 0.0), INFINITY));
+    } else {
+        /* at run time: the next double above, to within a relative 2^-50 */
+        Expr *t = op2(imp, "maximum", cast(imp, scalar_of(imp, iou), RLY_DTYPE_F64), f64(imp, 0.0));
+        iou_e = add(imp, mul(imp, t, f64(imp, 1.0 + ldexp(1.0, -50))), f64(imp, 1e-300));
+    }
+    Expr *mo = cast(imp, scalar_of(imp, max_out), RLY_DTYPE_I64);
+    Expr *args[5] = {boxes, s_rel, mo, iou_e, f64(imp, 0.0)};
+    for (int i = 0; i < 5; i++)
+        if (!args[i]) return false;
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "output_format", "onnx");
+    Expr *nms = imp_call(imp, "vision.all_class_non_max_suppression", 5, args, &a);
+    if (!nms) return false;
+    Expr *sel = imp_get(imp, nms, 0), *cnt = scalar_of(imp, imp_get(imp, nms, 1));
+    Expr *zero = imp_scalar_i(imp, RLY_DTYPE_I64, 0);
+    if (!imp_const(mo)) cnt = where(imp, op2(imp, "greater", mo, zero), cnt, zero);
+    return out1(imp, take(imp, sel, iota(imp, cnt), 0));
+}
+
+/* ==== quantization ============================================================================ */
+
+/* QuantizeLinear-10/13: saturate(round_half_even(x / y_scale) + y_zero_point). qnn.quantize
+ * rounds half away from zero, so this is composed: the division in float32 (float64 for int32
+ * x, as numpy promotes), round (ties to even), + zero point, clip, cast. */
+static bool conv_quantize(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "x"), *s = imp_in_req(imp, 1, "y_scale");
+    Expr *zp = given(imp_in(imp, 2));
+    if (!x || !s) return false;
+    rly_dtype out = zp ? imp_dtype(zp) : RLY_DTYPE_U8, xd = imp_dtype(x);
+    double lo, hi;
+    if (!quant_range(imp, out, &lo, &hi)) return false;
+    uint32_t r = imp_rank(x);
+    int64_t axis = imp_opset(imp) >= 13 ? imp_attr_int(imp, "axis", 1) : 1;
+    rly_dtype cd = xd == RLY_DTYPE_F64 || !sup_dtype_is_float(xd) ? RLY_DTYPE_F64 : RLY_DTYPE_F32;
+    Expr *q = dvd(imp, cast(imp, x, cd), cast(imp, param_along(imp, s, r, axis, "y_scale"), cd));
+    q = op1(imp, "round", q, NULL);
+    if (zp) q = add(imp, q, cast(imp, param_along(imp, zp, r, axis, "y_zero_point"), cd));
+    return out1(imp, cast(imp, clip(imp, q, lo, hi), out));
+}
+
+/* DequantizeLinear-10/13 -> qnn.dequantize: (float32)(int32(x) - zero_point) * scale, which is
+ * ONNX's formula for 8-bit x and for int32 x (whose zero point is 0). */
+static bool conv_dequantize(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "x"), *s = imp_in_req(imp, 1, "x_scale");
+    Expr *zp = given(imp_in(imp, 2));
+    if (!x || !s) return false;
+    if (imp_rank(s) > 1 || (zp && imp_rank(zp) > 1))
+        return imp_error(imp, "x_scale and x_zero_point must be scalars or 1-D tensors");
+    if (imp_dtype(s) != RLY_DTYPE_F32)
+        return imp_error(imp, "x_scale must be float32, got %s", sup_dtype_name(imp_dtype(s)));
+    Expr *z = zp ? cast(imp, zp, RLY_DTYPE_I32) : imp_scalar_i(imp, RLY_DTYPE_I32, 0);
+    if (numel_of(s) == 1) s = scalar_of(imp, s);
+    if (z && numel_of(z) == 1) z = scalar_of(imp, z);
+    int64_t axis = imp_opset(imp) >= 13 ? imp_attr_int(imp, "axis", 1) : 1;
+    if ((imp_rank(s) == 1 || (z && imp_rank(z) == 1)) &&
+        !norm_axis(imp, axis, imp_rank(x), "axis", &axis))
+        return false;
+    if (!s || !z) return false;
+    Expr *args[3] = {x, s, z};
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", axis);
+    ia_str(imp, &a, "out_dtype", "float32");
+    return out1(imp, imp_call(imp, "qnn.dequantize", 3, args, &a));
+}
+
+/* DynamicQuantizeLinear-11 (uint8), as the reference computes it in float32:
+ * scale = (max(x, 0) - min(x, 0)) / 255 (1 / 255 when the two are equal),
+ * zero_point = round(clip(-min(x, 0) / scale, 0, 255)), y = clip(round(x / scale) + zp). */
+static bool conv_dynamic_quantize(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "x");
+    if (!x) return false;
+    if (imp_dtype(x) != RLY_DTYPE_F32)
+        return imp_error(imp, "x must be float32, got %s", sup_dtype_name(imp_dtype(x)));
+    Expr *zero = imp_scalar(imp, RLY_DTYPE_F32, 0.0);
+    Expr *mx = op2(imp, "maximum", reduce_all(imp, "max", x), zero);
+    Expr *mn = op2(imp, "minimum", reduce_all(imp, "min", x), zero);
+    Expr *range = where(imp, op2(imp, "equal", mx, mn), imp_scalar(imp, RLY_DTYPE_F32, 1.0),
+                        sub(imp, mx, mn));
+    Expr *scale = dvd(imp, range, imp_scalar(imp, RLY_DTYPE_F32, 255.0));
+    Expr *zp = op1(imp, "round", clip(imp, sub(imp, zero, dvd(imp, mn, scale)), 0, 255), NULL);
+    Expr *y = clip(imp, add(imp, op1(imp, "round", dvd(imp, x, scale), NULL), zp), 0, 255);
+    y = cast(imp, y, RLY_DTYPE_U8);
+    Expr *zq = cast(imp, zp, RLY_DTYPE_U8);
+    if (!y || !scale || !zq) return false;
+    imp_out(imp, 0, y);
+    imp_out(imp, 1, scale);
+    imp_out(imp, 2, zq);
+    return true;
+}
+
+/* x - zero_point in int32 (zero point a scalar or per-channel along axis); zp may be NULL. */
+static Expr *shifted(Imp *imp, Expr *x, Expr *zp, int64_t axis, const char *what) {
+    Expr *xi = cast(imp, x, RLY_DTYPE_I32);
+    if (!zp) return xi;
+    return sub(imp, xi, cast(imp, param_along(imp, zp, imp_rank(x), axis, what), RLY_DTYPE_I32));
+}
+
+/* numpy's matmul of int32 tensors accumulating in int32 (exact until int32 overflows, as ONNX's
+ * int32 accumulator): nn.dense when b is 1-D or 2-D (any leading dims of a), else batch_matmul
+ * over the broadcast batch dims (known extents needed). */
+static Expr *int_matmul(Imp *imp, Expr *a, Expr *b) {
+    if (!a || !b) return NULL;
+    uint32_t ra = imp_rank(a), rb = imp_rank(b);
+    ImpAttrs od = {0};
+    ia_str(imp, &od, "out_dtype", "int32");
+    if (ra == 0 || rb == 0) {
+        imp_error(imp, "matmul operands must not be scalars");
+        return NULL;
+    }
+    if (rb <= 2) {
+        static const int64_t t2[2] = {1, 0}, row[2] = {1, -1};
+        Expr *w = rb == 2 ? transpose(imp, b, 2, t2) : reshape(imp, b, 2, row);
+        Expr *y = w ? imp_call2(imp, "nn.dense", a, w, &od) : NULL;
+        if (rb == 2 || !y) return y;
+        ImpAttrs sq = {0};
+        static const int64_t last[1] = {-1};
+        ia_ints(imp, &sq, "axis", 1, last);
+        return op1(imp, "squeeze", y, &sq);
+    }
+    TensorType *ta = imp_tt(a), *tb = imp_tt(b);
+    int64_t as[16], bs[16];
+    uint32_t na = ra, nb = rb;
+    if (ra > 16 || rb > 16) {
+        imp_error(imp, "matmul operands of rank above 16 are not supported");
+        return NULL;
+    }
+    memcpy(as, ta->shape, ra * sizeof *as);
+    memcpy(bs, tb->shape, rb * sizeof *bs);
+    if (na == 1) as[1] = as[0], as[0] = 1, na = 2;
+    uint32_t nbatch = (na > nb ? na : nb) - 2;
+    int64_t batch[16], prod = 1;
+    for (uint32_t i = 0; i < nbatch; i++) {
+        int64_t da = i + na >= nbatch + 2 ? as[i + na - nbatch - 2] : 1;
+        int64_t db = i + nb >= nbatch + 2 ? bs[i + nb - nbatch - 2] : 1;
+        if (da < 0 || db < 0) {
+            imp_error(imp, "matmul batch dimensions must be known for a 3-D or higher B");
+            return NULL;
+        }
+        if (da != db && da != 1 && db != 1) {
+            imp_error(imp, "matmul batch dimensions %lld and %lld do not broadcast", (long long)da,
+                      (long long)db);
+            return NULL;
+        }
+        batch[i] = da > db ? da : db;
+        prod *= batch[i];
+    }
+    int64_t m = as[na - 2], k = as[na - 1], n = bs[nb - 1];
+    int64_t full[18];
+    memcpy(full, batch, nbatch * sizeof *full);
+    full[nbatch] = m, full[nbatch + 1] = k;
+    Expr *a2 = reshape(imp, a, na, as);
+    ImpAttrs ba = {0}, bb = {0};
+    ia_ints(imp, &ba, "shape", nbatch + 2, full);
+    int64_t s3a[3] = {prod, m, k}, s3b[3] = {prod, k, n};
+    a2 = reshape(imp, op1(imp, "broadcast_to", a2, &ba), 3, s3a);
+    full[nbatch] = k, full[nbatch + 1] = n;
+    ia_ints(imp, &bb, "shape", nbatch + 2, full);
+    Expr *b2 = reshape(imp, op1(imp, "broadcast_to", b, &bb), 3, s3b);
+    Expr *y = a2 && b2 ? imp_call2(imp, "nn.batch_matmul", a2, b2, &od) : NULL;
+    full[nbatch] = m, full[nbatch + 1] = n;
+    if (ra == 1) full[nbatch] = n; /* drop the prepended row */
+    return reshape(imp, y, ra == 1 ? nbatch + 1 : nbatch + 2, full);
+}
+
+/* A parameter of A in a matmul: per row when it is 1-D with several values. */
+static Expr *row_param(Imp *imp, Expr *p) {
+    if (!p || imp_rank(p) == 0) return p;
+    if (numel_of(p) == 1) return scalar_of(imp, p);
+    if (imp_rank(p) != 1) return p;
+    static const int64_t col[2] = {-1, 1};
+    return reshape(imp, p, 2, col);
+}
+
+/* A parameter of B: per column when 1-D (broadcasts along the last axis as it is). */
+static Expr *col_param(Imp *imp, Expr *p) {
+    if (!p || imp_rank(p) == 0) return p;
+    if (numel_of(p) == 1) return scalar_of(imp, p);
+    return p;
+}
+
+/* MatMulInteger-10: (A - a_zero_point) @ (B - b_zero_point) in int32. */
+static bool conv_matmul_integer(Imp *imp) {
+    Expr *a = imp_in_req(imp, 0, "A"), *b = imp_in_req(imp, 1, "B");
+    if (!a || !b) return false;
+    Expr *az = given(imp_in(imp, 2)), *bz = given(imp_in(imp, 3));
+    Expr *ai = cast(imp, a, RLY_DTYPE_I32), *bi = cast(imp, b, RLY_DTYPE_I32);
+    if (az) ai = sub(imp, ai, cast(imp, row_param(imp, az), RLY_DTYPE_I32));
+    if (bz) bi = sub(imp, bi, cast(imp, col_param(imp, bz), RLY_DTYPE_I32));
+    return out1(imp, int_matmul(imp, ai, bi));
+}
+
+/* round_half_even(acc * factor + zero_point) saturated to the zero point's dtype, in float64
+ * (the reference multiplies the int32 accumulator by the float32 factor in float64). */
+static Expr *requantize(Imp *imp, Expr *acc, Expr *factor, Expr *zp) {
+    if (!zp) return NULL;
+    rly_dtype out = imp_dtype(zp);
+    double lo, hi;
+    if (!quant_range(imp, out, &lo, &hi)) return NULL;
+    Expr *v = mul(imp, cast(imp, acc, RLY_DTYPE_F64), cast(imp, factor, RLY_DTYPE_F64));
+    v = add(imp, v, cast(imp, scalar_of(imp, zp), RLY_DTYPE_F64));
+    return cast(imp, clip(imp, op1(imp, "round", v, NULL), lo, hi), out);
+}
+
+/* QLinearMatMul-10: requantize((a - a_zp) @ (b - b_zp), a_scale * b_scale / y_scale, y_zp). */
+static bool conv_qlinear_matmul(Imp *imp) {
+    static const char *const names[8] = {"a",       "a_scale",      "a_zero_point", "b",
+                                         "b_scale", "b_zero_point", "y_scale",      "y_zero_point"};
+    Expr *in[8];
+    for (uint32_t i = 0; i < 8; i++)
+        if (!(in[i] = imp_in_req(imp, i, names[i]))) return false;
+    Expr *ai =
+        sub(imp, cast(imp, in[0], RLY_DTYPE_I32), cast(imp, row_param(imp, in[2]), RLY_DTYPE_I32));
+    Expr *bi =
+        sub(imp, cast(imp, in[3], RLY_DTYPE_I32), cast(imp, col_param(imp, in[5]), RLY_DTYPE_I32));
+    Expr *acc = int_matmul(imp, ai, bi);
+    Expr *factor =
+        dvd(imp, mul(imp, row_param(imp, in[1]), col_param(imp, in[4])), scalar_of(imp, in[6]));
+    return out1(imp, requantize(imp, acc, factor, in[7]));
+}
+
+/* The ONNX Conv attributes of the node as nn.conv{1,2,3}d attributes for x (N, C, spatial...)
+ * and weight w (M, C / group, kernel...); false after reporting. */
+static bool conv_attrs(Imp *imp, Expr *x, Expr *w, ImpAttrs *a, const char **op) {
+    uint32_t r = imp_rank(x);
+    if (r < 3 || r > 5 || imp_rank(w) != r)
+        return imp_error(imp, "X must be 3-D to 5-D and W of the same rank, got %u and %u", r,
+                         imp_rank(w));
+    uint32_t nsp = r - 2;
+    static const char *const ops[] = {NULL, "nn.conv1d", "nn.conv2d", "nn.conv3d"};
+    *op = ops[nsp];
+    const int64_t *v;
+    int64_t strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pads[6] = {0}, kernel[3];
+    TensorType *tx = imp_tt(x), *tw = imp_tt(w);
+    uint32_t n = imp_attr_ints(imp, "strides", &v);
+    if (n && n != nsp) return imp_error(imp, "strides must have %u values", nsp);
+    for (uint32_t i = 0; i < n; i++)
+        strides[i] = v[i];
+    n = imp_attr_ints(imp, "dilations", &v);
+    if (n && n != nsp) return imp_error(imp, "dilations must have %u values", nsp);
+    for (uint32_t i = 0; i < n; i++)
+        dil[i] = v[i];
+    n = imp_attr_ints(imp, "kernel_shape", &v);
+    if (n && n != nsp) return imp_error(imp, "kernel_shape must have %u values", nsp);
+    for (uint32_t i = 0; i < nsp; i++)
+        kernel[i] = n ? v[i] : tw->shape[2 + i];
+    const char *ap = imp_attr_str(imp, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") == 0) {
+        n = imp_attr_ints(imp, "pads", &v);
+        if (n && n != 2 * nsp) return imp_error(imp, "pads must have %u values", 2 * nsp);
+        for (uint32_t i = 0; i < n; i++)
+            pads[i] = v[i];
+    } else if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
+        for (uint32_t i = 0; i < nsp; i++) {
+            int64_t in = tx->shape[2 + i];
+            if (in < 0 || kernel[i] < 0)
+                return imp_error(imp, "auto_pad %s needs known spatial extents", ap);
+            int64_t out = (in + strides[i] - 1) / strides[i];
+            int64_t total = (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in;
+            if (total < 0) total = 0;
+            int64_t small = total / 2, big = total - small;
+            bool upper = ap[5] == 'U';
+            pads[i] = upper ? small : big;
+            pads[nsp + i] = upper ? big : small;
+        }
+    } else if (strcmp(ap, "VALID") != 0) {
+        return imp_error(imp, "auto_pad '%s' is not supported", ap);
+    }
+    ia_ints(imp, a, "strides", nsp, strides);
+    ia_ints(imp, a, "padding", 2 * nsp, pads);
+    ia_ints(imp, a, "dilation", nsp, dil);
+    ia_int(imp, a, "groups", imp_attr_int(imp, "group", 1));
+    ia_str(imp, a, "out_dtype", "int32");
+    return true;
+}
+
+/* ConvInteger-10: conv(x - x_zero_point, w - w_zero_point) in int32 (padding contributes 0 in
+ * the shifted domain, as in ONNX). */
+static bool conv_conv_integer(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "x"), *w = imp_in_req(imp, 1, "w");
+    if (!x || !w) return false;
+    ImpAttrs a = {0};
+    const char *op;
+    if (!conv_attrs(imp, x, w, &a, &op)) return false;
+    Expr *xs = shifted(imp, x, given(imp_in(imp, 2)), 1, "x_zero_point");
+    Expr *ws = shifted(imp, w, given(imp_in(imp, 3)), 0, "w_zero_point");
+    return out1(imp, xs && ws ? imp_call2(imp, op, xs, ws, &a) : NULL);
+}
+
+/* QLinearConv-10: requantize(conv(x - x_zp, w - w_zp) + B, x_scale * w_scale / y_scale, y_zp),
+ * w's scale and zero point per output channel when 1-D. */
+static bool conv_qlinear_conv(Imp *imp) {
+    static const char *const names[8] = {"x",       "x_scale",      "x_zero_point", "w",
+                                         "w_scale", "w_zero_point", "y_scale",      "y_zero_point"};
+    Expr *in[8];
+    for (uint32_t i = 0; i < 8; i++)
+        if (!(in[i] = imp_in_req(imp, i, names[i]))) return false;
+    ImpAttrs a = {0};
+    const char *op;
+    if (!conv_attrs(imp, in[0], in[3], &a, &op)) return false;
+    uint32_t r = imp_rank(in[0]);
+    Expr *xs = shifted(imp, in[0], in[2], 1, "x_zero_point");
+    Expr *ws = shifted(imp, in[3], in[5], 0, "w_zero_point");
+    Expr *acc = xs && ws ? imp_call2(imp, op, xs, ws, &a) : NULL;
+    Expr *bias = given(imp_in(imp, 8));
+    if (bias) acc = add(imp, acc, param_along(imp, cast(imp, bias, RLY_DTYPE_I32), r, 1, "B"));
+    Expr *factor =
+        dvd(imp, mul(imp, scalar_of(imp, in[1]), param_along(imp, in[4], r, 1, "w_scale")),
+            scalar_of(imp, in[6]));
+    return out1(imp, requantize(imp, acc, factor, in[7]));
+}
+
+/* ==== DFT, STFT, MelWeightMatrix ============================================================= */
+
+/* Extent d of x as an int64 scalar (a constant when known). */
+static Expr *dim_of(Imp *imp, Expr *x, uint32_t d) {
+    TensorType *t = imp_tt(x);
+    if (t->shape[d] >= 0) return imp_scalar_i(imp, RLY_DTYPE_I64, t->shape[d]);
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "dtype", "int64");
+    return take(imp, op1(imp, "shape_of", x, &a), imp_scalar_i(imp, RLY_DTYPE_I64, d), 0);
+}
+
+/* The discrete Fourier transform as a product with cosine and sine matrices (nn.dense), which
+ * is the definition: Y[k] = sum_j x[j] e^(-+2 pi i jk / N) (divided by N when inverse). The
+ * matrices are built from arange, floor_mod (exact angle reduction), cos and sin in float64, so
+ * they fold into constants when N is known. x (..., 1 or 2) is real or (re, im) in its last
+ * axis; the transform runs along `axis` (not the last) over n_fft points (the signal truncated
+ * or zero-padded: columns j >= N are 0); onesided keeps bins 0 .. N / 2. Result
+ * (..., K, ..., 2) in x's dtype (float16 and bfloat16 computed in float32). */
+static Expr *dft(Imp *imp, Expr *x, int64_t axis, Expr *n_fft, bool inverse, bool onesided) {
+    if (!x || !n_fft) return NULL;
+    TensorType *t = imp_tt(x);
+    uint32_t r = t->ndim;
+    int64_t last = r ? t->shape[r - 1] : -1;
+    if (r < 2 || r > 16 || axis >= (int64_t)r - 1 || (last != 1 && last != 2)) {
+        imp_error(imp, "the input must be (..., n, ..., 1 or 2) with the DFT axis before the last");
+        return NULL;
+    }
+    rly_dtype dt = t->dtype, cd = dt == RLY_DTYPE_F64 ? RLY_DTYPE_F64 : RLY_DTYPE_F32;
+    bool complex = last == 2;
+    Expr *n_in = dim_of(imp, x, (uint32_t)axis);
+    Expr *one = imp_scalar_i(imp, RLY_DTYPE_I64, 1), *two = imp_scalar_i(imp, RLY_DTYPE_I64, 2);
+    Expr *k_n = onesided ? add(imp, op2(imp, "floor_divide", n_fft, two), one) : n_fft;
+    static const int64_t col[2] = {-1, 1}, row[2] = {1, -1};
+    Expr *k = reshape(imp, iota(imp, k_n), 2, col), *j = reshape(imp, iota(imp, n_in), 2, row);
+    Expr *m = op2(imp, "floor_mod", mul(imp, k, j), n_fft);
+    Expr *nf = cast(imp, n_fft, RLY_DTYPE_F64);
+    Expr *th =
+        dvd(imp, mul(imp, cast(imp, m, RLY_DTYPE_F64), f64(imp, 2 * 3.14159265358979323846)), nf);
+    Expr *c = op1(imp, "cos", th, NULL), *s = op1(imp, "sin", th, NULL);
+    if (inverse) {
+        c = dvd(imp, c, nf);
+        s = dvd(imp, s, nf);
+    } else {
+        s = op1(imp, "negative", s, NULL);
+    }
+    /* e^(+-i theta) = c + i s; zero beyond N (truncation) */
+    Expr *inside = op2(imp, "less", j, n_fft), *zero = f64(imp, 0.0);
+    c = cast(imp, where(imp, inside, c, zero), cd);
+    s = cast(imp, where(imp, inside, s, zero), cd);
+    /* (re + i im)(c + i s) = (re c - im s) + i (re s + im c): weights over [re | im] */
+    Expr *w_re = c, *w_im = s;
+    if (complex) {
+        Expr *re_parts[2] = {c, op1(imp, "negative", s, NULL)}, *im_parts[2] = {s, c};
+        w_re = concat(imp, 2, re_parts, 1);
+        w_im = concat(imp, 2, im_parts, 1);
+    }
+    /* [re | im] with the transformed axis last */
+    Expr *xc = cast(imp, x, cd);
+    int64_t perm[16];
+    uint32_t np = 0;
+    for (uint32_t i = 0; i + 1 < r; i++)
+        if ((int64_t)i != axis) perm[np++] = i;
+    perm[np++] = axis;
+    Expr *parts[2];
+    for (int64_t q = 0; q < last; q++) {
+        Expr *p = take(imp, xc, imp_scalar_i(imp, RLY_DTYPE_I64, q), r - 1);
+        parts[q] = axis == (int64_t)r - 2 ? p : transpose(imp, p, r - 1, perm);
+    }
+    Expr *xin = complex ? concat(imp, 2, parts, (int64_t)r - 2) : parts[0];
+    Expr *ys[2] = {xin && w_re ? imp_call2(imp, "nn.dense", xin, w_re, NULL) : NULL,
+                   xin && w_im ? imp_call2(imp, "nn.dense", xin, w_im, NULL) : NULL};
+    if (!ys[0] || !ys[1]) return NULL;
+    ImpAttrs sa = {0};
+    ia_int(imp, &sa, "axis", (int64_t)r - 1);
+    Expr *y = imp_call1(imp, "stack", imp_tuple(imp, 2, ys), &sa);
+    if (axis != (int64_t)r - 2) { /* move K from r - 2 back to axis */
+        int64_t back[16];
+        for (int64_t i = 0; i < (int64_t)r; i++)
+            back[i] = i < axis ? i : i == axis ? r - 2 : i < (int64_t)r - 1 ? i - 1 : i;
+        y = transpose(imp, y, r, back);
+    }
+    return cast(imp, y, dt);
+}
+
+/* An integer scalar input (a scalar or a one-element tensor) as int64. */
+static Expr *int_scalar(Imp *imp, Expr *e, const char *what) {
+    if (!e) return NULL;
+    if (!sup_dtype_is_int(imp_dtype(e)) && !sup_dtype_is_uint(imp_dtype(e))) {
+        imp_error(imp, "%s must be an integer, got %s", what, sup_dtype_name(imp_dtype(e)));
+        return NULL;
+    }
+    int64_t n = numel_of(e);
+    if (n >= 0 && n != 1) {
+        imp_error(imp, "%s must hold one value, got %lld", what, (long long)n);
+        return NULL;
+    }
+    return cast(imp, scalar_of(imp, e), RLY_DTYPE_I64);
+}
+
+/* DFT-17: input (batch, ..., 1 or 2), dft_length optional; axis, inverse, onesided attributes.
+ * An inverse one-sided transform (a real-valued irfft) is refused. */
+static bool conv_dft(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "input");
+    if (!x) return false;
+    uint32_t r = imp_rank(x);
+    int64_t axis;
+    if (!norm_axis(imp, imp_attr_int(imp, "axis", 1), r, "axis", &axis)) return false;
+    bool inverse = imp_attr_int(imp, "inverse", 0) != 0;
+    bool onesided = imp_attr_int(imp, "onesided", 0) != 0;
+    if (inverse && onesided) return imp_error(imp, "an inverse one-sided DFT is not supported");
+    Expr *len = given(imp_in(imp, 1));
+    Expr *n = len ? int_scalar(imp, len, "dft_length") : dim_of(imp, x, (uint32_t)axis);
+    return out1(imp, dft(imp, x, axis, n, inverse, onesided));
+}
+
+/* STFT-17: signal (batch, length, 1 or 2), frame_step, window and/or frame_length: frames
+ * gathered with take (indices f * step + j), weighted by the window, transformed along the
+ * frame axis. Output (batch, frames, bins, 2). */
+static bool conv_stft(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "signal"), *step_e = imp_in_req(imp, 1, "frame_step");
+    if (!x || !step_e) return false;
+    Expr *win = given(imp_in(imp, 2)), *len_e = given(imp_in(imp, 3));
+    if (!win && !len_e) return imp_error(imp, "one of window and frame_length must be given");
+    if (imp_rank(x) != 3) return imp_error(imp, "the signal must be (batch, length, 1 or 2)");
+    if (win && imp_rank(win) != 1) return imp_error(imp, "the window must be 1-D");
+    Expr *step = int_scalar(imp, step_e, "frame_step");
+    Expr *flen = len_e ? int_scalar(imp, len_e, "frame_length") : dim_of(imp, win, 0);
+    Expr *frames = add(imp, op2(imp, "floor_divide", sub(imp, dim_of(imp, x, 1), flen), step),
+                       imp_scalar_i(imp, RLY_DTYPE_I64, 1));
+    static const int64_t col[2] = {-1, 1}, row[2] = {1, -1};
+    Expr *idx = add(imp, mul(imp, reshape(imp, iota(imp, frames), 2, col), step),
+                    reshape(imp, iota(imp, flen), 2, row));
+    Expr *fr = take(imp, x, idx, 1);
+    if (win) fr = mul(imp, fr, reshape(imp, cast(imp, win, imp_dtype(x)), 2, col));
+    bool onesided = imp_attr_int(imp, "onesided", 1) != 0;
+    return out1(imp, dft(imp, fr, 2, flen, false, onesided));
+}
+
+/* MelWeightMatrix-17 as the reference computes it: mel(f) = 2595 log10(1 + f / 700) of the edges
+ * in float32, num_mel_bins + 2 points spaced by (high - low) / (num_mel_bins + 2) in float64,
+ * back to hertz and to spectrogram bins floor((dft_length + 1) hz / sample_rate); column i is
+ * the triangle rising from point i to point i + 1 (peak 1) and falling to point i + 2. Built
+ * from elementwise operators over arange grids, so constant inputs fold into a constant. */
+static bool conv_mel(Imp *imp) {
+    static const char *const names[5] = {"num_mel_bins", "dft_length", "sample_rate",
+                                         "lower_edge_hertz", "upper_edge_hertz"};
+    Expr *v[5];
+    for (uint32_t i = 0; i < 5; i++)
+        if (!(v[i] = imp_in_req(imp, i, names[i]))) return false;
+    int od = imp_onnx_dtype(imp, (int32_t)imp_attr_int(imp, "output_datatype", 1));
+    if (od < 0) return false;
+    Expr *bins = int_scalar(imp, v[0], "num_mel_bins"),
+         *dft_len = int_scalar(imp, v[1], "dft_length");
+    Expr *rate = cast(imp, int_scalar(imp, v[2], "sample_rate"), RLY_DTYPE_F64);
+    Expr *ln10 = f64(imp, log(10.0)), *one = f64(imp, 1.0);
+    Expr *edge[2];
+    for (int e = 0; e < 2; e++) { /* 2595 * log1p(hz / 700) in float32, then / ln 10 */
+        Expr *hz = cast(imp, scalar_of(imp, v[3 + e]), RLY_DTYPE_F32);
+        Expr *q = cast(imp, dvd(imp, hz, imp_scalar(imp, RLY_DTYPE_F32, 700.0)), RLY_DTYPE_F64);
+        Expr *l1p = cast(imp, op1(imp, "log", add(imp, q, one), NULL), RLY_DTYPE_F32);
+        Expr *mel = mul(imp, imp_scalar(imp, RLY_DTYPE_F32, 2595.0), l1p);
+        edge[e] = dvd(imp, cast(imp, mel, RLY_DTYPE_F64), ln10);
+    }
+    Expr *i64_2 = imp_scalar_i(imp, RLY_DTYPE_I64, 2), *i64_1 = imp_scalar_i(imp, RLY_DTYPE_I64, 1);
+    Expr *n_pts = add(imp, bins, i64_2);
+    Expr *step = dvd(imp, sub(imp, edge[1], edge[0]), cast(imp, n_pts, RLY_DTYPE_F64));
+    Expr *mel = add(imp, mul(imp, cast(imp, iota(imp, n_pts), RLY_DTYPE_F64), step), edge[0]);
+    Expr *hz =
+        mul(imp, f64(imp, 700.0),
+            sub(imp, op1(imp, "exp", mul(imp, dvd(imp, mel, f64(imp, 2595.0)), ln10), NULL), one));
+    Expr *pts =
+        op1(imp, "floor",
+            dvd(imp, mul(imp, cast(imp, add(imp, dft_len, i64_1), RLY_DTYPE_F64), hz), rate), NULL);
+    static const int64_t col[2] = {-1, 1}, row[2] = {1, -1};
+    Expr *i = iota(imp, bins);
+    Expr *lo = reshape(imp, take(imp, pts, i, 0), 2, row);
+    Expr *mid = reshape(imp, take(imp, pts, add(imp, i, i64_1), 0), 2, row);
+    Expr *hi = reshape(imp, take(imp, pts, add(imp, i, i64_2), 0), 2, row);
+    Expr *n_spec = add(imp, op2(imp, "floor_divide", dft_len, i64_2), i64_1);
+    Expr *j = cast(imp, reshape(imp, iota(imp, n_spec), 2, col), RLY_DTYPE_F64);
+    Expr *rise =
+        op2(imp, "logical_and", op2(imp, "greater_equal", j, lo), op2(imp, "less_equal", j, mid));
+    Expr *fall = op2(imp, "logical_and", op2(imp, "greater", j, mid), op2(imp, "less", j, hi));
+    Expr *up =
+        where(imp, op2(imp, "equal", mid, lo), one, dvd(imp, sub(imp, j, lo), sub(imp, mid, lo)));
+    Expr *down = dvd(imp, sub(imp, hi, j), sub(imp, hi, mid));
+    Expr *m = where(imp, rise, up, where(imp, fall, down, f64(imp, 0.0)));
+    return out1(imp, cast(imp, m, (rly_dtype)od));
+}
+
+/* ==== the table =============================================================================== */
+
 const ImpConv imp_conv_misc[] = {
+    {"Resize", "", 10, conv_resize10},
+    {"Resize", "", 11, conv_resize},
+    {"Resize", "", 13, conv_resize},
+    {"Upsample", "", 7, conv_upsample7},
+    {"Upsample", "", 9, conv_upsample9},
+    {"GridSample", "", 16, conv_grid_sample},
+    {"RoiAlign", "", 10, conv_roi_align},
+    {"RoiAlign", "", 16, conv_roi_align},
+    {"NonMaxSuppression", "", 10, conv_nms},
+    {"NonMaxSuppression", "", 11, conv_nms},
+    {"QuantizeLinear", "", 10, conv_quantize},
+    {"QuantizeLinear", "", 13, conv_quantize},
+    {"DequantizeLinear", "", 10, conv_dequantize},
+    {"DequantizeLinear", "", 13, conv_dequantize},
+    {"DynamicQuantizeLinear", "", 11, conv_dynamic_quantize},
+    {"QLinearConv", "", 10, conv_qlinear_conv},
+    {"QLinearMatMul", "", 10, conv_qlinear_matmul},
+    {"ConvInteger", "", 10, conv_conv_integer},
+    {"MatMulInteger", "", 10, conv_matmul_integer},
+    {"DFT", "", 17, conv_dft},
+    {"STFT", "", 17, conv_stft},
+    {"MelWeightMatrix", "", 17, conv_mel},
     {NULL, NULL, 0, NULL},
 };

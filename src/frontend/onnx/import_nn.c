@@ -102,8 +102,7 @@ static uint32_t spatial_axes(uint32_t rank, int64_t *axes) {
     return n;
 }
 
-/* ---- windows: kernel_shape, strides, dilations, pads ------------------------------------------
- */
+/* ---- windows: kernel_shape, strides, dilations, pads ----------------------------------------- */
 
 typedef struct Window {
     uint32_t nsp;              /* spatial axes (rank - 2), 1..NSP_MAX */
@@ -183,13 +182,17 @@ static bool window_read(Imp *imp, Expr *x, const int64_t *kdflt, bool pads, Wind
     bool upper = strcmp(ap, "SAME_UPPER") == 0;
     if (!upper && strcmp(ap, "SAME_LOWER") != 0) return imp_error(imp, "unknown auto_pad '%s'", ap);
     for (uint32_t i = 0; i < nsp; i++) {
-        if (w->in[i] < 0 || w->k[i] < 0)
+        /* with stride 1 the total padding is extent - 1 whatever the input size */
+        if ((w->in[i] < 0 && w->s[i] != 1) || w->k[i] < 0)
             return imp_error(imp,
                              "auto_pad %s needs static spatial input dims and kernel shape "
                              "(spatial axis %u is unknown)",
                              ap, i);
-        int64_t out = (w->in[i] + w->s[i] - 1) / w->s[i];
-        int64_t total = (out - 1) * w->s[i] + extent(w, i) - w->in[i];
+        int64_t total = extent(w, i) - 1;
+        if (w->s[i] != 1) {
+            int64_t out = (w->in[i] + w->s[i] - 1) / w->s[i];
+            total = (out - 1) * w->s[i] + extent(w, i) - w->in[i];
+        }
         if (total < 0) total = 0;
         int64_t small = total / 2, big = total - small;
         w->pads[i] = upper ? small : big;
@@ -206,13 +209,13 @@ static void window_attrs(Imp *imp, ImpAttrs *a, const Window *w) {
 }
 
 /* x must have rank 3..5 (1-D to 3-D spatial). */
-static bool spatial_rank(Imp *imp, Expr *x, const char *what) {
+static bool spatial_rank(Imp *imp, Expr *x) {
     uint32_t r = imp_rank(x);
     if (r >= 3 && r <= 2 + NSP_MAX) return true;
     return imp_error(imp,
-                     "%s supports inputs of rank 3 to 5 (N, C and 1 to 3 spatial axes), got "
-                     "rank %u",
-                     what, r);
+                     "inputs of rank 3 to 5 (N, C and 1 to 3 spatial axes) are supported, "
+                     "got rank %u",
+                     r);
 }
 
 /* ---- Conv, ConvTranspose ------------------------------------------------------------------ */
@@ -241,7 +244,7 @@ static Expr *bias_add(Imp *imp, Expr *y, Expr *b) {
 
 static bool conv_convert(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "X"), *w = imp_in_req(imp, 1, "W");
-    if (!x || !w || !spatial_rank(imp, x, "Conv")) return false;
+    if (!x || !w || !spatial_rank(imp, x)) return false;
     Window win;
     int64_t kw[NSP_MAX];
     if (!weight_kernel(imp, x, w, kw) || !window_read(imp, x, kw, true, &win)) return false;
@@ -277,7 +280,7 @@ static Expr *pad_spatial(Imp *imp, Expr *y, uint32_t nsp, const int64_t *begin,
  * it, else padded on afterwards, before the bias). */
 static bool conv_transpose_convert(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "X"), *w = imp_in_req(imp, 1, "W");
-    if (!x || !w || !spatial_rank(imp, x, "ConvTranspose")) return false;
+    if (!x || !w || !spatial_rank(imp, x)) return false;
     Window win;
     int64_t kw[NSP_MAX];
     if (!weight_kernel(imp, x, w, kw) || !window_read(imp, x, kw, false, &win)) return false;
@@ -303,8 +306,9 @@ static bool conv_transpose_convert(Imp *imp) {
                                  n_os ? "output_shape" : "auto_pad", i);
             int64_t want = n_os ? os[i] : win.in[i] * win.s[i];
             int64_t total = win.s[i] * (win.in[i] - 1) + opad[i] + extent(&win, i) - want;
-            /* the split the specification gives (C division, as onnxruntime computes it) */
-            int64_t half = total / 2;
+            /* the split the specification gives, with floor division (the reference's: a
+             * negative total under NOTSET adds zeros at the end) */
+            int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
             int64_t begin = strcmp(ap, "SAME_UPPER") == 0 ? half : total - half;
             int64_t end = total - begin;
             win.pads[i] = begin > 0 ? begin : 0;
@@ -342,8 +346,7 @@ static bool conv_transpose_convert(Imp *imp) {
     return y != NULL;
 }
 
-/* ---- pools ------------------------------------------------------------------------------------
- */
+/* ---- pools ----------------------------------------------------------------------------------- */
 
 /* Output size along spatial axis i (floor or ceil); -1 when the input dim is not static. */
 static int64_t pool_out(const Window *w, uint32_t i, bool ceil_mode) {
@@ -518,9 +521,8 @@ static Expr *maxpool_indices(Imp *imp, Expr *x, const Window *w, bool ceil_mode,
 }
 
 static bool pool_convert(Imp *imp, bool is_max) {
-    const char *what = is_max ? "MaxPool" : "AveragePool";
     Expr *x = imp_in_req(imp, 0, "X");
-    if (!x || !spatial_rank(imp, x, what)) return false;
+    if (!x || !spatial_rank(imp, x)) return false;
     Window win;
     if (!window_read(imp, x, NULL, true, &win)) return false;
     bool ceil_mode = imp_attr_int(imp, "ceil_mode", 0) != 0;
@@ -550,7 +552,7 @@ static bool avg_pool_convert(Imp *imp) { return pool_convert(imp, false); }
  * K the number of taps (padding contributes |0|^p = 0 to the sum). */
 static bool lp_pool_convert(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "X");
-    if (!x || !spatial_rank(imp, x, "LpPool")) return false;
+    if (!x || !spatial_rank(imp, x)) return false;
     Window win;
     if (!window_read(imp, x, NULL, true, &win)) return false;
     double p = attr_num(imp, "p", 2);
@@ -599,66 +601,74 @@ static bool global_avg_pool_convert(Imp *imp) { return global_pool(imp, 0); }
 static bool global_max_pool_convert(Imp *imp) { return global_pool(imp, 1); }
 static bool global_lp_pool_convert(Imp *imp) { return global_pool(imp, 2); }
 
-/* MaxUnpool: zeros of the output shape with X scattered to the flat indices I (which count over
- * the whole output, N and C included, as MaxPool's Indices do). */
+/* MaxUnpool, as the reference computes it: X scattered to the flat indices I (which count over
+ * N and C too, as MaxPool's Indices do) in zeros of the inferred shape ((in - 1) * stride +
+ * kernel - pads), then zeros appended at the end of each axis up to output_shape when given. */
 static bool max_unpool_convert(Imp *imp) {
-    Expr *x = imp_in_req(imp, 0, "X"), *ind = imp_in_req(imp, 1, "I");
-    if (!x || !ind || !spatial_rank(imp, x, "MaxUnpool")) return false;
+    Expr *x = imp_in_req(imp, 0, "X"), *ind = imp_in_req(imp, 1, "I"), *os = imp_in(imp, 2);
+    if (!x || !ind || !spatial_rank(imp, x)) return false;
     uint32_t r = imp_rank(x);
     Window win;
     if (!window_read(imp, x, NULL, true, &win)) return false;
-    Expr *os = imp_in(imp, 2);
-    int64_t shape[2 + NSP_MAX];
     TensorType *t = imp_tt(x);
-    if (os) {
-        const int64_t *v;
-        uint32_t n;
-        if (!imp_const_ints(imp, os, &v, &n)) {
-            if (!op_lookup("dyn.zeros", 9) || !op_lookup("dyn.reshape", 11))
-                return imp_error(imp, "the 'output_shape' input must be a constant");
-            /* the size known only at run time: dyn.zeros of prod(output_shape) */
-            Expr *total = reduce(imp, "prod", imp_cast(imp, os, RLY_DTYPE_I64), 0, NULL, true);
-            ImpAttrs za = {0};
-            ia_str(imp, &za, "dtype", sup_dtype_name(imp_dtype(x)));
-            Expr *zeros = call1(imp, "dyn.zeros", total, &za);
-            int64_t m1 = -1;
-            ImpAttrs sa = {0};
-            ia_int(imp, &sa, "axis", 0);
-            Expr *args[3] = {zeros, reshape(imp, imp_cast(imp, ind, RLY_DTYPE_I64), 1, &m1),
-                             reshape(imp, x, 1, &m1)};
-            if (!args[0] || !args[1] || !args[2]) return false;
-            Expr *y = imp_call(imp, "scatter_elements", 3, args, &sa);
-            y = call2(imp, "dyn.reshape", y, imp_cast(imp, os, RLY_DTYPE_I64), NULL);
-            imp_out(imp, 0, y);
-            return y != NULL;
-        }
-        if (n != r) return imp_error(imp, "output_shape has %u values but X has rank %u", n, r);
-        memcpy(shape, v, r * sizeof(int64_t));
-    } else {
-        shape[0] = t->shape[0];
-        shape[1] = t->shape[1];
-        for (uint32_t i = 0; i < win.nsp; i++)
-            shape[2 + i] = win.in[i] < 0 ? -1
-                                         : (win.in[i] - 1) * win.s[i] + win.k[i] - win.pads[i] -
-                                               win.pads[win.nsp + i];
-    }
-    int64_t total = 1;
+    int64_t shape[2 + NSP_MAX], total = 1;
+    shape[0] = t->shape[0];
+    shape[1] = t->shape[1];
+    for (uint32_t i = 0; i < win.nsp; i++)
+        shape[2 + i] = win.in[i] < 0 ? -1
+                                     : (win.in[i] - 1) * win.s[i] + win.k[i] - win.pads[i] -
+                                           win.pads[win.nsp + i];
     for (uint32_t i = 0; i < r; i++) {
         if (shape[i] < 0)
-            return imp_error(imp, "MaxUnpool needs a static output shape (axis %u is unknown)", i);
+            return imp_error(imp, "MaxUnpool needs static input dims (axis %u is unknown)", i);
         total *= shape[i];
     }
     ImpAttrs za = {0};
     ia_ints(imp, &za, "shape", 1, &total);
     ia_str(imp, &za, "dtype", sup_dtype_name(imp_dtype(x)));
-    Expr *zeros = imp_call(imp, "zeros", 0, NULL, &za);
     int64_t m1 = -1;
-    Expr *args[3] = {zeros, reshape(imp, imp_cast(imp, ind, RLY_DTYPE_I64), 1, &m1),
+    Expr *args[3] = {imp_call(imp, "zeros", 0, NULL, &za),
+                     reshape(imp, imp_cast(imp, ind, RLY_DTYPE_I64), 1, &m1),
                      reshape(imp, x, 1, &m1)};
     if (!args[0] || !args[1] || !args[2]) return false;
     ImpAttrs sa = {0};
     ia_int(imp, &sa, "axis", 0);
     Expr *y = reshape(imp, imp_call(imp, "scatter_elements", 3, args, &sa), r, shape);
+    if (y && os) {
+        const int64_t *v;
+        uint32_t n;
+        if (imp_const_ints(imp, os, &v, &n)) {
+            if (n != r) return imp_error(imp, "output_shape has %u values but X has rank %u", n, r);
+            int64_t pw[2 * (2 + NSP_MAX)] = {0};
+            bool any = false;
+            for (uint32_t i = 0; i < r; i++) {
+                if (v[i] < shape[i])
+                    return imp_error(imp,
+                                     "output_shape %lld is smaller than the unpooled size %lld "
+                                     "on axis %u",
+                                     (long long)v[i], (long long)shape[i], i);
+                pw[2 * i + 1] = v[i] - shape[i];
+                if (v[i] != shape[i]) any = true;
+            }
+            if (any) {
+                ImpAttrs pa = {0};
+                ia_pairs(imp, &pa, "pad_width", r, pw);
+                y = call2(imp, "nn.pad", y, scalar_of(imp, y, 0), &pa);
+            }
+        } else {
+            /* pad_width (rank, 2) = [0, output_shape - inferred] per axis, known at run time */
+            int64_t zeros[2 + NSP_MAX] = {0};
+            Expr *ends = sub(imp, imp_cast(imp, os, RLY_DTYPE_I64), imp_const_i64s(imp, r, shape));
+            Expr *cols[2] = {imp_const_i64s(imp, r, zeros), ends};
+            if (!ends || !cols[0]) return false;
+            ImpAttrs st = {0};
+            ia_int(imp, &st, "axis", 1);
+            Expr *pw = imp_call1(imp, "stack", imp_tuple(imp, 2, cols), &st);
+            if (!pw) return false;
+            Expr *pargs[3] = {y, pw, scalar_of(imp, y, 0)};
+            y = imp_call(imp, "dyn.nn.pad", 3, pargs, NULL);
+        }
+    }
     imp_out(imp, 0, y);
     return y != NULL;
 }
@@ -700,6 +710,13 @@ static bool batch_norm_convert(Imp *imp) {
     }
     imp_out(imp, 0, y);
     return y != NULL;
+}
+
+/* BatchNormalization-1/6: is_test=0 asks for batch statistics (training). */
+static bool batch_norm6_convert(Imp *imp) {
+    if (imp_attr_int(imp, "is_test", 0) == 0)
+        return imp_error(imp, "is_test=0 (training mode) is not supported (inference only)");
+    return batch_norm_convert(imp);
 }
 
 static bool instance_norm_convert(Imp *imp) {
@@ -999,8 +1016,7 @@ static bool matmul_convert(Imp *imp) {
     return y != NULL;
 }
 
-/* ---- the table --------------------------------------------------------------------------------
- */
+/* ---- the table ------------------------------------------------------------------------------- */
 
 const ImpConv imp_conv_nn[] = {
     {"Conv", "", 1, conv_convert},
@@ -1025,6 +1041,8 @@ const ImpConv imp_conv_nn[] = {
     {"GlobalLpPool", "", 2, global_lp_pool_convert},
     {"MaxUnpool", "", 9, max_unpool_convert},
     {"MaxUnpool", "", 11, max_unpool_convert},
+    {"BatchNormalization", "", 1, batch_norm6_convert}, /* is_test */
+    {"BatchNormalization", "", 6, batch_norm6_convert},
     {"BatchNormalization", "", 7, batch_norm_convert},  /* spatial */
     {"BatchNormalization", "", 9, batch_norm_convert},  /* spatial removed */
     {"BatchNormalization", "", 14, batch_norm_convert}, /* training_mode */

@@ -9,7 +9,7 @@
 
 #include "frontend/onnx/import.h"
 
-/* ---- helpers -------------------------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 /* The helpers pass NULL through: a NULL argument (an error already reported) gives NULL. */
 
@@ -53,17 +53,6 @@ static bool norm_axis(Imp *imp, int64_t axis, uint32_t r, const char *what, int6
     return true;
 }
 
-/* The dims of x from `from` (inclusive) to `to` (exclusive) multiplied; -1 when one is unknown. */
-static int64_t dims_product(Expr *x, uint32_t from, uint32_t to) {
-    TensorType *t = imp_tt(x);
-    int64_t p = 1;
-    for (uint32_t i = from; i < to; i++) {
-        if (t->shape[i] < 0) return -1;
-        p *= t->shape[i];
-    }
-    return p;
-}
-
 static Expr *reshape(Imp *imp, Expr *x, uint32_t n, const int64_t *shape) {
     if (x == NULL) return NULL;
     ImpAttrs a = {0};
@@ -71,8 +60,7 @@ static Expr *reshape(Imp *imp, Expr *x, uint32_t n, const int64_t *shape) {
     return imp_call1(imp, "reshape", x, &a);
 }
 
-/* ---- Reduce*
- * ------------------------------------------------------------------------------------- */
+/* ---- Reduce* --------------------------------------------------------------------------------- */
 
 typedef enum RedKind {
     RED_SUM,
@@ -112,39 +100,141 @@ static Expr *float_op(Imp *imp, const char *op, Expr *x) {
     return cast(imp, un(imp, op, cast(imp, x, RLY_DTYPE_F64)), dt);
 }
 
-/* Apply the reduction `kind` over axes (n == 0: every axis; none == true: no axis). */
+/* The elementwise part before the reduction. */
+static Expr *reduce_pre(Imp *imp, RedKind kind, Expr *x) {
+    if (kind == RED_L1) return un(imp, "abs", x);
+    if (kind == RED_L2 || kind == RED_SUM_SQUARE) return bin(imp, "multiply", x, x);
+    return x;
+}
+
+/* The elementwise part after the reduction. */
+static Expr *reduce_post(Imp *imp, RedKind kind, Expr *r) {
+    if (kind == RED_L2) return float_op(imp, "sqrt", r);
+    if (kind == RED_LOG_SUM) return float_op(imp, "log", r);
+    return r;
+}
+
+/* The Relay reduction of `kind` over axes (n == 0: every axis). */
+static Expr *reduce_op(Imp *imp, RedKind kind, Expr *x, uint32_t n, const int64_t *axes,
+                       bool keepdims) {
+    if (x == NULL) return NULL;
+    const char *op = NULL;
+    switch (kind) {
+    case RED_MEAN: op = "mean"; break;
+    case RED_MAX: op = "max"; break;
+    case RED_MIN: op = "min"; break;
+    case RED_PROD: op = "prod"; break;
+    case RED_LOG_SUM_EXP: op = "logsumexp"; break;
+    default: op = "sum"; break;
+    }
+    ImpAttrs a = {0};
+    if (n > 0)
+        ia_ints(imp, &a, "axis", n, axes);
+    else
+        ia_none(imp, &a, "axis");
+    ia_bool(imp, &a, "keepdims", keepdims);
+    return imp_call1(imp, op, x, &a);
+}
+
+/* Apply the reduction `kind` over axes (n == 0: every axis; none == true: no axis, which leaves
+ * the elementwise parts: log(sum(exp(x))) over no axes is x itself). */
 static Expr *reduce_apply(Imp *imp, RedKind kind, Expr *x, uint32_t n, const int64_t *axes,
                           bool keepdims, bool none) {
-    /* the elementwise part before the reduction */
-    Expr *pre = x;
-    if (kind == RED_L1) pre = un(imp, "abs", x);
-    if (kind == RED_L2 || kind == RED_SUM_SQUARE) pre = bin(imp, "multiply", x, x);
-    if (pre == NULL) return NULL;
-    Expr *r;
-    if (none) {
-        /* log(sum(exp(x))) over no axes is x itself */
-        r = pre;
-    } else {
-        const char *op = NULL;
-        switch (kind) {
-        case RED_MEAN: op = "mean"; break;
-        case RED_MAX: op = "max"; break;
-        case RED_MIN: op = "min"; break;
-        case RED_PROD: op = "prod"; break;
-        case RED_LOG_SUM_EXP: op = "logsumexp"; break;
-        default: op = "sum"; break;
-        }
-        ImpAttrs a = {0};
-        if (n > 0)
-            ia_ints(imp, &a, "axis", n, axes);
-        else
-            ia_none(imp, &a, "axis");
-        ia_bool(imp, &a, "keepdims", keepdims);
-        r = imp_call1(imp, op, pre, &a);
+    Expr *pre = reduce_pre(imp, kind, x);
+    return reduce_post(imp, kind, none ? pre : reduce_op(imp, kind, pre, n, axes, keepdims));
+}
+
+/* The reduction over axes known only at run time (a 1-D tensor `ax` of k entries). The result
+ * is computed at x's shape: along each axis i in turn, where i is listed, the values are
+ * replaced by their reduction broadcast back along i. With keepdims the first slice along the
+ * listed axes is the result (dyn.strided_slice); without, the listed dims are then dropped by
+ * dyn.reshape, which needs k static (the result's rank is r - k). */
+static Expr *reduce_dynamic(Imp *imp, RedKind kind, Expr *x, Expr *ax, bool keepdims, bool noop) {
+    uint32_t r = imp_rank(x);
+    TensorType *ta = imp_tt(ax);
+    if (ta->ndim != 1 || !(sup_dtype_is_int(ta->dtype) || sup_dtype_is_uint(ta->dtype))) {
+        imp_error(imp, "the 'axes' input must be a 1-D integer tensor");
+        return NULL;
     }
-    if (kind == RED_L2) r = float_op(imp, "sqrt", r);
-    if (kind == RED_LOG_SUM) r = float_op(imp, "log", r);
-    return r;
+    int64_t k = ta->shape[0];
+    if (k == 0) /* statically empty */
+        return reduce_apply(imp, kind, x, 0, NULL, keepdims, noop);
+    if (!keepdims && k < 0) {
+        imp_error(imp, "with keepdims=0 the 'axes' input must be a constant or have a static "
+                       "length (the result's rank depends on it)");
+        return NULL;
+    }
+    /* listed[i]: whether axis i (or i - r) is in ax; an empty ax lists every axis unless noop */
+    Expr *a64 = imp_cast(imp, ax, RLY_DTYPE_I64);
+    Expr *neg = bin(imp, "less", a64, imp_scalar_i(imp, RLY_DTYPE_I64, 0));
+    Expr *an =
+        neg ? imp_call(
+                  imp, "where", 3,
+                  (Expr *[]){neg, bin(imp, "add", a64, imp_scalar_i(imp, RLY_DTYPE_I64, r)), a64},
+                  NULL)
+            : NULL;
+    int64_t *iota = imp_alloc(imp, (r + 1) * sizeof(int64_t));
+    for (uint32_t i = 0; i < r; i++)
+        iota[i] = i;
+    ImpAttrs ex = {0}, any0 = {0};
+    ia_int(imp, &ex, "axis", 1);
+    int64_t zero = 0;
+    ia_ints(imp, &any0, "axis", 1, &zero);
+    Expr *col = an ? imp_call1(imp, "expand_dims", an, &ex) : NULL;
+    Expr *hits = bin(imp, "equal", col, imp_const_i64s(imp, r, iota));
+    Expr *listed = hits ? imp_call1(imp, "any", hits, &any0) : NULL;
+    if (!noop && k < 0) {
+        ImpAttrs sz = {0};
+        ia_str(imp, &sz, "dtype", "int64");
+        Expr *empty = bin(imp, "equal", imp_call1(imp, "ndarray_size", ax, &sz),
+                          imp_scalar_i(imp, RLY_DTYPE_I64, 0));
+        listed = bin(imp, "logical_or", listed, empty);
+    }
+    Expr *s = reduce_pre(imp, kind, x);
+    ImpAttrs tk = {0};
+    ia_int(imp, &tk, "axis", 0);
+    for (uint32_t i = 0; i < r && s && listed; i++) {
+        int64_t one_axis = i;
+        Expr *li = imp_call2(imp, "take", listed, imp_scalar_i(imp, RLY_DTYPE_I64, i), &tk);
+        Expr *red = reduce_op(imp, kind, s, 1, &one_axis, true);
+        s = li && red ? imp_call(imp, "where", 3, (Expr *[]){li, red, s}, NULL) : NULL;
+    }
+    if (s == NULL || listed == NULL) return NULL;
+    ImpAttrs sh = {0};
+    ia_str(imp, &sh, "dtype", "int64");
+    Expr *shape = imp_call1(imp, "shape_of", x, &sh);
+    Expr *end = shape
+                    ? imp_call(imp, "where", 3,
+                               (Expr *[]){listed, imp_scalar_i(imp, RLY_DTYPE_I64, 1), shape}, NULL)
+                    : NULL;
+    int64_t *zeros = imp_alloc(imp, (r + 1) * sizeof(int64_t));
+    int64_t *ones = imp_alloc(imp, (r + 1) * sizeof(int64_t));
+    for (uint32_t i = 0; i < r; i++) {
+        zeros[i] = 0;
+        ones[i] = 1;
+    }
+    Expr *y = end ? imp_call(imp, "dyn.strided_slice", 4,
+                             (Expr *[]){s, imp_const_i64s(imp, r, zeros), end,
+                                        imp_const_i64s(imp, r, ones)},
+                             NULL)
+                  : NULL;
+    if (y && !keepdims) {
+        /* the unlisted axes in order: a stable ascending sort puts them (false) first */
+        if (k > r) {
+            imp_error(imp, "'axes' lists %lld axes of a rank-%u tensor", (long long)k, r);
+            return NULL;
+        }
+        ImpAttrs as = {0}, sl = {0};
+        ia_str(imp, &as, "dtype", "int64");
+        Expr *order = imp_call1(imp, "argsort", imp_cast(imp, listed, RLY_DTYPE_I32), &as);
+        int64_t b0 = 0, e0 = r - k;
+        ia_ints(imp, &sl, "begin", 1, &b0);
+        ia_ints(imp, &sl, "end", 1, &e0);
+        Expr *kept = order ? imp_call1(imp, "strided_slice", order, &sl) : NULL;
+        Expr *newshape = kept ? imp_call2(imp, "take", shape, kept, &tk) : NULL;
+        y = newshape ? imp_call2(imp, "dyn.reshape", y, newshape, NULL) : NULL;
+    }
+    return reduce_post(imp, kind, y);
 }
 
 static bool reduce_common(Imp *imp, bool axes_input) {
@@ -161,15 +251,13 @@ static bool reduce_common(Imp *imp, bool axes_input) {
     if (x == NULL) return false;
     uint32_t r = imp_rank(x), n = 0;
     const int64_t *given = NULL;
-    bool noop = false;
+    bool noop = false, keepdims = imp_attr_int(imp, "keepdims", 1) != 0;
     if (axes_input) {
         noop = imp_attr_int(imp, "noop_with_empty_axes", 0) != 0;
         Expr *ax = imp_in(imp, 1);
         if (ax && !imp_const_ints(imp, ax, &given, &n)) {
-            /* on a 1-D tensor every valid axes value ([], [0], [-1]) reduces axis 0 */
-            if (r != 1 || noop)
-                return imp_error(imp, "the 'axes' input must be a constant integer tensor");
-            n = 0;
+            if (imp_tt(ax) == NULL) return imp_error(imp, "the 'axes' input must be a tensor");
+            return set_out(imp, 0, reduce_dynamic(imp, kind, x, ax, keepdims, noop));
         }
     } else {
         n = imp_attr_ints(imp, "axes", &given);
@@ -177,21 +265,19 @@ static bool reduce_common(Imp *imp, bool axes_input) {
     int64_t *axes = imp_alloc(imp, (n + 1) * sizeof(int64_t));
     for (uint32_t i = 0; i < n; i++)
         if (!norm_axis(imp, given[i], r, "axis", &axes[i])) return false;
-    bool keepdims = imp_attr_int(imp, "keepdims", 1) != 0;
     return set_out(imp, 0, reduce_apply(imp, kind, x, n, axes, keepdims, n == 0 && noop));
 }
 
 static bool conv_reduce_attr(Imp *imp) { return reduce_common(imp, false); }
 static bool conv_reduce_input(Imp *imp) { return reduce_common(imp, true); }
 
-/* ---- ArgMax, ArgMin ---------------------------------------------------------------------------
- */
+/* ---- ArgMax, ArgMin -------------------------------------------------------------------------- */
 
 static bool conv_arg(Imp *imp) {
     bool is_max = strcmp(imp_node(imp)->op_type, "ArgMax") == 0;
     Expr *x = tin(imp, 0, "data");
     if (x == NULL) return false;
-    int64_t axis;
+    int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", 0), imp_rank(x), "axis", &axis)) return false;
     ImpAttrs a = {0};
     ia_ints(imp, &a, "axis", 1, &axis);
@@ -201,8 +287,7 @@ static bool conv_arg(Imp *imp) {
     return set_out(imp, 0, cast(imp, y, RLY_DTYPE_I64));
 }
 
-/* ---- CumSum
- * -------------------------------------------------------------------------------------- */
+/* ---- CumSum ---------------------------------------------------------------------------------- */
 
 static Expr *reverse_at(Imp *imp, Expr *x, int64_t axis) {
     if (x == NULL) return NULL;
@@ -211,30 +296,48 @@ static Expr *reverse_at(Imp *imp, Expr *x, int64_t axis) {
     return imp_call1(imp, "reverse", x, &a);
 }
 
-/* CumSum: the axis is a scalar input (a constant here); reverse=1 scans from the end, which is
- * the forward scan of the reversed tensor, reversed back. */
+/* The scan of x along axis (reversed: from the end, the forward scan of the reversed tensor,
+ * reversed back). */
+static Expr *cumsum_at(Imp *imp, Expr *x, int64_t axis, bool reverse, bool exclusive) {
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", axis);
+    ia_bool(imp, &a, "exclusive", exclusive);
+    Expr *y = reverse ? reverse_at(imp, x, axis) : x;
+    y = y ? imp_call1(imp, "cumsum", y, &a) : NULL;
+    return reverse ? reverse_at(imp, y, axis) : y;
+}
+
+/* CumSum: the axis is a scalar input. A constant picks the axis; a run-time axis (the result's
+ * shape is x's either way) selects among the scans along every axis with `where`. */
 static bool conv_cumsum(Imp *imp) {
     Expr *x = tin(imp, 0, "x"), *ax = tin(imp, 1, "axis");
     if (x == NULL || ax == NULL) return false;
+    bool reverse = imp_attr_int(imp, "reverse", 0) != 0;
+    bool exclusive = imp_attr_int(imp, "exclusive", 0) != 0;
+    uint32_t r = imp_rank(x);
+    if (r == 0) return imp_error(imp, "x must have rank 1 or more");
     const int64_t *v;
     uint32_t n;
-    int64_t axis = 0;
-    if (imp_const_ints(imp, ax, &v, &n) && n == 1) {
-        if (!norm_axis(imp, v[0], imp_rank(x), "axis", &axis)) return false;
-    } else if (imp_rank(x) != 1) { /* a 1-D tensor has only axis 0, whatever the input says */
-        return imp_error(imp, "the 'axis' input must be a constant integer scalar");
+    if (imp_const_ints(imp, ax, &v, &n)) {
+        int64_t axis = 0;
+        if (n != 1) return imp_error(imp, "the 'axis' input must hold one value, got %u", n);
+        if (!norm_axis(imp, v[0], r, "axis", &axis)) return false;
+        return set_out(imp, 0, cumsum_at(imp, x, axis, reverse, exclusive));
     }
-    bool reverse = imp_attr_int(imp, "reverse", 0) != 0;
-    ImpAttrs a = {0};
-    ia_int(imp, &a, "axis", axis);
-    ia_bool(imp, &a, "exclusive", imp_attr_int(imp, "exclusive", 0) != 0);
-    Expr *y = reverse ? reverse_at(imp, x, axis) : x;
-    y = y ? imp_call1(imp, "cumsum", y, &a) : NULL;
-    return set_out(imp, 0, reverse ? reverse_at(imp, y, axis) : y);
+    rly_dtype adt = imp_dtype(ax);
+    if (!sup_dtype_is_int(adt) || imp_tt(ax)->ndim > 1)
+        return imp_error(imp, "the 'axis' input must be an integer scalar");
+    Expr *y = cumsum_at(imp, x, r - 1, reverse, exclusive);
+    for (uint32_t i = r - 1; i-- > 0 && y;) {
+        Expr *is_i = bin(imp, "logical_or", bin(imp, "equal", ax, imp_scalar_i(imp, adt, i)),
+                         bin(imp, "equal", ax, imp_scalar_i(imp, adt, (int64_t)i - r)));
+        Expr *c = cumsum_at(imp, x, i, reverse, exclusive);
+        y = is_i && c ? imp_call(imp, "where", 3, (Expr *[]){is_i, c, y}, NULL) : NULL;
+    }
+    return set_out(imp, 0, y);
 }
 
-/* ---- TopK
- * ---------------------------------------------------------------------------------------- */
+/* ---- TopK ------------------------------------------------------------------------------------ */
 
 /* TopK-1 takes k as an attribute, TopK-10 as an input (a constant becomes topk's k; otherwise
  * dyn.topk when the table has it). Values, then int64 indices; `sorted` = 0 allows any order,
@@ -242,7 +345,7 @@ static bool conv_cumsum(Imp *imp) {
 static bool topk_common(Imp *imp, bool k_input) {
     Expr *x = tin(imp, 0, "X");
     if (x == NULL) return false;
-    int64_t axis;
+    int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", -1), imp_rank(x), "axis", &axis)) return false;
     ImpAttrs a = {0};
     ia_int(imp, &a, "axis", axis);
@@ -286,7 +389,7 @@ static bool topk_common(Imp *imp, bool k_input) {
 static bool conv_topk_1(Imp *imp) { return topk_common(imp, false); }
 static bool conv_topk_10(Imp *imp) { return topk_common(imp, true); }
 
-/* ---- Softmax, LogSoftmax, Hardmax ----------------------------------------------------------- */
+/* ---- Softmax, LogSoftmax, Hardmax ------------------------------------------------------------ */
 
 typedef enum SmKind { SM_SOFTMAX, SM_LOG_SOFTMAX, SM_HARDMAX } SmKind;
 
@@ -306,14 +409,30 @@ static Expr *sm_along(Imp *imp, SmKind kind, Expr *x, int64_t axis) {
         return imp_call1(imp, kind == SM_SOFTMAX ? "nn.softmax" : "nn.log_softmax", x, &a);
     }
     int64_t depth = imp_tt(x)->shape[axis];
-    if (depth < 0) {
-        imp_error(imp, "Hardmax needs a static size on axis %lld", (long long)axis);
-        return NULL;
-    }
+    rly_dtype dt = imp_dtype(x);
     ia_ints(imp, &a, "axis", 1, &axis);
+    if (depth < 0) {
+        /* the size is known at run time only: compare arange(size) along axis with argmax */
+        ia_bool(imp, &a, "keepdims", true);
+        Expr *idx = imp_call1(imp, "argmax", x, &a);
+        ImpAttrs s = {0}, t = {0}, r = {0};
+        ia_str(imp, &s, "dtype", "int32");
+        ia_int(imp, &t, "axis", 0);
+        ia_str(imp, &r, "dtype", "int32");
+        Expr *shape = imp_call1(imp, "shape_of", x, &s);
+        Expr *n = shape ? imp_call2(imp, "take", shape, imp_scalar_i(imp, RLY_DTYPE_I32, axis), &t)
+                        : NULL;
+        Expr *args[3] = {imp_scalar_i(imp, RLY_DTYPE_I32, 0), n,
+                         imp_scalar_i(imp, RLY_DTYPE_I32, 1)};
+        Expr *pos = n ? imp_call(imp, "arange", 3, args, &r) : NULL;
+        uint32_t rank = imp_rank(x);
+        int64_t *ns = imp_alloc(imp, rank * sizeof(int64_t));
+        for (uint32_t i = 0; i < rank; i++)
+            ns[i] = i == axis ? -1 : 1;
+        return cast(imp, bin(imp, "equal", reshape(imp, pos, rank, ns), idx), dt);
+    }
     Expr *idx = imp_call1(imp, "argmax", x, &a);
     if (idx == NULL) return NULL;
-    rly_dtype dt = imp_dtype(x);
     ImpAttrs o = {0};
     ia_int(imp, &o, "depth", depth);
     ia_int(imp, &o, "axis", axis);
@@ -322,56 +441,36 @@ static Expr *sm_along(Imp *imp, SmKind kind, Expr *x, int64_t axis) {
     return imp_call(imp, "one_hot", 3, args, &o);
 }
 
-/* Softmax or LogSoftmax over the axes [axis, rank) together, without reshaping:
- * exp(x - m) / sum(exp(x - m)) or (x - m) - log(sum(exp(x - m))), m the max over those axes. */
-static Expr *sm_composite(Imp *imp, SmKind kind, Expr *x, uint32_t axis) {
-    uint32_t r = imp_rank(x);
-    int64_t *axes = imp_alloc(imp, r * sizeof(int64_t));
-    for (uint32_t i = axis; i < r; i++)
-        axes[i - axis] = i;
-    ImpAttrs a = {0};
-    ia_ints(imp, &a, "axis", r - axis, axes);
-    ia_bool(imp, &a, "keepdims", true);
-    Expr *m = imp_call1(imp, "max", x, &a);
-    Expr *d = bin(imp, "subtract", x, m);
-    Expr *e = un(imp, "exp", d);
-    Expr *s = e ? imp_call1(imp, "sum", e, &a) : NULL;
-    if (kind == SM_SOFTMAX) return bin(imp, "divide", e, s);
-    return bin(imp, "subtract", d, un(imp, "log", s));
-}
-
 /* Before opset 13 the input is coerced to 2-D, (d0 * ... * d{axis-1}, d{axis} * ... ), the op
- * runs along axis 1 of that, and the result takes the input's shape back. */
+ * runs along axis 1 of that, and the result takes the input's shape back. Flattening only the
+ * axes from `axis` on (newshape [0, ..., 0, -1]) and running along the last axis is the same
+ * computation and needs no static dims. */
 static bool conv_sm_1(Imp *imp) {
     SmKind kind = sm_kind(imp);
     Expr *x = tin(imp, 0, "input");
     if (x == NULL) return false;
     uint32_t r = imp_rank(x);
     if (r == 0) return imp_error(imp, "input must have rank 1 or more");
-    int64_t axis;
+    int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", 1), r, "axis", &axis)) return false;
     if (axis == (int64_t)r - 1) return set_out(imp, 0, sm_along(imp, kind, x, axis));
-    int64_t lead = dims_product(x, 0, (uint32_t)axis), rest = dims_product(x, (uint32_t)axis, r);
-    int64_t shape[2] = {lead >= 0 ? lead : -1, lead >= 0 ? -1 : rest};
-    if (lead < 0 && rest < 0) {
-        if (kind == SM_HARDMAX)
-            return imp_error(imp, "Hardmax-%lld needs static sizes before or after axis %lld",
-                             (long long)imp_opset(imp), (long long)axis);
-        return set_out(imp, 0, sm_composite(imp, kind, x, (uint32_t)axis));
-    }
-    Expr *y = sm_along(imp, kind, reshape(imp, x, 2, shape), 1);
+    int64_t *shape = imp_alloc(imp, (size_t)(axis + 1) * sizeof(int64_t));
+    for (int64_t i = 0; i < axis; i++)
+        shape[i] = 0; /* copy the dim */
+    shape[axis] = -1;
+    Expr *y = sm_along(imp, kind, reshape(imp, x, (uint32_t)axis + 1, shape), axis);
     return set_out(imp, 0, y ? imp_call2(imp, "reshape_like", y, x, NULL) : NULL);
 }
 
 static bool conv_sm_13(Imp *imp) {
     Expr *x = tin(imp, 0, "input");
     if (x == NULL) return false;
-    int64_t axis;
+    int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", -1), imp_rank(x), "axis", &axis)) return false;
     return set_out(imp, 0, sm_along(imp, sm_kind(imp), x, axis));
 }
 
-/* ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ------------------------------------ */
+/* ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss -------------------------------------- */
 
 /* nn.nll_loss(input, target, weight) with ONNX's attributes. Without weights every class weighs
  * 1: a constant when the class count is static, else ones shaped like the max over every axis
@@ -433,8 +532,7 @@ static bool conv_sce_loss(Imp *imp) {
     return true;
 }
 
-/* ---- the table
- * ----------------------------------------------------------------------------------- */
+/* ---- the table ------------------------------------------------------------------------------- */
 
 const ImpConv imp_conv_reduce[] = {
     {"ReduceSum", "", 1, conv_reduce_attr},

@@ -96,8 +96,7 @@ static bool wants_output(Imp *imp, uint32_t i) {
     return i < n->n_outputs && n->outputs[i][0] != '\0';
 }
 
-/* ---- activations ------------------------------------------------------------------------------
- */
+/* ---- activations ----------------------------------------------------------------------------- */
 
 typedef enum ActKind {
     ACT_SIGMOID,
@@ -194,8 +193,7 @@ static Expr *activate(Imp *imp, const Act *a, Expr *x) {
     return NULL;
 }
 
-/* ---- the unrolled recurrence ------------------------------------------------------------------
- */
+/* ---- the unrolled recurrence ----------------------------------------------------------------- */
 
 typedef enum CellKind { CELL_RNN, CELL_GRU, CELL_LSTM } CellKind;
 
@@ -214,6 +212,7 @@ typedef struct Rnn {
     Expr *x;           /* (T, B, I) */
     Expr *w, *r, *b;   /* (D, G*H, I), (D, G*H, H), (D, 2*G*H) or NULL */
     Expr *seq_lens;    /* (B,) or NULL when every sequence is full */
+    bool zero_lens;    /* seq_lens may hold a 0 (not a constant without one) */
     Expr *h0, *c0, *p; /* (D, B, H) in layout 0, or NULL; p (D, 3*H) */
 } Rnn;
 
@@ -317,13 +316,16 @@ static bool rnn_inputs(Imp *imp, Rnn *r) {
     if (r->seq_lens) {
         const int64_t *v;
         uint32_t n;
+        r->zero_lens = true;
         if (imp_const_ints(imp, r->seq_lens, &v, &n)) {
             bool full = true;
+            r->zero_lens = false;
             for (uint32_t i = 0; i < n; i++) {
                 if (v[i] < 0 || v[i] > r->seq)
                     return imp_error(imp, "sequence_lens value %lld is outside [0, %lld]",
                                      (long long)v[i], (long long)r->seq);
                 if (v[i] != r->seq) full = false;
+                if (v[i] == 0) r->zero_lens = true;
             }
             if (full) r->seq_lens = NULL;
         }
@@ -484,6 +486,20 @@ static bool rnn_direction(Imp *imp, const Rnn *r, uint32_t d, Expr **y_out, Expr
         if (!ys[t] || !dir.h || !dir.c) return false;
     }
 #undef GATE
+    if (lens && r->zero_lens) {
+        /* onnxruntime's rule: a sequence of length 0 has zero final states, not the initial */
+        ImpAttrs ea = {0};
+        ia_int(imp, &ea, "axis", 1);
+        Expr *nz =
+            call1(imp, "expand_dims",
+                  call2(imp, "greater", lens, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL), &ea);
+        if (!nz) return false;
+        Expr *a1[3] = {nz, dir.h, scalar_of(imp, dir.h, 0)};
+        Expr *a2[3] = {nz, dir.c, scalar_of(imp, dir.c, 0)};
+        dir.h = imp_call(imp, "where", 3, a1, NULL);
+        dir.c = imp_call(imp, "where", 3, a2, NULL);
+        if (!dir.h || !dir.c) return false;
+    }
     if (y_out) {
         if (T == 0) return imp_error(imp, "an empty sequence is not supported");
         *y_out = stack(imp, (uint32_t)T, ys, 0);

@@ -23,6 +23,7 @@ static bool op_exists(const char *name) { return op_lookup(name, strlen(name)) !
 
 /* axis normalized against a rank (valid: [-rank, rank - 1]). */
 static bool norm_axis(Imp *imp, int64_t axis, int64_t rank, const char *what, int64_t *out) {
+    *out = 0;
     if (axis < -rank || axis >= rank)
         return imp_error(imp, "%s %lld is out of range for rank %lld (valid: %lld to %lld)", what,
                          (long long)axis, (long long)rank, (long long)-rank, (long long)(rank - 1));
@@ -269,8 +270,7 @@ static bool conv_flatten(Imp *imp) {
     return true;
 }
 
-/* ---- Transpose, Squeeze, Unsqueeze, Concat ----------------------------------------------------
- */
+/* ---- Transpose, Squeeze, Unsqueeze, Concat --------------------------------------------------- */
 
 static bool conv_transpose(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "data");
@@ -285,9 +285,10 @@ static bool conv_transpose(Imp *imp) {
     return true;
 }
 
+/* Squeeze: no axes (or an empty list, as onnxruntime reads it) drops every size-1 axis. */
 static bool squeeze_common(Imp *imp, Expr *x, bool has_axes, uint32_t n, const int64_t *axes) {
     ImpAttrs a = {0};
-    if (has_axes) {
+    if (has_axes && n > 0) {
         int64_t *norm = alloc_i64(imp, n);
         for (uint32_t i = 0; i < n; i++)
             if (!norm_axis(imp, axes[i], imp_rank(x), "axis", &norm[i])) return false;
@@ -314,8 +315,12 @@ static bool conv_squeeze13(Imp *imp) {
     if (x == NULL) return false;
     const int64_t *axes = NULL;
     uint32_t n = 0;
-    if (ax != NULL && !const_ints(imp, ax, "axes", &axes, &n)) return false;
-    return squeeze_common(imp, x, ax != NULL, n, axes);
+    if (ax == NULL || imp_const_ints(imp, ax, &axes, &n))
+        return squeeze_common(imp, x, ax != NULL, n, axes);
+    Expr *y = imp_call2(imp, "dyn.squeeze", x, imp_cast(imp, ax, RLY_DTYPE_I64), NULL);
+    if (y == NULL) return false;
+    imp_out(imp, 0, y);
+    return true;
 }
 
 /* Unsqueeze: axes name positions in the output (rank + n); inserted in ascending order. */
@@ -363,8 +368,24 @@ static bool conv_unsqueeze13(Imp *imp) {
     if (x == NULL || ax == NULL) return false;
     const int64_t *axes;
     uint32_t n;
-    if (!const_ints(imp, ax, "axes", &axes, &n)) return false;
-    return unsqueeze_common(imp, x, n, axes);
+    if (imp_const_ints(imp, ax, &axes, &n)) return unsqueeze_common(imp, x, n, axes);
+    /* run-time axes: made non-negative against the output rank, sorted, inserted in order */
+    if (imp_rank(ax) > 1) return imp_error(imp, "'axes' must be 1-D");
+    int64_t k = imp_rank(ax) ? dim_of(ax, 0) : 1;
+    if (!dim_known(k)) return imp_error(imp, "the length of 'axes' must be known");
+    static const int64_t one[1] = {1};
+    Expr *a = imp_cast(imp, imp_rank(ax) ? ax : reshape(imp, ax, 1, one), RLY_DTYPE_I64);
+    a = fix_negative(imp, a, imp_scalar_i(imp, RLY_DTYPE_I64, (int64_t)imp_rank(x) + k));
+    ImpAttrs sa = {0};
+    ia_int(imp, &sa, "axis", 0);
+    a = a ? imp_call1(imp, "sort", a, &sa) : NULL;
+    for (int64_t i = 0; i < k && x != NULL; i++) {
+        Expr *ai = take(imp, a, imp_scalar_i(imp, RLY_DTYPE_I64, i), 0, NULL);
+        x = ai ? imp_call2(imp, "dyn.expand_dims", x, ai, NULL) : NULL;
+    }
+    if (x == NULL) return false;
+    imp_out(imp, 0, x);
+    return true;
 }
 
 static bool conv_concat(Imp *imp) {
@@ -385,8 +406,7 @@ static bool conv_concat(Imp *imp) {
     return true;
 }
 
-/* ---- Split --------------------------------------------------------------------------------------
- */
+/* ---- Split ----------------------------------------------------------------------------------- */
 
 static bool split_common(Imp *imp, Expr *x, const int64_t *sizes, uint32_t n_sizes) {
     uint32_t n_out = imp_n_outputs(imp);
@@ -470,12 +490,51 @@ static bool conv_split13(Imp *imp) {
     if (x == NULL) return false;
     const int64_t *sizes = NULL;
     uint32_t n = 0;
-    if (s != NULL && !const_ints(imp, s, "split", &sizes, &n)) return false;
-    return split_common(imp, x, s != NULL ? sizes : NULL, n);
+    if (s == NULL && imp_attr(imp, "num_outputs") != NULL) {
+        /* Split-18: num_outputs parts of ceil(d / num_outputs), the last one smaller */
+        int64_t axis, k = imp_attr_int(imp, "num_outputs", 0);
+        if (!norm_axis(imp, imp_attr_int(imp, "axis", 0), imp_rank(x), "axis", &axis)) return false;
+        int64_t d = dim_of(x, (uint32_t)axis);
+        if (k < 1 || k != imp_n_outputs(imp))
+            return imp_error(imp, "num_outputs %lld must equal the number of outputs (%u)",
+                             (long long)k, imp_n_outputs(imp));
+        if (!dim_known(d)) {
+            if (imp_rank(x) == 0) return imp_error(imp, "cannot split a 0-d tensor");
+            return split_common(imp, x, NULL, 0); /* equal parts; uneven ones fail at run time */
+        }
+        int64_t chunk = (d + k - 1) / k, *parts = alloc_i64(imp, (size_t)k);
+        for (int64_t i = 0; i < k; i++) {
+            int64_t left = d - i * chunk;
+            parts[i] = left < 0 ? 0 : left < chunk ? left : chunk;
+        }
+        return split_common(imp, x, parts, (uint32_t)k);
+    }
+    if (s == NULL || imp_const_ints(imp, s, &sizes, &n))
+        return split_common(imp, x, s != NULL ? sizes : NULL, n);
+    /* run-time sizes: part i is x[ends[i] - sizes[i] : ends[i]] along axis */
+    int64_t axis;
+    uint32_t n_out = imp_n_outputs(imp);
+    if (!norm_axis(imp, imp_attr_int(imp, "axis", 0), imp_rank(x), "axis", &axis)) return false;
+    if (imp_rank(s) != 1) return imp_error(imp, "'split' must be 1-D");
+    s = imp_cast(imp, s, RLY_DTYPE_I64);
+    ImpAttrs cs = {0};
+    ia_int(imp, &cs, "axis", 0);
+    Expr *ends = imp_call1(imp, "cumsum", s, &cs);
+    Expr *begins = ends ? imp_call2(imp, "subtract", ends, s, NULL) : NULL;
+    static const int64_t one[1] = {1};
+    for (uint32_t i = 0; i < n_out && begins != NULL; i++) {
+        ImpAttrs a = {0};
+        ia_ints(imp, &a, "axes", 1, &axis);
+        Expr *args[4] = {x, slice_axis(imp, begins, 0, i, i + 1, 1),
+                         slice_axis(imp, ends, 0, i, i + 1, 1), imp_const_i64s(imp, 1, one)};
+        Expr *y = args[1] && args[2] ? imp_call(imp, "dyn.strided_slice", 4, args, &a) : NULL;
+        if (y == NULL) return false;
+        imp_out(imp, i, y);
+    }
+    return begins != NULL;
 }
 
-/* ---- Slice ------------------------------------------------------------------------------------
- */
+/* ---- Slice ----------------------------------------------------------------------------------- */
 
 /* ONNX Slice clamps like numpy (starts to [0, d] or [0, d-1] for negative steps, ends to [0, d]
  * or [-1, d-1], after adding d to negative values), which is what strided_slice's "end" mode
@@ -508,6 +567,55 @@ static bool slice_common(Imp *imp, Expr *x, uint32_t n, const int64_t *starts, c
     return true;
 }
 
+/* Slice with run-time starts, ends, axes or steps: dyn.strided_slice. Constant axes (or none:
+ * the leading axes, as dyn.strided_slice takes them) become its axes attribute; run-time axes
+ * scatter the values into full-rank begin/end/strides vectors. */
+static bool slice_dynamic(Imp *imp, Expr *x, Expr *s, Expr *e, Expr *ax, Expr *st) {
+    uint32_t r = imp_rank(x);
+    static const int64_t one[1] = {1};
+    if (imp_rank(s) != 1 || imp_rank(e) != 1 || (ax && imp_rank(ax) != 1) ||
+        (st && imp_rank(st) != 1))
+        return imp_error(imp, "starts, ends, axes and steps must be 1-D");
+    s = imp_cast(imp, s, RLY_DTYPE_I64);
+    e = imp_cast(imp, e, RLY_DTYPE_I64);
+    st = st ? imp_cast(imp, st, RLY_DTYPE_I64) : NULL;
+    const int64_t *axes;
+    uint32_t na;
+    ImpAttrs a = {0};
+    if (ax != NULL && imp_const_ints(imp, ax, &axes, &na)) {
+        int64_t *norm = alloc_i64(imp, na);
+        for (uint32_t i = 0; i < na; i++) {
+            if (!norm_axis(imp, axes[i], r, "axis", &norm[i])) return false;
+            for (uint32_t j = 0; j < i; j++)
+                if (norm[j] == norm[i])
+                    return imp_error(imp, "axes name axis %lld twice", (long long)norm[i]);
+        }
+        ia_ints(imp, &a, "axes", na, norm);
+    } else if (ax != NULL) {
+        Expr *axn = fix_negative(imp, imp_cast(imp, ax, RLY_DTYPE_I64),
+                                 imp_scalar_i(imp, RLY_DTYPE_I64, r));
+        int64_t *zeros = alloc_i64(imp, r), *ends = alloc_i64(imp, r), *ones = alloc_i64(imp, r);
+        for (uint32_t i = 0; i < r; i++)
+            zeros[i] = 0, ends[i] = SLICE_END, ones[i] = 1;
+        if (st == NULL) st = imp_call1(imp, "ones_like", s, NULL);
+        ImpAttrs sa = {0};
+        ia_int(imp, &sa, "axis", 0);
+        Expr *a0[3] = {imp_const_i64s(imp, r, zeros), axn, s};
+        Expr *a1[3] = {imp_const_i64s(imp, r, ends), axn, e};
+        Expr *a2[3] = {imp_const_i64s(imp, r, ones), axn, st};
+        if (axn == NULL || st == NULL) return false;
+        s = imp_call(imp, "scatter_elements", 3, a0, &sa);
+        e = imp_call(imp, "scatter_elements", 3, a1, &sa);
+        st = imp_call(imp, "scatter_elements", 3, a2, &sa);
+        if (s == NULL || e == NULL || st == NULL) return false;
+    }
+    Expr *args[4] = {x, s, e, st ? st : imp_const_i64s(imp, 1, one)};
+    Expr *y = imp_call(imp, "dyn.strided_slice", 4, args, &a);
+    if (y == NULL) return false;
+    imp_out(imp, 0, y);
+    return true;
+}
+
 static bool conv_slice1(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "data");
     if (x == NULL) return false;
@@ -527,17 +635,17 @@ static bool conv_slice10(Imp *imp) {
     if (x == NULL || s == NULL || e == NULL) return false;
     const int64_t *starts, *ends, *axes = NULL, *steps = NULL;
     uint32_t ns, ne, na = 0, nst = 0;
-    if (!const_ints(imp, s, "starts", &starts, &ns) || !const_ints(imp, e, "ends", &ends, &ne) ||
-        (ax != NULL && !const_ints(imp, ax, "axes", &axes, &na)) ||
-        (st != NULL && !const_ints(imp, st, "steps", &steps, &nst)))
-        return false;
+    if (!imp_const_ints(imp, s, &starts, &ns) || !imp_const_ints(imp, e, &ends, &ne) ||
+        (ax != NULL && !imp_const_ints(imp, ax, &axes, &na)) ||
+        (st != NULL && !imp_const_ints(imp, st, &steps, &nst)))
+        return slice_dynamic(imp, x, s, e, ax, st);
     if (ns != ne) return imp_error(imp, "starts has %u values but ends has %u", ns, ne);
     if ((ax != NULL && na != ns) || (st != NULL && nst != ns))
         return imp_error(imp, "axes and steps must have as many values as starts (%u)", ns);
     return slice_common(imp, x, ns, starts, ends, axes, steps);
 }
 
-/* ---- Gather, GatherElements, GatherND ------------------------------------------------------- */
+/* ---- Gather, GatherElements, GatherND -------------------------------------------------------- */
 
 /* Gather: take along axis; take's "wrap" mode maps [-s, -1] to [0, s) exactly as ONNX does. */
 static bool conv_gather(Imp *imp) {
@@ -648,8 +756,7 @@ static bool conv_scatter_nd(Imp *imp) {
     return true;
 }
 
-/* ---- Expand, Tile ------------------------------------------------------------------------------
- */
+/* ---- Expand, Tile ---------------------------------------------------------------------------- */
 
 /* Expand broadcasts both ways: the result has shape broadcast(input.shape, shape). */
 static bool conv_expand(Imp *imp) {
@@ -743,8 +850,7 @@ static bool conv_tile(Imp *imp) {
     return true;
 }
 
-/* ---- Pad ----------------------------------------------------------------------------------------
- */
+/* ---- Pad ------------------------------------------------------------------------------------- */
 
 /* pads: [b_0, ..., b_{n-1}, e_0, ..., e_{n-1}]; negative values crop. edge and reflect take no
  * negative widths in nn.pad, so those crop with strided_slice first. */
@@ -803,12 +909,44 @@ static bool conv_pad11(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "data"), *p = imp_in_req(imp, 1, "pads"), *v = imp_in(imp, 2);
     if (x == NULL || p == NULL) return false;
     const int64_t *pads;
-    uint32_t n;
-    if (!const_ints(imp, p, "pads", &pads, &n)) return false;
+    uint32_t n, r = imp_rank(x);
     if (v != NULL && imp_rank(v) > 0) { /* a one-element 1-D value: make it a scalar */
         if ((v = reshape(imp, v, 0, NULL)) == NULL) return false;
     }
-    return pad_common(imp, x, n, pads, v);
+    Expr *ax = imp_in(imp, 3); /* Pad-18: the axes the pads apply to */
+    if (ax != NULL) {
+        const int64_t *axes;
+        uint32_t na;
+        if (!const_ints(imp, ax, "axes", &axes, &na) || !const_ints(imp, p, "pads", &pads, &n))
+            return false;
+        if (n != 2 * na)
+            return imp_error(imp, "pads has %u values but %u axes need %u", n, na, 2 * na);
+        int64_t *full = alloc_i64(imp, 2 * (size_t)r);
+        memset(full, 0, 2 * (size_t)r * sizeof(int64_t));
+        for (uint32_t i = 0; i < na; i++) {
+            int64_t a;
+            if (!norm_axis(imp, axes[i], r, "axis", &a)) return false;
+            full[a] = pads[i];
+            full[r + a] = pads[na + i];
+        }
+        return pad_common(imp, x, 2 * r, full, v);
+    }
+    if (imp_const_ints(imp, p, &pads, &n)) return pad_common(imp, x, n, pads, v);
+    /* run-time pads [b_0.., e_0..] -> pad_width rows [b_i, e_i]; negative pads crop only in
+     * constant mode here (nn.pad's rule) */
+    const char *mode = imp_attr_str(imp, "mode", "constant");
+    if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
+        return imp_error(imp, "mode \"%s\" is not supported (constant, reflect, edge)", mode);
+    int64_t two_r[2] = {2, r};
+    Expr *pw = transpose(imp, reshape(imp, imp_cast(imp, p, RLY_DTYPE_I64), 2, two_r), 0, NULL);
+    if (pw == NULL) return false;
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "pad_mode", mode);
+    Expr *args[3] = {x, pw, v ? v : imp_scalar(imp, imp_dtype(x), 0)};
+    Expr *y = imp_call(imp, "dyn.nn.pad", 3, args, &a);
+    if (y == NULL) return false;
+    imp_out(imp, 0, y);
+    return true;
 }
 
 /* ---- Shape, Size, ConstantOfShape ------------------------------------------------------------ */
@@ -895,34 +1033,35 @@ static bool conv_constant_of_shape(Imp *imp) {
     return true;
 }
 
-/* ---- OneHot, NonZero, Compress ------------------------------------------------------------ */
+/* ---- OneHot, NonZero, Compress --------------------------------------------------------------- */
 
 static bool conv_one_hot(Imp *imp) {
     Expr *ind = imp_in_req(imp, 0, "indices"), *dep = imp_in_req(imp, 1, "depth"),
          *vals = imp_in_req(imp, 2, "values");
     if (ind == NULL || dep == NULL || vals == NULL) return false;
     double dv;
-    if (!imp_const_f64(dep, &dv)) {
-        if (op_exists("dyn.one_hot"))
-            return imp_error(imp, "a non-constant 'depth' is not supported yet");
-        return imp_error(imp, "the 'depth' input must be a constant");
-    }
-    int64_t depth = (int64_t)dv;
-    if (depth < 1) return imp_error(imp, "depth must be positive, got %g", dv);
+    bool const_depth = imp_const_f64(dep, &dv);
+    int64_t depth = const_depth ? (int64_t)dv : 0;
+    if (const_depth && depth < 1) return imp_error(imp, "depth must be positive, got %g", dv);
     if (imp_rank(vals) != 1 || (dim_known(dim_of(vals, 0)) && dim_of(vals, 0) != 2))
         return imp_error(imp, "'values' must be a tensor of two values [off, on]");
+    Expr *dep_s = NULL; /* run-time depth: an int64 scalar (float depths truncate) */
+    if (!const_depth) {
+        if (imp_rank(dep) > 0 && (dep = reshape(imp, dep, 0, NULL)) == NULL) return false;
+        dep_s = imp_cast(imp, dep, RLY_DTYPE_I64);
+    }
     /* float indices are cast to integers (truncating), then [-depth, -1] shifts by depth */
     if (!sup_dtype_is_int(imp_dtype(ind)) && !sup_dtype_is_uint(imp_dtype(ind)))
         ind = imp_cast(imp, ind, RLY_DTYPE_I64);
-    ind = fix_negative(imp, ind, imp_scalar_i(imp, RLY_DTYPE_I64, depth));
+    ind = fix_negative(imp, ind, dep_s ? dep_s : imp_scalar_i(imp, RLY_DTYPE_I64, depth));
     Expr *off = take(imp, vals, imp_scalar_i(imp, RLY_DTYPE_I64, 0), 0, NULL);
     Expr *on = take(imp, vals, imp_scalar_i(imp, RLY_DTYPE_I64, 1), 0, NULL);
-    if (ind == NULL || off == NULL || on == NULL) return false;
+    if (ind == NULL || off == NULL || on == NULL || (!const_depth && dep_s == NULL)) return false;
     ImpAttrs a = {0};
-    ia_int(imp, &a, "depth", depth);
+    if (const_depth) ia_int(imp, &a, "depth", depth);
     ia_int(imp, &a, "axis", imp_attr_int(imp, "axis", -1));
-    Expr *args[3] = {ind, on, off};
-    Expr *y = imp_call(imp, "one_hot", 3, args, &a);
+    Expr *args[4] = {ind, on, off, dep_s};
+    Expr *y = imp_call(imp, const_depth ? "one_hot" : "dyn.one_hot", const_depth ? 3 : 4, args, &a);
     if (y == NULL) return false;
     imp_out(imp, 0, y);
     return true;
@@ -962,7 +1101,7 @@ static bool conv_compress(Imp *imp) {
     return true;
 }
 
-/* ---- ReverseSequence, Trilu, DepthToSpace, SpaceToDepth ------------------------------------- */
+/* ---- ReverseSequence, Trilu, DepthToSpace, SpaceToDepth -------------------------------------- */
 
 static bool conv_reverse_sequence(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "input"), *lens = imp_in_req(imp, 1, "sequence_lens");
@@ -1160,6 +1299,7 @@ const ImpConv imp_conv_shape[] = {
     {"Split", "", 2, conv_split2},
     {"Split", "", 11, conv_split2},
     {"Split", "", 13, conv_split13},
+    {"Split", "", 18, conv_split13}, /* num_outputs */
     {"Slice", "", 1, conv_slice1},
     {"Slice", "", 10, conv_slice10},
     {"Slice", "", 11, conv_slice10},
@@ -1189,6 +1329,7 @@ const ImpConv imp_conv_shape[] = {
     {"Pad", "", 2, conv_pad1},
     {"Pad", "", 11, conv_pad11},
     {"Pad", "", 13, conv_pad11},
+    {"Pad", "", 18, conv_pad11}, /* axes */
     {"Shape", "", 1, conv_shape},
     {"Shape", "", 13, conv_shape},
     {"Shape", "", 15, conv_shape}, /* start, end */

@@ -6,12 +6,12 @@
  * framing and wire type and counts the repeated fields (packed or not, even mixed), the second
  * allocates exactly those counts and decodes, recursing into sub-messages. So every array the
  * reader allocates has one element per field (or packed element) present in the file: the
- * reader's memory is bounded by a constant multiple of the file's size (an empty 2-byte
- * AttributeProto costs one OxAttr, about 150 bytes, the worst ratio), never by a count the file
- * merely claims (dims, lengths). Tensor payloads in raw_data are not copied: OxTensor.data points
- * into the mapping when aligned for the element type. Unknown fields of every wire type are
- * skipped (groups included); a known field with the wrong wire type is an error. For a singular
- * field given twice the last one wins (sub-messages are not merged).
+ * reader's memory is bounded by a constant multiple of the file's size (the worst ratio: an
+ * empty 2-byte AttributeProto costs one 152-byte OxAttr before it is found to have no name, so
+ * about 76x), never by a count the file merely claims (dims, lengths). Tensor payloads in raw_data
+ * are not copied: OxTensor.data points into the mapping when aligned for the element type. Unknown
+ * fields of every wire type are skipped (groups included); a known field with the wrong wire type
+ * is an error. For a singular field given twice the last one wins (sub-messages are not merged).
  *
  * Errors longjmp to the entry point (the same jump an out-of-memory in the arena takes, through
  * the OomHandler the entry point installs), which frees everything: the arena, the mappings.
@@ -464,6 +464,17 @@ static bool src_fits(int src, int32_t t, size_t *per) {
     }
 }
 
+/* Count the values of one occurrence of a typed data field (string_data: one per field). */
+static void count_vals(Dec *d, const PbField *f, int src, int wire, size_t *n_vals, bool *has) {
+    if (wire == PB_LEN) {
+        want(d, f, PB_LEN, src_names[src]);
+        n_vals[src]++;
+    } else {
+        n_vals[src] += rep_count(d, f, wire, src_names[src]);
+    }
+    has[src] = true;
+}
+
 static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
     memset(t, 0, sizeof *t);
     t->name = "";
@@ -473,7 +484,7 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
     bool has_type = false;
     const uint8_t *raw = NULL;
     size_t raw_len = 0;
-    /* pass 1: framing, wire types, counts */
+    /* first pass: framing, wire types, counts */
     PbReader r = pb_reader(d->base, p, n);
     PbField f;
     while (next_field(d, &r, &f)) {
@@ -485,29 +496,19 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
             has_type = true;
             break;
         case 3: fail_at(d, f.off, "segmented tensors (field 3, segment) are not supported");
-        case 4:
-            n_vals[SRC_FLOAT] += rep_count(d, &f, PB_I32, "float_data"), has[SRC_FLOAT] = 1;
-            break;
-        case 5:
-            n_vals[SRC_INT32] += rep_count(d, &f, PB_VARINT, "int32_data"), has[SRC_INT32] = 1;
-            break;
-        case 6:
-            want(d, &f, PB_LEN, "string_data"), n_vals[SRC_STRING]++, has[SRC_STRING] = 1;
-            break;
-        case 7:
-            n_vals[SRC_INT64] += rep_count(d, &f, PB_VARINT, "int64_data"), has[SRC_INT64] = 1;
-            break;
+        case 4: count_vals(d, &f, SRC_FLOAT, PB_I32, n_vals, has); break;
+        case 5: count_vals(d, &f, SRC_INT32, PB_VARINT, n_vals, has); break;
+        case 6: count_vals(d, &f, SRC_STRING, PB_LEN, n_vals, has); break;
+        case 7: count_vals(d, &f, SRC_INT64, PB_VARINT, n_vals, has); break;
         case 8: want(d, &f, PB_LEN, "name"); break;
         case 9:
             want(d, &f, PB_LEN, "raw_data");
-            raw = f.data, raw_len = f.len, has[SRC_RAW] = true;
+            raw = f.data;
+            raw_len = f.len;
+            has[SRC_RAW] = true;
             break;
-        case 10:
-            n_vals[SRC_DOUBLE] += rep_count(d, &f, PB_I64, "double_data"), has[SRC_DOUBLE] = 1;
-            break;
-        case 11:
-            n_vals[SRC_UINT64] += rep_count(d, &f, PB_VARINT, "uint64_data"), has[SRC_UINT64] = 1;
-            break;
+        case 10: count_vals(d, &f, SRC_DOUBLE, PB_I64, n_vals, has); break;
+        case 11: count_vals(d, &f, SRC_UINT64, PB_VARINT, n_vals, has); break;
         case 12: want(d, &f, PB_LEN, "doc_string"); break;
         case 13: want(d, &f, PB_LEN, "external_data"), n_ext++; break;
         case 14:
@@ -542,7 +543,7 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
     if (src >= 0 && !src_fits(src, t->data_type, &per))
         fail_at(d, NO_OFFSET, "%s cannot hold %s values", src_names[src],
                 ox_type_name(t->data_type));
-    /* pass 2: decode into buffers sized by what the fields hold */
+    /* second pass: decode into buffers sized by what the fields hold */
     t->ndim = count32(d, n_dims, "dims");
     t->dims = alloc_n(d, n_dims, sizeof(int64_t));
     size_t comp = src == SRC_STRING ? 0 : esize / per; /* bytes per value of a typed field */
@@ -601,18 +602,18 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
     t->count = count;
     char ds[160];
     fmt_dims(t->dims, t->ndim, ds, sizeof ds);
+    if (src < 0) { /* never an allocation by dims: no data is only right for no elements */
+        if (count != 0)
+            fail_at(d, NO_OFFSET, "dims %s give %" PRId64 " elements but the tensor has no data",
+                    ds, count);
+        return;
+    }
     size_t nbytes = 0;
     if (esize) {
         if ((uint64_t)count > SIZE_MAX / esize)
             fail_at(d, NO_OFFSET, "dims %s: %" PRId64 " elements of %zu bytes overflow", ds, count,
                     esize);
         nbytes = (size_t)count * esize;
-    }
-    if (src < 0) {
-        if (count != 0)
-            fail_at(d, NO_OFFSET, "dims %s give %" PRId64 " elements but the tensor has no data",
-                    ds, count);
-        return;
     }
     if (src == SRC_RAW) {
         if (raw_len != nbytes)

@@ -74,7 +74,7 @@ typedef struct OxTensor {
      * count * element size bytes. NULL when count == 0. For OX_STRING: strings[] instead. */
     const void *data;
     size_t nbytes;
-    bool borrowed; /* data points into the mapped file */
+    bool borrowed;  /* data points into the mapped file */
     OxStr *strings; /* OX_STRING only, count entries */
     const char *doc;
 } OxTensor;
@@ -138,7 +138,7 @@ typedef struct OxAttr {
 } OxAttr;
 
 typedef struct OxNode {
-    uint32_t index; /* position in its graph's node list */
+    uint32_t index;   /* position in its graph's node list */
     const char *name; /* "" when unnamed */
     const char *op_type;
     const char *domain; /* "" = ai.onnx */
@@ -192,8 +192,7 @@ int64_t ox_opset(const OxModel *m, const char *domain);
  * lives in *arena (copied, not mapped). NULL on error with a message. */
 OxTensor *ox_load_tensor_file(const char *path, Arena *arena, char *err, size_t err_cap);
 /* Decode a TensorProto from memory into arena (copies what it keeps). */
-OxTensor *ox_decode_tensor(const void *data, size_t len, Arena *arena, char *err,
-                           size_t err_cap);
+OxTensor *ox_decode_tensor(const void *data, size_t len, Arena *arena, char *err, size_t err_cap);
 
 /* Encode a tensor as a TensorProto (raw_data form) into out (for `rly test` tools and tests). */
 void ox_encode_tensor(const OxTensor *t, StrBuf *out);

@@ -22,7 +22,13 @@ static int identity(KCall *kc) {
     return 0;
 }
 
+static int trap(KCall *kc) {
+    const char *msg = k_str(kc, "message");
+    return k_error(kc, "%s", msg ? msg : "unreachable");
+}
+
 const KernelDef kern_ref_misc[] = {
+    {"trap", trap},
     {"annotation.stop_fusion", identity},
     {"annotation.checkpoint", identity},
     {"debug", identity},
