@@ -214,8 +214,8 @@ def test_strided_slice_zero_stride():
 def test_strided_slice_too_many_entries_unknown_length():
     # `?` lengths are allowed by the relation; the kernel checks them
     x = rand((4, 4), "float32", "ss-len")
-    text = ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(4, 4), float32], %b: Tensor[(?,), int64]) {'
-            '\n  dyn.strided_slice(%x, %b, %b, %b)\n}\n')
+    text = ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(4, 4), float32], '
+            '%b: Tensor[(?,), int64]) {\n  dyn.strided_slice(%x, %b, %b, %b)\n}\n')
     with pytest.raises(RlyError) as e:
         run_relay(text, {"x": x, "b": vec([0, 0, 0])})
     assert "begin has 3 entries but data has rank 2" in e.value.stderr
@@ -223,7 +223,7 @@ def test_strided_slice_too_many_entries_unknown_length():
     assert out[0].shape == (0, 4)
 
 
-# ---- dyn.tile -------------------------------------------------------------------------------------
+# ---- dyn.tile ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("shape,reps", [((2, 3), [2, 2]), ((2, 3), [3]), ((3,), [2, 1, 2]),
@@ -281,7 +281,7 @@ def test_init_errors(call, args, msg):
     assert msg in err, err
 
 
-# ---- dyn.one_hot ----------------------------------------------------------------------------------
+# ---- dyn.one_hot ---------------------------------------------------------------------------------
 
 
 def one_hot_ref(ind, on, off, depth, axis, dtype):
@@ -308,7 +308,7 @@ def test_one_hot_bad_depth():
     assert "error: dyn.one_hot: depth must be positive, got 0" in err
 
 
-# ---- dyn.topk -------------------------------------------------------------------------------------
+# ---- dyn.topk ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("shape,axis,k,ret,ascend", [
@@ -334,7 +334,7 @@ def test_topk_k_too_large():
     assert "error: dyn.topk: k=6 is larger than axis 1 of size 4" in err
 
 
-# ---- dyn.nn.pad -----------------------------------------------------------------------------------
+# ---- dyn.nn.pad ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("shape,pw,mode", [
@@ -378,7 +378,7 @@ def test_pad_width_rows_checked_at_run_time():
     assert "pad_width has shape (1, 2) but data has rank 2" in e.value.stderr
 
 
-# ---- dyn.squeeze, dyn.expand_dims -----------------------------------------------------------------
+# ---- dyn.squeeze, dyn.expand_dims ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("shape,axes", [((1, 3, 1, 4), [0]), ((1, 3, 1, 4), [2, 0]),
@@ -414,7 +414,7 @@ def test_expand_dims_axis_out_of_range():
     assert "error: dyn.expand_dims: axis 4 is out of range" in err
 
 
-# ---- dyn.image.resize2d, dyn.nn.upsampling ---------------------------------------------------------
+# ---- dyn.image.resize2d, dyn.nn.upsampling -------------------------------------------------------
 
 
 @pytest.mark.parametrize("size,method,mode,layout", [
@@ -469,7 +469,7 @@ def test_upsampling_bad_scale(sh, msg):
     assert "error: dyn.nn.upsampling: " in err and msg in err, err
 
 
-# ---- unknown input dims ------------------------------------------------------------------------------
+# ---- unknown input dims --------------------------------------------------------------------------
 
 
 def test_all_ops_with_unknown_data_dims():

@@ -1282,6 +1282,117 @@ static bool conv_scan(Imp *imp) {
     return true;
 }
 
+/* Scan-8: inputs (sequence_lens, states..., scans...) all with a leading batch axis; the scan axis
+ * of the scan inputs is 1. Unrolled over the static batch and sequence length; sequence_lens
+ * must be absent (every sequence full length). */
+static bool conv_scan8(Imp *imp) {
+    const OxGraph *body = graph_attr(imp, "body");
+    if (body == NULL) return false;
+    if (imp_in(imp, 0) != NULL)
+        return imp_error(imp,
+                         "the sequence_lens input is not supported (only full-length sequences)");
+    int64_t m = imp_attr_int(imp, "num_scan_inputs", -1);
+    uint32_t n_in = imp_n_inputs(imp);
+    if (m < 1 || (uint64_t)m + 1 > n_in)
+        return imp_error(imp, "num_scan_inputs must be in 1..%u", n_in - 1);
+    uint32_t n_state = n_in - 1 - (uint32_t)m;
+    if (body->n_inputs != n_state + (uint32_t)m)
+        return imp_error(imp, "the body takes %u inputs, expected %u", body->n_inputs,
+                         n_state + (uint32_t)m);
+    if (body->n_outputs < n_state) return imp_error(imp, "the body gives too few outputs");
+    uint32_t n_out = body->n_outputs - n_state;
+    const int64_t *dirs;
+    uint32_t n_dirs = imp_attr_ints(imp, "directions", &dirs);
+    Expr **st0 = arena_array(&imp->arena, n_state + 1, sizeof *st0);
+    Expr **xs = arena_array(&imp->arena, (size_t)m + 1, sizeof *xs);
+    int64_t batch = -1, len = -1;
+    for (uint32_t k = 0; k < n_state; k++)
+        if ((st0[k] = imp_in_req(imp, 1 + k, "initial state")) == NULL) return false;
+    for (uint32_t k = 0; k < (uint32_t)m; k++) {
+        if ((xs[k] = imp_in_req(imp, 1 + n_state + k, "scan input")) == NULL) return false;
+        TensorType *t = imp_tt(xs[k]);
+        if (t == NULL || t->ndim < 2 || t->shape[0] < 0 || t->shape[1] < 0)
+            return imp_error(imp, "scan input %u needs a static batch and sequence length", k);
+        if ((batch >= 0 && t->shape[0] != batch) || (len >= 0 && t->shape[1] != len))
+            return imp_error(imp, "scan inputs differ in batch or sequence length");
+        batch = t->shape[0], len = t->shape[1];
+    }
+    if (batch * len > 100000) return imp_error(imp, "the scan is too long to unroll");
+    const OxNode *self = imp->node;
+    Span span = imp->span;
+    int64_t opset = imp->opset;
+    Expr **outs = imp->outs;
+    Expr **fin = arena_array(&imp->arena, (size_t)(n_state * batch) + 1, sizeof *fin);
+    Expr **per_b = arena_array(&imp->arena, (size_t)(n_out * batch) + 1, sizeof *per_b);
+    Expr **steps = arena_array(&imp->arena, (size_t)len + 1, sizeof *steps);
+    Expr ***seq = arena_array(&imp->arena, n_out + 1, sizeof *seq);
+    for (uint32_t j = 0; j < n_out; j++)
+        seq[j] = arena_array(&imp->arena, (size_t)len + 1, sizeof **seq);
+    for (int64_t b = 0; b < batch; b++) {
+        Expr **state = arena_array(&imp->arena, n_state + 1, sizeof *state);
+        for (uint32_t k = 0; k < n_state; k++) {
+            ImpAttrs a = {0};
+            ia_int(imp, &a, "axis", 0);
+            state[k] = imp_call2(imp, "take", st0[k], imp_scalar_i(imp, RLY_DTYPE_I64, b), &a);
+            if (state[k] == NULL) return false;
+        }
+        for (int64_t t = 0; t < len; t++) {
+            Scope s;
+            scope_push(imp, &s, false);
+            bool ok = define_inits(imp, body);
+            for (uint32_t k = 0; ok && k < n_state; k++)
+                define(imp, body->inputs[k].name, state[k]);
+            for (uint32_t k = 0; ok && k < (uint32_t)m; k++) {
+                int64_t idx = (k < n_dirs && dirs[k]) ? len - 1 - t : t;
+                ImpAttrs a0 = {0}, a1 = {0};
+                ia_int(imp, &a0, "axis", 0);
+                ia_int(imp, &a1, "axis", 0);
+                Expr *xb = imp_call2(imp, "take", xs[k], imp_scalar_i(imp, RLY_DTYPE_I64, b), &a0);
+                Expr *sl =
+                    xb ? imp_call2(imp, "take", xb, imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a1)
+                       : NULL;
+                ok = sl != NULL;
+                if (ok) define(imp, body->inputs[n_state + k].name, sl);
+            }
+            ok = ok && convert_nodes(imp, body);
+            Expr **bo = ok ? graph_outputs(imp, body) : NULL;
+            scope_pop(imp);
+            imp->node = self, imp->span = span, imp->opset = opset, imp->outs = outs;
+            if (bo == NULL) return false;
+            for (uint32_t k = 0; k < n_state; k++)
+                state[k] = bo[k];
+            for (uint32_t j = 0; j < n_out; j++)
+                seq[j][t] = bo[n_state + j];
+        }
+        for (uint32_t k = 0; k < n_state; k++)
+            fin[k * batch + b] = state[k];
+        for (uint32_t j = 0; j < n_out; j++) {
+            for (int64_t t = 0; t < len; t++)
+                steps[t] = seq[j][t];
+            ImpAttrs a = {0};
+            ia_int(imp, &a, "axis", 0);
+            per_b[j * batch + b] =
+                imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)len, steps), &a);
+            if (per_b[j * batch + b] == NULL) return false;
+        }
+    }
+    for (uint32_t k = 0; k < n_state; k++) {
+        ImpAttrs a = {0};
+        ia_int(imp, &a, "axis", 0);
+        Expr *st = imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)batch, fin + k * batch), &a);
+        if (st == NULL) return false;
+        imp_out(imp, k, st);
+    }
+    for (uint32_t j = 0; j < n_out; j++) {
+        ImpAttrs a = {0};
+        ia_int(imp, &a, "axis", 0);
+        Expr *st = imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)batch, per_b + j * batch), &a);
+        if (st == NULL) return false;
+        imp_out(imp, n_state + j, st);
+    }
+    return true;
+}
+
 static bool conv_constant(Imp *imp) {
     const OxAttr *a = imp_attr(imp, "value");
     if (a && a->t) {
@@ -1321,6 +1432,7 @@ static bool conv_identity(Imp *imp) {
 const ImpConv imp_conv_control[] = {
     {"If", "", 1, conv_if},
     {"Loop", "", 1, conv_loop},
+    {"Scan", "", 8, conv_scan8},
     {"Scan", "", 9, conv_scan},
     {"Constant", "", 1, conv_constant},
     {"Identity", "", 1, conv_identity},

@@ -468,6 +468,21 @@ static bool conv_prelu(Imp *imp) {
     return set_out(imp, 0, y);
 }
 
+/* PRelu before opset 7: a 1-D slope of X's channel count is per channel (axis 1), as PyTorch
+ * exported it; numpy broadcasting (opset 7 on) would align it with the last axis instead. */
+static bool conv_prelu_1(Imp *imp) {
+    Expr *x = tin(imp, 0, "X"), *slope = tin(imp, 1, "slope");
+    if (x == NULL || slope == NULL) return false;
+    TensorType *tx = imp_tt(x), *ts = imp_tt(slope);
+    if (ts->ndim == 1 && tx->ndim >= 2 && ts->shape[0] > 1 && ts->shape[0] == tx->shape[1] &&
+        imp_dtype(slope) == imp_dtype(x)) {
+        ImpAttrs p = {0};
+        ia_int(imp, &p, "axis", 1);
+        return set_out(imp, 0, imp_call2(imp, "nn.prelu", x, slope, &p));
+    }
+    return conv_prelu(imp);
+}
+
 /* ---- Dropout (inference) --------------------------------------------------------------------- */
 
 /* The output is the input; the mask, when asked for, is all ones (bool from Dropout-10 on, of
@@ -682,7 +697,8 @@ const ImpConv imp_conv_elem[] = {
     {"Softplus", "", 1, conv_softplus},
     {"Softsign", "", 1, conv_softsign},
     {"ThresholdedRelu", "", 10, conv_thresholded_relu},
-    {"PRelu", "", 1, conv_prelu},
+    {"PRelu", "", 1, conv_prelu_1},
+    {"PRelu", "", 7, conv_prelu},
     {"Dropout", "", 1, conv_dropout_1},
     {"Dropout", "", 10, conv_dropout_10},
     {"EyeLike", "", 9, conv_eyelike},
