@@ -160,6 +160,25 @@ void imp_out(Imp *imp, uint32_t i, Expr *e) {
     if (i < imp->node->n_outputs) imp->outs[i] = e;
 }
 
+bool imp_set_out(Imp *imp, uint32_t i, Expr *e) {
+    if (e == NULL) return false;
+    imp_out(imp, i, e);
+    return true;
+}
+
+bool imp_wants_out(Imp *imp, uint32_t i) {
+    return i < imp->node->n_outputs && imp->node->outputs[i][0] != '\0';
+}
+
+Expr *imp_tin(Imp *imp, uint32_t i, const char *what) {
+    Expr *e = imp_in_req(imp, i, what);
+    if (e != NULL && imp_tt(e) == NULL) {
+        imp_error(imp, "input %u (%s) must be a tensor", i, what);
+        return NULL;
+    }
+    return e;
+}
+
 /* ---- attributes ------------------------------------------------------------------------------ */
 
 const OxAttr *imp_attr(Imp *imp, const char *name) {
@@ -416,11 +435,13 @@ Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, con
         imp_error(imp, "internal error: the converter calls unknown operator %s", op);
         return NULL;
     }
-    for (uint32_t i = 0; i < n_args; i++)
-        if (args[i] == NULL || args[i]->checked_type == NULL) {
-            imp_error(imp, "internal error: argument %u of %s is missing or untyped", i, op);
+    for (uint32_t i = 0; i < n_args; i++) {
+        if (args[i] == NULL) return NULL; /* an earlier call failed and reported */
+        if (args[i]->checked_type == NULL) {
+            imp_error(imp, "internal error: argument %u of %s is untyped", i, op);
             return NULL;
         }
+    }
     const Attrs *attrs = NULL;
     if (a && a->n) attrs = ir_attrs_new(ctx, a->n, a->keys, a->vals);
     Expr *opx = ir_op_get(ctx, op, strlen(op));
@@ -463,10 +484,12 @@ Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, con
 }
 
 Expr *imp_call1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a) {
+    if (x == NULL) return NULL;
     return imp_call(imp, op, 1, &x, a);
 }
 
 Expr *imp_call2(Imp *imp, const char *op, Expr *x, Expr *y, const ImpAttrs *a) {
+    if (x == NULL || y == NULL) return NULL;
     Expr *args[2] = {x, y};
     return imp_call(imp, op, 2, args, a);
 }

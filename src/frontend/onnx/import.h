@@ -60,6 +60,12 @@ Expr *imp_in(Imp *imp, uint32_t i);
 Expr *imp_in_req(Imp *imp, uint32_t i, const char *what);
 /* Set output i (ignored when the node does not name output i). */
 void imp_out(Imp *imp, uint32_t i, Expr *e);
+/* imp_out for a result that may be NULL (an error was reported): false then, true otherwise. */
+bool imp_set_out(Imp *imp, uint32_t i, Expr *e);
+/* Does the node name output i (an optional output left out is "")? */
+bool imp_wants_out(Imp *imp, uint32_t i);
+/* Required input i, which must be a tensor (reports and gives NULL otherwise). */
+Expr *imp_tin(Imp *imp, uint32_t i, const char *what);
 
 /* Report an error at the node: "OpType 'name': <message>". Returns false. */
 bool imp_error(Imp *imp, const char *fmt, ...) RLY_PRINTF(2, 3);
@@ -113,6 +119,8 @@ void ia_none(Imp *imp, ImpAttrs *a, const char *key);
 void ia_pairs(Imp *imp, ImpAttrs *a, const char *key, uint32_t n_pairs, const int64_t *v);
 
 /* Call operator `op` (a name of the operator table) on args with attributes a (NULL for none).
+ * A NULL argument (the result of a failed call, already reported) gives NULL, so converters can
+ * chain calls and check once.
  * Types it with the operator's relation at once; folds it when every argument is a constant
  * and the result is small. Returns NULL after reporting a located error (the relation's
  * message) when the call does not type-check. */

@@ -31,34 +31,14 @@ static Expr *lit(Imp *imp, Expr *x, double v) {
     return x ? imp_scalar(imp, imp_dtype(x), v) : NULL;
 }
 
-static Expr *cast(Imp *imp, Expr *x, rly_dtype dt) { return x ? imp_cast(imp, x, dt) : NULL; }
-
-static bool set_out(Imp *imp, uint32_t i, Expr *e) {
-    if (e == NULL) return false;
-    imp_out(imp, i, e);
-    return true;
-}
-
 /* Whether the node names output i (an optional output left out is ""). */
-static bool wants_out(Imp *imp, uint32_t i) {
-    return i < imp_n_outputs(imp) && imp_node(imp)->outputs[i][0] != '\0';
-}
 
 /* Required input i, which must be a tensor. */
-static Expr *tin(Imp *imp, uint32_t i, const char *what) {
-    Expr *e = imp_in_req(imp, i, what);
-    if (e == NULL) return NULL;
-    if (imp_tt(e) == NULL) {
-        imp_error(imp, "input %u (%s) must be a tensor", i, what);
-        return NULL;
-    }
-    return e;
-}
 
 /* A tensor input of shape () or (1) as a 0-D tensor (Range and the windows take scalars; some
  * exporters write them as one-element vectors). */
 static Expr *scalar_in(Imp *imp, uint32_t i, const char *what) {
-    Expr *e = tin(imp, i, what);
+    Expr *e = imp_tin(imp, i, what);
     if (e == NULL) return NULL;
     TensorType *t = imp_tt(e);
     if (t->ndim == 0) return e;
@@ -97,30 +77,30 @@ static const NameMap unary_ops[] = {
 static bool conv_unary(Imp *imp) {
     const char *op = map_name(unary_ops, imp_node(imp)->op_type);
     RLY_CHECK(op != NULL, "no unary mapping for %s", imp_node(imp)->op_type);
-    return set_out(imp, 0, un(imp, op, tin(imp, 0, "X")));
+    return imp_set_out(imp, 0, un(imp, op, imp_tin(imp, 0, "X")));
 }
 
 static bool conv_reciprocal(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
-    return set_out(imp, 0, bin(imp, "divide", lit(imp, x, 1), x));
+    Expr *x = imp_tin(imp, 0, "X");
+    return imp_set_out(imp, 0, bin(imp, "divide", lit(imp, x, 1), x));
 }
 
 /* IsInf: detect_negative and detect_positive choose which infinities count. */
 static bool conv_isinf(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     if (x == NULL) return false;
     bool neg = imp_attr_int(imp, "detect_negative", 1) != 0;
     bool pos = imp_attr_int(imp, "detect_positive", 1) != 0;
     Expr *y;
     if (!sup_dtype_is_float(imp_dtype(x))) /* integers are never infinite */
-        y = un(imp, "zeros_like", cast(imp, x, RLY_DTYPE_BOOL));
+        y = un(imp, "zeros_like", imp_cast(imp, x, RLY_DTYPE_BOOL));
     else if (neg && pos)
         y = un(imp, "isinf", x);
     else if (neg || pos)
         y = bin(imp, "equal", x, lit(imp, x, pos ? INFINITY : -INFINITY));
     else
-        y = un(imp, "zeros_like", cast(imp, x, RLY_DTYPE_BOOL));
-    return set_out(imp, 0, y);
+        y = un(imp, "zeros_like", imp_cast(imp, x, RLY_DTYPE_BOOL));
+    return imp_set_out(imp, 0, y);
 }
 
 /* ---- binary operators ------------------------------------------------------------------------ */
@@ -165,8 +145,8 @@ static const NameMap binary_ops[] = {
 static bool conv_binary(Imp *imp) {
     const char *op = map_name(binary_ops, imp_node(imp)->op_type);
     RLY_CHECK(op != NULL, "no binary mapping for %s", imp_node(imp)->op_type);
-    Expr *a = tin(imp, 0, "A"), *b = tin(imp, 1, "B");
-    return set_out(imp, 0, bin(imp, op, a, legacy_rhs(imp, a, b)));
+    Expr *a = imp_tin(imp, 0, "A"), *b = imp_tin(imp, 1, "B");
+    return imp_set_out(imp, 0, bin(imp, op, a, legacy_rhs(imp, a, b)));
 }
 
 /* Pow: the result has the base's dtype. The reference computes np.power(a, b).astype(a.dtype):
@@ -174,18 +154,18 @@ static bool conv_binary(Imp *imp) {
  * int64 (which wraps exactly as the narrower power would) or float64, and the result is cast
  * back. */
 static bool conv_pow(Imp *imp) {
-    Expr *a = tin(imp, 0, "X"), *b = tin(imp, 1, "Y");
+    Expr *a = imp_tin(imp, 0, "X"), *b = imp_tin(imp, 1, "Y");
     b = legacy_rhs(imp, a, b);
     if (a == NULL || b == NULL) return false;
     rly_dtype da = imp_dtype(a), db = imp_dtype(b);
-    if (da == db) return set_out(imp, 0, bin(imp, "power", a, b));
+    if (da == db) return imp_set_out(imp, 0, bin(imp, "power", a, b));
     bool ints = !sup_dtype_is_float(da) && !sup_dtype_is_float(db);
     if (da == RLY_DTYPE_BOOL || db == RLY_DTYPE_BOOL)
         return imp_error(imp, "Pow takes numbers, got %s and %s", sup_dtype_name(da),
                          sup_dtype_name(db));
     rly_dtype wide = ints ? RLY_DTYPE_I64 : RLY_DTYPE_F64;
-    Expr *y = bin(imp, "power", cast(imp, a, wide), cast(imp, b, wide));
-    return set_out(imp, 0, cast(imp, y, da));
+    Expr *y = bin(imp, "power", imp_cast(imp, a, wide), imp_cast(imp, b, wide));
+    return imp_set_out(imp, 0, imp_cast(imp, y, da));
 }
 
 /* Mod: fmod=0 is Python's %, the sign of the divisor (floor_mod); fmod=1 is C fmod, the sign of
@@ -195,8 +175,8 @@ static bool conv_mod(Imp *imp) {
     int64_t fmod = imp_attr_int(imp, "fmod", 0);
     if (fmod != 0 && fmod != 1)
         return imp_error(imp, "attribute fmod must be 0 or 1, got %lld", (long long)fmod);
-    Expr *a = tin(imp, 0, "A"), *b = tin(imp, 1, "B");
-    return set_out(imp, 0, bin(imp, fmod ? "mod" : "floor_mod", a, b));
+    Expr *a = imp_tin(imp, 0, "A"), *b = imp_tin(imp, 1, "B");
+    return imp_set_out(imp, 0, bin(imp, fmod ? "mod" : "floor_mod", a, b));
 }
 
 static bool conv_bitshift(Imp *imp) {
@@ -207,7 +187,7 @@ static bool conv_bitshift(Imp *imp) {
                                                  : NULL;
     if (op == NULL)
         return imp_error(imp, "attribute direction must be LEFT or RIGHT, got '%s'", dir);
-    return set_out(imp, 0, bin(imp, op, tin(imp, 0, "X"), tin(imp, 1, "Y")));
+    return imp_set_out(imp, 0, bin(imp, op, imp_tin(imp, 0, "X"), imp_tin(imp, 1, "Y")));
 }
 
 /* Sum, Mean, Max, Min: a left fold over 1 or more inputs with broadcasting. */
@@ -219,20 +199,20 @@ static bool conv_variadic(Imp *imp) {
                                                    : "add";
     uint32_t n = imp_n_inputs(imp);
     if (n == 0) return imp_error(imp, "needs at least one input");
-    Expr *acc = tin(imp, 0, "data_0");
+    Expr *acc = imp_tin(imp, 0, "data_0");
     for (uint32_t i = 1; i < n && acc; i++)
-        acc = bin(imp, op, acc, tin(imp, i, "data_i"));
+        acc = bin(imp, op, acc, imp_tin(imp, i, "data_i"));
     if (mean && n > 1) acc = bin(imp, "divide", acc, lit(imp, acc, (double)n));
-    return set_out(imp, 0, acc);
+    return imp_set_out(imp, 0, acc);
 }
 
 static bool conv_where(Imp *imp) {
-    Expr *c = tin(imp, 0, "condition"), *x = tin(imp, 1, "X"), *y = tin(imp, 2, "Y");
+    Expr *c = imp_tin(imp, 0, "condition"), *x = imp_tin(imp, 1, "X"), *y = imp_tin(imp, 2, "Y");
     if (c && imp_dtype(c) != RLY_DTYPE_BOOL)
         return imp_error(imp, "condition must be a bool tensor, got %s",
                          sup_dtype_name(imp_dtype(c)));
-    return set_out(imp, 0,
-                   c && x && y ? imp_call(imp, "where", 3, (Expr *[]){c, x, y}, NULL) : NULL);
+    return imp_set_out(imp, 0,
+                       c && x && y ? imp_call(imp, "where", 3, (Expr *[]){c, x, y}, NULL) : NULL);
 }
 
 /* ---- casts ----------------------------------------------------------------------------------- */
@@ -256,17 +236,17 @@ static bool cast_target(Imp *imp, int32_t *out) {
 static bool conv_cast(Imp *imp) {
     int32_t to = 0;
     if (!cast_target(imp, &to)) return false;
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     if (x == NULL) return false;
     int dt = imp_onnx_dtype(imp, to);
     if (dt < 0) return false;
-    return set_out(imp, 0, imp_cast(imp, x, (rly_dtype)dt));
+    return imp_set_out(imp, 0, imp_cast(imp, x, (rly_dtype)dt));
 }
 
 static bool conv_castlike(Imp *imp) {
-    Expr *x = tin(imp, 0, "input"), *like = tin(imp, 1, "target_type");
+    Expr *x = imp_tin(imp, 0, "input"), *like = imp_tin(imp, 1, "target_type");
     if (x == NULL || like == NULL) return false;
-    return set_out(imp, 0, imp_cast(imp, x, imp_dtype(like)));
+    return imp_set_out(imp, 0, imp_cast(imp, x, imp_dtype(like)));
 }
 
 /* ---- clip ------------------------------------------------------------------------------------ */
@@ -295,23 +275,23 @@ static Expr *clip_to(Imp *imp, Expr *x, Expr *lo, Expr *hi) {
         return imp_call1(imp, "clip", x, &a);
     }
     Expr *y = x;
-    if (lo) y = bin(imp, "maximum", y, cast(imp, lo, dt));
-    if (hi) y = bin(imp, "minimum", y, cast(imp, hi, dt));
+    if (lo) y = bin(imp, "maximum", y, imp_cast(imp, lo, dt));
+    if (hi) y = bin(imp, "minimum", y, imp_cast(imp, hi, dt));
     return y;
 }
 
 /* Clip-1 and Clip-6: the bounds are float attributes (defaults: the float range). */
 static bool conv_clip_attr(Imp *imp) {
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     if (x == NULL) return false;
     const OxAttr *amin = imp_attr(imp, "min"), *amax = imp_attr(imp, "max");
     Expr *lo = amin ? lit(imp, x, amin->f) : NULL, *hi = amax ? lit(imp, x, amax->f) : NULL;
-    return set_out(imp, 0, clip_to(imp, x, lo, hi));
+    return imp_set_out(imp, 0, clip_to(imp, x, lo, hi));
 }
 
 /* Clip-11 on: the bounds are optional scalar inputs. */
 static bool conv_clip(Imp *imp) {
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     if (x == NULL) return false;
     Expr *lo = imp_in(imp, 1), *hi = imp_in(imp, 2);
     for (uint32_t i = 0; i < 2; i++) {
@@ -320,25 +300,25 @@ static bool conv_clip(Imp *imp) {
                   (imp_tt(b)->ndim == 1 && imp_tt(b)->shape[0] != 1)))
             return imp_error(imp, "input %u (%s) must be a scalar", i + 1, i ? "max" : "min");
     }
-    return set_out(imp, 0, clip_to(imp, x, lo, hi));
+    return imp_set_out(imp, 0, clip_to(imp, x, lo, hi));
 }
 
 /* ---- activations ----------------------------------------------------------------------------- */
 
 static bool conv_leaky_relu(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     double alpha = imp_attr_float(imp, "alpha", 0.01);
     if (alpha >= 0) {
         ImpAttrs a = {0};
         ia_float(imp, &a, "alpha", alpha);
-        return set_out(imp, 0, x ? imp_call1(imp, "nn.leaky_relu", x, &a) : NULL);
+        return imp_set_out(imp, 0, x ? imp_call1(imp, "nn.leaky_relu", x, &a) : NULL);
     }
     /* nn.leaky_relu wants alpha >= 0; ONNX allows any slope */
     Expr *neg = bin(imp, "less", x, lit(imp, x, 0));
     Expr *y = x ? imp_call(imp, "where", 3,
                            (Expr *[]){neg, bin(imp, "multiply", x, lit(imp, x, alpha)), x}, NULL)
                 : NULL;
-    return set_out(imp, 0, neg ? y : NULL);
+    return imp_set_out(imp, 0, neg ? y : NULL);
 }
 
 static Expr *where3(Imp *imp, Expr *c, Expr *x, Expr *y) {
@@ -347,34 +327,34 @@ static Expr *where3(Imp *imp, Expr *c, Expr *x, Expr *y) {
 
 /* Elu: x < 0 ? alpha * (exp(x) - 1) : x. */
 static bool conv_elu(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     double alpha = imp_attr_float(imp, "alpha", 1.0);
     Expr *e = bin(imp, "multiply", bin(imp, "subtract", un(imp, "exp", x), lit(imp, x, 1)),
                   lit(imp, x, alpha));
-    return set_out(imp, 0, where3(imp, bin(imp, "less", x, lit(imp, x, 0)), e, x));
+    return imp_set_out(imp, 0, where3(imp, bin(imp, "less", x, lit(imp, x, 0)), e, x));
 }
 
 /* Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)). */
 static bool conv_celu(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     double alpha = imp_attr_float(imp, "alpha", 1.0);
     if (alpha == 0) return imp_error(imp, "attribute alpha must not be 0");
     Expr *e = un(imp, "exp", bin(imp, "divide", x, lit(imp, x, alpha)));
     e = bin(imp, "multiply", lit(imp, x, alpha), bin(imp, "subtract", e, lit(imp, x, 1)));
     Expr *y = bin(imp, "add", bin(imp, "maximum", lit(imp, x, 0), x),
                   bin(imp, "minimum", lit(imp, x, 0), e));
-    return set_out(imp, 0, y);
+    return imp_set_out(imp, 0, y);
 }
 
 /* Selu: (x > 0 ? x : exp(x) * alpha - alpha) * gamma. */
 static bool conv_selu(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     double alpha = imp_attr_float(imp, "alpha", 1.67326319217681884765625);
     double gamma = imp_attr_float(imp, "gamma", 1.05070102214813232421875);
     Expr *e = bin(imp, "subtract", bin(imp, "multiply", un(imp, "exp", x), lit(imp, x, alpha)),
                   lit(imp, x, alpha));
     Expr *y = where3(imp, bin(imp, "greater", x, lit(imp, x, 0)), x, e);
-    return set_out(imp, 0, bin(imp, "multiply", y, lit(imp, x, gamma)));
+    return imp_set_out(imp, 0, bin(imp, "multiply", y, lit(imp, x, gamma)));
 }
 
 static Expr *clip01(Imp *imp, Expr *x) {
@@ -387,59 +367,59 @@ static Expr *clip01(Imp *imp, Expr *x) {
 
 /* HardSigmoid: clip(alpha * x + beta, 0, 1). */
 static bool conv_hard_sigmoid(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     double alpha = imp_attr_float(imp, "alpha", 0.2), beta = imp_attr_float(imp, "beta", 0.5);
     Expr *y = bin(imp, "add", bin(imp, "multiply", x, lit(imp, x, alpha)), lit(imp, x, beta));
-    return set_out(imp, 0, clip01(imp, y));
+    return imp_set_out(imp, 0, clip01(imp, y));
 }
 
 /* HardSwish: x * clip(x / 6 + 0.5, 0, 1). */
 static bool conv_hard_swish(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     Expr *y = bin(imp, "add", bin(imp, "multiply", x, lit(imp, x, 1.0 / 6)), lit(imp, x, 0.5));
-    return set_out(imp, 0, bin(imp, "multiply", x, clip01(imp, y)));
+    return imp_set_out(imp, 0, bin(imp, "multiply", x, clip01(imp, y)));
 }
 
 /* Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0. */
 static bool conv_shrink(Imp *imp) {
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     double lambd = imp_attr_float(imp, "lambd", 0.5), bias = imp_attr_float(imp, "bias", 0);
     Expr *hi = where3(imp, bin(imp, "greater", x, lit(imp, x, lambd)),
                       bin(imp, "subtract", x, lit(imp, x, bias)), lit(imp, x, 0));
     Expr *y = where3(imp, bin(imp, "less", x, lit(imp, x, -lambd)),
                      bin(imp, "add", x, lit(imp, x, bias)), hi);
-    return set_out(imp, 0, y);
+    return imp_set_out(imp, 0, y);
 }
 
 /* Softplus: log(exp(x) + 1), written max(x, 0) + log(1 + exp(-|x|)) so that large x does not
  * overflow to inf (the two agree wherever exp(x) is finite). */
 static bool conv_softplus(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     Expr *t = un(imp, "exp", un(imp, "negative", un(imp, "abs", x)));
     t = un(imp, "log", bin(imp, "add", lit(imp, x, 1), t));
-    return set_out(imp, 0, bin(imp, "add", bin(imp, "maximum", x, lit(imp, x, 0)), t));
+    return imp_set_out(imp, 0, bin(imp, "add", bin(imp, "maximum", x, lit(imp, x, 0)), t));
 }
 
 /* Softsign: x / (1 + |x|). */
 static bool conv_softsign(Imp *imp) {
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     Expr *d = bin(imp, "add", lit(imp, x, 1), un(imp, "abs", x));
-    return set_out(imp, 0, bin(imp, "divide", x, d));
+    return imp_set_out(imp, 0, bin(imp, "divide", x, d));
 }
 
 /* ThresholdedRelu: x > alpha ? x : 0. */
 static bool conv_thresholded_relu(Imp *imp) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     double alpha = imp_attr_float(imp, "alpha", 1.0);
     Expr *y = where3(imp, bin(imp, "greater", x, lit(imp, x, alpha)), x, lit(imp, x, 0));
-    return set_out(imp, 0, y);
+    return imp_set_out(imp, 0, y);
 }
 
 /* PRelu: x < 0 ? slope * x : x, slope broadcast to x (unidirectionally). A slope that varies
  * along one axis only and matches x there is the per-channel nn.prelu; any other slope takes
  * the composite. */
 static bool conv_prelu(Imp *imp) {
-    Expr *x = tin(imp, 0, "X"), *slope = tin(imp, 1, "slope");
+    Expr *x = imp_tin(imp, 0, "X"), *slope = imp_tin(imp, 1, "slope");
     if (x == NULL || slope == NULL) return false;
     TensorType *tx = imp_tt(x), *ts = imp_tt(slope);
     if (ts->ndim > tx->ndim)
@@ -461,24 +441,24 @@ static bool conv_prelu(Imp *imp) {
         ia_ints(imp, &r, "newshape", 1, &flat);
         ia_int(imp, &p, "axis", axis);
         Expr *s1 = ts->ndim == 1 ? slope : imp_call1(imp, "reshape", slope, &r);
-        return set_out(imp, 0, s1 ? imp_call2(imp, "nn.prelu", x, s1, &p) : NULL);
+        return imp_set_out(imp, 0, s1 ? imp_call2(imp, "nn.prelu", x, s1, &p) : NULL);
     }
     Expr *y = where3(imp, bin(imp, "less", x, lit(imp, x, 0)), bin(imp, "multiply", x, slope), x);
     if (y && imp_rank(y) != tx->ndim) return imp_error(imp, "slope does not broadcast to X");
-    return set_out(imp, 0, y);
+    return imp_set_out(imp, 0, y);
 }
 
 /* PRelu before opset 7: a 1-D slope of X's channel count is per channel (axis 1), as PyTorch
  * exported it; numpy broadcasting (opset 7 on) would align it with the last axis instead. */
 static bool conv_prelu_1(Imp *imp) {
-    Expr *x = tin(imp, 0, "X"), *slope = tin(imp, 1, "slope");
+    Expr *x = imp_tin(imp, 0, "X"), *slope = imp_tin(imp, 1, "slope");
     if (x == NULL || slope == NULL) return false;
     TensorType *tx = imp_tt(x), *ts = imp_tt(slope);
     if (ts->ndim == 1 && tx->ndim >= 2 && ts->shape[0] > 1 && ts->shape[0] == tx->shape[1] &&
         imp_dtype(slope) == imp_dtype(x)) {
         ImpAttrs p = {0};
         ia_int(imp, &p, "axis", 1);
-        return set_out(imp, 0, imp_call2(imp, "nn.prelu", x, slope, &p));
+        return imp_set_out(imp, 0, imp_call2(imp, "nn.prelu", x, slope, &p));
     }
     return conv_prelu(imp);
 }
@@ -489,7 +469,7 @@ static bool conv_prelu_1(Imp *imp) {
  * the input's dtype before). Dropout-12 takes ratio and training_mode as inputs; a training-mode
  * Dropout with a nonzero ratio is random, which an importer cannot reproduce. */
 static bool dropout_common(Imp *imp, bool bool_mask) {
-    Expr *x = tin(imp, 0, "data");
+    Expr *x = imp_tin(imp, 0, "data");
     if (x == NULL) return false;
     Expr *train = imp_in(imp, 2), *r = imp_in(imp, 1);
     double on = 0, ratio = 0.5;
@@ -503,10 +483,10 @@ static bool dropout_common(Imp *imp, bool bool_mask) {
                                   "(training_mode false or a constant ratio 0) is supported");
     }
     imp_out(imp, 0, x);
-    if (wants_out(imp, 1)) {
-        Expr *ones = bool_mask ? un(imp, "ones_like", cast(imp, x, RLY_DTYPE_BOOL))
+    if (imp_wants_out(imp, 1)) {
+        Expr *ones = bool_mask ? un(imp, "ones_like", imp_cast(imp, x, RLY_DTYPE_BOOL))
                                : un(imp, "ones_like", x);
-        return set_out(imp, 1, ones);
+        return imp_set_out(imp, 1, ones);
     }
     return true;
 }
@@ -519,7 +499,7 @@ static bool conv_dropout_10(Imp *imp) { return dropout_common(imp, true); }
 /* EyeLike: ones on diagonal k of a 2-D tensor shaped like the input. A static shape gives a
  * constant; otherwise upper-triangle(k) xor upper-triangle(k + 1) of an all-true tensor. */
 static bool conv_eyelike(Imp *imp) {
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     if (x == NULL) return false;
     TensorType *t = imp_tt(x);
     if (t->ndim != 2) return imp_error(imp, "input must be 2-D, got rank %u", t->ndim);
@@ -537,16 +517,16 @@ static bool conv_eyelike(Imp *imp) {
             for (int64_t j = 0; j < cols; j++)
                 bits[i * cols + j] = j - i == k;
         Expr *eye = imp_const_tensor(imp, RLY_DTYPE_BOOL, 2, t->shape, bits);
-        return set_out(imp, 0, cast(imp, eye, dt));
+        return imp_set_out(imp, 0, imp_cast(imp, eye, dt));
     }
     ImpAttrs up = {0};
     ia_bool(imp, &up, "upper", true);
-    Expr *ones = un(imp, "ones_like", cast(imp, x, RLY_DTYPE_BOOL));
+    Expr *ones = un(imp, "ones_like", imp_cast(imp, x, RLY_DTYPE_BOOL));
     Expr *t0 =
         ones ? imp_call2(imp, "trilu", ones, imp_scalar_i(imp, RLY_DTYPE_I64, k), &up) : NULL;
     Expr *t1 =
         ones ? imp_call2(imp, "trilu", ones, imp_scalar_i(imp, RLY_DTYPE_I64, k + 1), &up) : NULL;
-    return set_out(imp, 0, cast(imp, bin(imp, "logical_xor", t0, t1), dt));
+    return imp_set_out(imp, 0, imp_cast(imp, bin(imp, "logical_xor", t0, t1), dt));
 }
 
 /* Range: Relay arange takes the three scalars as tensors. */
@@ -558,7 +538,7 @@ static bool conv_range(Imp *imp) {
     if (imp_const_f64(delta, &d) && d == 0) return imp_error(imp, "delta must not be 0");
     ImpAttrs a = {0};
     ia_str(imp, &a, "dtype", sup_dtype_name(imp_dtype(start)));
-    return set_out(imp, 0, imp_call(imp, "arange", 3, (Expr *[]){start, limit, delta}, &a));
+    return imp_set_out(imp, 0, imp_call(imp, "arange", 3, (Expr *[]){start, limit, delta}, &a));
 }
 
 typedef enum Window { WIN_HANN, WIN_HAMMING, WIN_BLACKMAN } Window;
@@ -583,7 +563,7 @@ static bool window_common(Imp *imp, Window w) {
     int d = imp_onnx_dtype(imp, (int32_t)imp_attr_int(imp, "output_datatype", OX_FLOAT));
     if (d < 0) return false;
     bool periodic = imp_attr_int(imp, "periodic", 1) != 0;
-    Expr *nf = cast(imp, size, RLY_DTYPE_F64);
+    Expr *nf = imp_cast(imp, size, RLY_DTYPE_F64);
     Expr *zero = imp_scalar(imp, RLY_DTYPE_F64, 0), *one = imp_scalar(imp, RLY_DTYPE_F64, 1);
     ImpAttrs a = {0};
     ia_str(imp, &a, "dtype", "float64");
@@ -606,7 +586,7 @@ static bool window_common(Imp *imp, Window w) {
         y = bin(imp, "add", y, lit(imp, n, 0.42));
         break;
     }
-    return set_out(imp, 0, cast(imp, y, (rly_dtype)d));
+    return imp_set_out(imp, 0, imp_cast(imp, y, (rly_dtype)d));
 }
 
 static bool conv_hann(Imp *imp) { return window_common(imp, WIN_HANN); }
@@ -622,10 +602,10 @@ static bool conv_einsum(Imp *imp) {
     if (n == 0) return imp_error(imp, "needs at least one input");
     Expr **xs = imp_alloc(imp, n * sizeof(Expr *));
     for (uint32_t i = 0; i < n; i++)
-        if ((xs[i] = tin(imp, i, "Inputs")) == NULL) return false;
+        if ((xs[i] = imp_tin(imp, i, "Inputs")) == NULL) return false;
     ImpAttrs a = {0};
     ia_str(imp, &a, "equation", eq);
-    return set_out(imp, 0, imp_call1(imp, "einsum", imp_tuple(imp, n, xs), &a));
+    return imp_set_out(imp, 0, imp_call1(imp, "einsum", imp_tuple(imp, n, xs), &a));
 }
 
 static bool conv_det(Imp *imp) {

@@ -28,7 +28,6 @@ static Expr *add(Imp *imp, Expr *x, Expr *y) { return op2(imp, "add", x, y); }
 static Expr *sub(Imp *imp, Expr *x, Expr *y) { return op2(imp, "subtract", x, y); }
 static Expr *mul(Imp *imp, Expr *x, Expr *y) { return op2(imp, "multiply", x, y); }
 static Expr *dvd(Imp *imp, Expr *x, Expr *y) { return op2(imp, "divide", x, y); }
-static Expr *cast(Imp *imp, Expr *x, rly_dtype dt) { return x ? imp_cast(imp, x, dt) : NULL; }
 static Expr *f64(Imp *imp, double v) { return imp_scalar(imp, RLY_DTYPE_F64, v); }
 
 static Expr *where(Imp *imp, Expr *c, Expr *x, Expr *y) {
@@ -446,8 +445,8 @@ static Expr *clamp_e(Imp *imp, Expr *v, Expr *hi) {
  * r0 and r1: the roi (float32 scalars, tf_crop_and_resize only). y is float64 unless nearest. */
 static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, uint32_t d, Expr *in,
                          Expr *s, Expr *out, Expr *outf, Expr *r0, Expr *r1) {
-    Expr *xs = cast(imp, iota(imp, out), RLY_DTYPE_F64);
-    Expr *inf = cast(imp, in, RLY_DTYPE_F64), *hi = sub(imp, inf, f64(imp, 1.0));
+    Expr *xs = imp_cast(imp, iota(imp, out), RLY_DTYPE_F64);
+    Expr *inf = imp_cast(imp, in, RLY_DTYPE_F64), *hi = sub(imp, inf, f64(imp, 1.0));
     Expr *half = f64(imp, 0.5), *one = f64(imp, 1.0), *c = NULL, *mask = NULL;
     switch (rs->mode) {
     case CT_HALF_PIXEL: c = sub(imp, dvd(imp, add(imp, xs, half), s), half); break;
@@ -463,8 +462,8 @@ static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, ui
     case CT_TF_NN: c = dvd(imp, add(imp, xs, half), s); break;
     default: {
         /* float32 roi arithmetic as the reference's */
-        Expr *span = cast(imp, sub(imp, r1, r0), RLY_DTYPE_F64);
-        Expr *start = cast(imp, mul(imp, r0, cast(imp, hi, RLY_DTYPE_F32)), RLY_DTYPE_F64);
+        Expr *span = imp_cast(imp, sub(imp, r1, r0), RLY_DTYPE_F64);
+        Expr *start = imp_cast(imp, mul(imp, r0, imp_cast(imp, hi, RLY_DTYPE_F32)), RLY_DTYPE_F64);
         Expr *c1 = dvd(imp, mul(imp, mul(imp, xs, span), hi), sub(imp, outf, one));
         Expr *c0 = dvd(imp, mul(imp, span, hi), f64(imp, 2.0));
         c = add(imp, where(imp, op2(imp, "equal", outf, one), c0, c1), start);
@@ -480,7 +479,7 @@ static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, ui
         if (rs->nearest == NM_PREFER_FLOOR) p = sub(imp, c, half);
         if (rs->nearest == NM_PREFER_CEIL) p = add(imp, c, half);
         p = op1(imp, rnd[rs->nearest], p, NULL);
-        res = take(imp, y, cast(imp, clamp_e(imp, p, hi), RLY_DTYPE_I64), d);
+        res = take(imp, y, imp_cast(imp, clamp_e(imp, p, hi), RLY_DTYPE_I64), d);
     } else {
         Expr *f = op1(imp, "floor", c, NULL), *t = sub(imp, c, f);
         Expr *w[4];
@@ -511,7 +510,7 @@ static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, ui
                 Expr *in_range =
                     op2(imp, "logical_and", op2(imp, "greater_equal", pos[i], f64(imp, 0.0)),
                         op2(imp, "less", pos[i], inf));
-                w[i] = mul(imp, w[i], cast(imp, in_range, RLY_DTYPE_F64));
+                w[i] = mul(imp, w[i], imp_cast(imp, in_range, RLY_DTYPE_F64));
                 sum = sum ? add(imp, sum, w[i]) : w[i];
             }
             sum = where(imp, op2(imp, "equal", sum, f64(imp, 0.0)), one, sum);
@@ -520,7 +519,7 @@ static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, ui
         }
         res = NULL;
         for (int i = 0; i < n_taps; i++) {
-            Expr *idx = cast(imp, clamp_e(imp, pos[i], hi), RLY_DTYPE_I64);
+            Expr *idx = imp_cast(imp, clamp_e(imp, pos[i], hi), RLY_DTYPE_I64);
             Expr *term = mul(imp, take(imp, y, idx, d), along(imp, w[i], r, d));
             res = res ? add(imp, res, term) : term;
         }
@@ -534,7 +533,7 @@ static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, ui
 
 /* Element i of a 1-D tensor as a scalar of dtype dt. */
 static Expr *elem(Imp *imp, Expr *v, int64_t i, rly_dtype dt) {
-    return cast(imp, take(imp, v, imp_scalar_i(imp, RLY_DTYPE_I64, i), 0), dt);
+    return imp_cast(imp, take(imp, v, imp_scalar_i(imp, RLY_DTYPE_I64, i), 0), dt);
 }
 
 static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
@@ -605,7 +604,7 @@ static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
     /* The composition, one moved axis at a time (the reference's order). */
     rly_dtype dt = t->dtype;
     bool nearest = rs->method == RZ_NEAREST;
-    Expr *y = nearest ? x : cast(imp, x, RLY_DTYPE_F64);
+    Expr *y = nearest ? x : imp_cast(imp, x, RLY_DTYPE_F64);
     Expr *shape = NULL;
     for (uint32_t d = 0; d < r && y; d++) {
         if (known && !moved[d]) continue;
@@ -620,15 +619,15 @@ static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
             }
             in = take(imp, shape, imp_scalar_i(imp, RLY_DTYPE_I64, d), 0);
         }
-        Expr *inf = cast(imp, in, RLY_DTYPE_F64), *s, *out_e, *outf_e;
+        Expr *inf = imp_cast(imp, in, RLY_DTYPE_F64), *s, *out_e, *outf_e;
         if (rs->sizes) {
             out_e = elem(imp, rs->sizes, d, RLY_DTYPE_I64);
-            outf_e = cast(imp, out_e, RLY_DTYPE_F64);
+            outf_e = imp_cast(imp, out_e, RLY_DTYPE_F64);
             s = dvd(imp, outf_e, inf);
         } else {
-            s = cast(imp, elem(imp, rs->scales, d, RLY_DTYPE_F32), RLY_DTYPE_F64);
+            s = imp_cast(imp, elem(imp, rs->scales, d, RLY_DTYPE_F32), RLY_DTYPE_F64);
             outf_e = mul(imp, s, inf);
-            out_e = cast(imp, op1(imp, "floor", outf_e, NULL), RLY_DTYPE_I64);
+            out_e = imp_cast(imp, op1(imp, "floor", outf_e, NULL), RLY_DTYPE_I64);
         }
         Expr *r0 = NULL, *r1 = NULL;
         if (rs->mode == CT_TF_CROP) {
@@ -643,7 +642,7 @@ static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
             int_range(dt, &lo, &hi);
             y = clip(imp, op1(imp, "round", y, NULL), lo, hi);
         }
-        y = cast(imp, y, dt);
+        y = imp_cast(imp, y, dt);
     }
     return out1(imp, y);
 }
@@ -809,13 +808,13 @@ static bool conv_roi_align(Imp *imp) {
         return imp_error(imp, "X must be 4-D, rois 2-D and batch_indices 1-D");
     double scale = imp_attr_float(imp, "spatial_scale", 1.0);
     rly_dtype dt = imp_dtype(x);
-    Expr *r = cast(imp, rois, dt);
+    Expr *r = imp_cast(imp, rois, dt);
     if (half) {
         r = sub(imp, mul(imp, r, imp_scalar(imp, dt, scale)), imp_scalar(imp, dt, 0.5));
         scale = 1.0;
     }
     static const int64_t col[2] = {-1, 1};
-    Expr *cols[2] = {reshape(imp, cast(imp, bi, dt), 2, col), r};
+    Expr *cols[2] = {reshape(imp, imp_cast(imp, bi, dt), 2, col), r};
     Expr *r5 = concat(imp, 2, cols, 1);
     int64_t pooled[2] = {imp_attr_int(imp, "output_height", 1),
                          imp_attr_int(imp, "output_width", 1)};
@@ -865,8 +864,8 @@ static bool conv_nms(Imp *imp) {
         Expr *corners[2] = {sub(imp, c, half), add(imp, c, half)};
         boxes = concat(imp, 2, corners, 2);
     }
-    Expr *s64 = cast(imp, scores, RLY_DTYPE_F64);
-    Expr *base = thr ? cast(imp, scalar_of(imp, thr), RLY_DTYPE_F64)
+    Expr *s64 = imp_cast(imp, scores, RLY_DTYPE_F64);
+    Expr *base = thr ? imp_cast(imp, scalar_of(imp, thr), RLY_DTYPE_F64)
                      : sub(imp, reduce_all(imp, "min", s64), f64(imp, 1.0));
     Expr *s_rel = sub(imp, s64, base);
     double iou_v = 0;
@@ -875,10 +874,11 @@ static bool conv_nms(Imp *imp) {
         iou_e = f64(imp, nextafter(fmax((double)(float)iou_v, 0.0), INFINITY));
     } else {
         /* at run time: the next double above, to within a relative 2^-50 */
-        Expr *t = op2(imp, "maximum", cast(imp, scalar_of(imp, iou), RLY_DTYPE_F64), f64(imp, 0.0));
+        Expr *t =
+            op2(imp, "maximum", imp_cast(imp, scalar_of(imp, iou), RLY_DTYPE_F64), f64(imp, 0.0));
         iou_e = add(imp, mul(imp, t, f64(imp, 1.0 + ldexp(1.0, -50))), f64(imp, 1e-300));
     }
-    Expr *mo = cast(imp, scalar_of(imp, max_out), RLY_DTYPE_I64);
+    Expr *mo = imp_cast(imp, scalar_of(imp, max_out), RLY_DTYPE_I64);
     Expr *args[5] = {boxes, s_rel, mo, iou_e, f64(imp, 0.0)};
     for (int i = 0; i < 5; i++)
         if (!args[i]) return false;
@@ -907,10 +907,11 @@ static bool conv_quantize(Imp *imp) {
     uint32_t r = imp_rank(x);
     int64_t axis = imp_opset(imp) >= 13 ? imp_attr_int(imp, "axis", 1) : 1;
     rly_dtype cd = xd == RLY_DTYPE_F64 || !sup_dtype_is_float(xd) ? RLY_DTYPE_F64 : RLY_DTYPE_F32;
-    Expr *q = dvd(imp, cast(imp, x, cd), cast(imp, param_along(imp, s, r, axis, "y_scale"), cd));
+    Expr *q =
+        dvd(imp, imp_cast(imp, x, cd), imp_cast(imp, param_along(imp, s, r, axis, "y_scale"), cd));
     q = op1(imp, "round", q, NULL);
-    if (zp) q = add(imp, q, cast(imp, param_along(imp, zp, r, axis, "y_zero_point"), cd));
-    return out1(imp, cast(imp, clip(imp, q, lo, hi), out));
+    if (zp) q = add(imp, q, imp_cast(imp, param_along(imp, zp, r, axis, "y_zero_point"), cd));
+    return out1(imp, imp_cast(imp, clip(imp, q, lo, hi), out));
 }
 
 /* DequantizeLinear-10/13 -> qnn.dequantize: (float32)(int32(x) - zero_point) * scale, which is
@@ -923,7 +924,7 @@ static bool conv_dequantize(Imp *imp) {
         return imp_error(imp, "x_scale and x_zero_point must be scalars or 1-D tensors");
     if (imp_dtype(s) != RLY_DTYPE_F32)
         return imp_error(imp, "x_scale must be float32, got %s", sup_dtype_name(imp_dtype(s)));
-    Expr *z = zp ? cast(imp, zp, RLY_DTYPE_I32) : imp_scalar_i(imp, RLY_DTYPE_I32, 0);
+    Expr *z = zp ? imp_cast(imp, zp, RLY_DTYPE_I32) : imp_scalar_i(imp, RLY_DTYPE_I32, 0);
     if (numel_of(s) == 1) s = scalar_of(imp, s);
     if (z && numel_of(z) == 1) z = scalar_of(imp, z);
     int64_t axis = imp_opset(imp) >= 13 ? imp_attr_int(imp, "axis", 1) : 1;
@@ -954,8 +955,8 @@ static bool conv_dynamic_quantize(Imp *imp) {
     Expr *scale = dvd(imp, range, imp_scalar(imp, RLY_DTYPE_F32, 255.0));
     Expr *zp = op1(imp, "round", clip(imp, sub(imp, zero, dvd(imp, mn, scale)), 0, 255), NULL);
     Expr *y = clip(imp, add(imp, op1(imp, "round", dvd(imp, x, scale), NULL), zp), 0, 255);
-    y = cast(imp, y, RLY_DTYPE_U8);
-    Expr *zq = cast(imp, zp, RLY_DTYPE_U8);
+    y = imp_cast(imp, y, RLY_DTYPE_U8);
+    Expr *zq = imp_cast(imp, zp, RLY_DTYPE_U8);
     if (!y || !scale || !zq) return false;
     imp_out(imp, 0, y);
     imp_out(imp, 1, scale);
@@ -965,9 +966,10 @@ static bool conv_dynamic_quantize(Imp *imp) {
 
 /* x - zero_point in int32 (zero point a scalar or per-channel along axis); zp may be NULL. */
 static Expr *shifted(Imp *imp, Expr *x, Expr *zp, int64_t axis, const char *what) {
-    Expr *xi = cast(imp, x, RLY_DTYPE_I32);
+    Expr *xi = imp_cast(imp, x, RLY_DTYPE_I32);
     if (!zp) return xi;
-    return sub(imp, xi, cast(imp, param_along(imp, zp, imp_rank(x), axis, what), RLY_DTYPE_I32));
+    return sub(imp, xi,
+               imp_cast(imp, param_along(imp, zp, imp_rank(x), axis, what), RLY_DTYPE_I32));
 }
 
 /* numpy's matmul of int32 tensors accumulating in int32 (exact until int32 overflows, as ONNX's
@@ -1058,9 +1060,9 @@ static bool conv_matmul_integer(Imp *imp) {
     Expr *a = imp_in_req(imp, 0, "A"), *b = imp_in_req(imp, 1, "B");
     if (!a || !b) return false;
     Expr *az = given(imp_in(imp, 2)), *bz = given(imp_in(imp, 3));
-    Expr *ai = cast(imp, a, RLY_DTYPE_I32), *bi = cast(imp, b, RLY_DTYPE_I32);
-    if (az) ai = sub(imp, ai, cast(imp, row_param(imp, az), RLY_DTYPE_I32));
-    if (bz) bi = sub(imp, bi, cast(imp, col_param(imp, bz), RLY_DTYPE_I32));
+    Expr *ai = imp_cast(imp, a, RLY_DTYPE_I32), *bi = imp_cast(imp, b, RLY_DTYPE_I32);
+    if (az) ai = sub(imp, ai, imp_cast(imp, row_param(imp, az), RLY_DTYPE_I32));
+    if (bz) bi = sub(imp, bi, imp_cast(imp, col_param(imp, bz), RLY_DTYPE_I32));
     return out1(imp, int_matmul(imp, ai, bi));
 }
 
@@ -1071,9 +1073,9 @@ static Expr *requantize(Imp *imp, Expr *acc, Expr *factor, Expr *zp) {
     rly_dtype out = imp_dtype(zp);
     double lo, hi;
     if (!quant_range(imp, out, &lo, &hi)) return NULL;
-    Expr *v = mul(imp, cast(imp, acc, RLY_DTYPE_F64), cast(imp, factor, RLY_DTYPE_F64));
-    v = add(imp, v, cast(imp, scalar_of(imp, zp), RLY_DTYPE_F64));
-    return cast(imp, clip(imp, op1(imp, "round", v, NULL), lo, hi), out);
+    Expr *v = mul(imp, imp_cast(imp, acc, RLY_DTYPE_F64), imp_cast(imp, factor, RLY_DTYPE_F64));
+    v = add(imp, v, imp_cast(imp, scalar_of(imp, zp), RLY_DTYPE_F64));
+    return imp_cast(imp, clip(imp, op1(imp, "round", v, NULL), lo, hi), out);
 }
 
 /* QLinearMatMul-10: requantize((a - a_zp) @ (b - b_zp), a_scale * b_scale / y_scale, y_zp). */
@@ -1083,10 +1085,10 @@ static bool conv_qlinear_matmul(Imp *imp) {
     Expr *in[8];
     for (uint32_t i = 0; i < 8; i++)
         if (!(in[i] = imp_in_req(imp, i, names[i]))) return false;
-    Expr *ai =
-        sub(imp, cast(imp, in[0], RLY_DTYPE_I32), cast(imp, row_param(imp, in[2]), RLY_DTYPE_I32));
-    Expr *bi =
-        sub(imp, cast(imp, in[3], RLY_DTYPE_I32), cast(imp, col_param(imp, in[5]), RLY_DTYPE_I32));
+    Expr *ai = sub(imp, imp_cast(imp, in[0], RLY_DTYPE_I32),
+                   imp_cast(imp, row_param(imp, in[2]), RLY_DTYPE_I32));
+    Expr *bi = sub(imp, imp_cast(imp, in[3], RLY_DTYPE_I32),
+                   imp_cast(imp, col_param(imp, in[5]), RLY_DTYPE_I32));
     Expr *acc = int_matmul(imp, ai, bi);
     Expr *factor =
         dvd(imp, mul(imp, row_param(imp, in[1]), col_param(imp, in[4])), scalar_of(imp, in[6]));
@@ -1177,7 +1179,7 @@ static bool conv_qlinear_conv(Imp *imp) {
     Expr *ws = shifted(imp, in[3], in[5], 0, "w_zero_point");
     Expr *acc = xs && ws ? imp_call2(imp, op, xs, ws, &a) : NULL;
     Expr *bias = given(imp_in(imp, 8));
-    if (bias) acc = add(imp, acc, param_along(imp, cast(imp, bias, RLY_DTYPE_I32), r, 1, "B"));
+    if (bias) acc = add(imp, acc, param_along(imp, imp_cast(imp, bias, RLY_DTYPE_I32), r, 1, "B"));
     Expr *factor =
         dvd(imp, mul(imp, scalar_of(imp, in[1]), param_along(imp, in[4], r, 1, "w_scale")),
             scalar_of(imp, in[6]));
@@ -1219,9 +1221,9 @@ static Expr *dft(Imp *imp, Expr *x, int64_t axis, Expr *n_fft, bool inverse, boo
     static const int64_t col[2] = {-1, 1}, row[2] = {1, -1};
     Expr *k = reshape(imp, iota(imp, k_n), 2, col), *j = reshape(imp, iota(imp, n_in), 2, row);
     Expr *m = op2(imp, "floor_mod", mul(imp, k, j), n_fft);
-    Expr *nf = cast(imp, n_fft, RLY_DTYPE_F64);
-    Expr *th =
-        dvd(imp, mul(imp, cast(imp, m, RLY_DTYPE_F64), f64(imp, 2 * 3.14159265358979323846)), nf);
+    Expr *nf = imp_cast(imp, n_fft, RLY_DTYPE_F64);
+    Expr *th = dvd(
+        imp, mul(imp, imp_cast(imp, m, RLY_DTYPE_F64), f64(imp, 2 * 3.14159265358979323846)), nf);
     Expr *c = op1(imp, "cos", th, NULL), *s = op1(imp, "sin", th, NULL);
     if (inverse) {
         c = dvd(imp, c, nf);
@@ -1231,8 +1233,8 @@ static Expr *dft(Imp *imp, Expr *x, int64_t axis, Expr *n_fft, bool inverse, boo
     }
     /* e^(+-i theta) = c + i s; zero beyond N (truncation) */
     Expr *inside = op2(imp, "less", j, n_fft), *zero = f64(imp, 0.0);
-    c = cast(imp, where(imp, inside, c, zero), cd);
-    s = cast(imp, where(imp, inside, s, zero), cd);
+    c = imp_cast(imp, where(imp, inside, c, zero), cd);
+    s = imp_cast(imp, where(imp, inside, s, zero), cd);
     /* (re + i im)(c + i s) = (re c - im s) + i (re s + im c): weights over [re | im] */
     Expr *w_re = c, *w_im = s;
     if (complex) {
@@ -1241,7 +1243,7 @@ static Expr *dft(Imp *imp, Expr *x, int64_t axis, Expr *n_fft, bool inverse, boo
         w_im = concat(imp, 2, im_parts, 1);
     }
     /* [re | im] with the transformed axis last */
-    Expr *xc = cast(imp, x, cd);
+    Expr *xc = imp_cast(imp, x, cd);
     int64_t perm[16];
     uint32_t np = 0;
     for (uint32_t i = 0; i + 1 < r; i++)
@@ -1265,7 +1267,7 @@ static Expr *dft(Imp *imp, Expr *x, int64_t axis, Expr *n_fft, bool inverse, boo
             back[i] = i < axis ? i : i == axis ? r - 2 : i < (int64_t)r - 1 ? i - 1 : i;
         y = transpose(imp, y, r, back);
     }
-    return cast(imp, y, dt);
+    return imp_cast(imp, y, dt);
 }
 
 /* An integer scalar input (a scalar or a one-element tensor) as int64. */
@@ -1280,7 +1282,7 @@ static Expr *int_scalar(Imp *imp, Expr *e, const char *what) {
         imp_error(imp, "%s must hold one value, got %lld", what, (long long)n);
         return NULL;
     }
-    return cast(imp, scalar_of(imp, e), RLY_DTYPE_I64);
+    return imp_cast(imp, scalar_of(imp, e), RLY_DTYPE_I64);
 }
 
 /* DFT-17: input (batch, ..., 1 or 2), dft_length optional; axis, inverse, onesided attributes.
@@ -1317,7 +1319,7 @@ static bool conv_stft(Imp *imp) {
     Expr *idx = add(imp, mul(imp, reshape(imp, iota(imp, frames), 2, col), step),
                     reshape(imp, iota(imp, flen), 2, row));
     Expr *fr = take(imp, x, idx, 1);
-    if (win) fr = mul(imp, fr, reshape(imp, cast(imp, win, imp_dtype(x)), 2, col));
+    if (win) fr = mul(imp, fr, reshape(imp, imp_cast(imp, win, imp_dtype(x)), 2, col));
     bool onesided = imp_attr_int(imp, "onesided", 1) != 0;
     return out1(imp, dft(imp, fr, 2, flen, false, onesided));
 }
@@ -1337,33 +1339,33 @@ static bool conv_mel(Imp *imp) {
     if (od < 0) return false;
     Expr *bins = int_scalar(imp, v[0], "num_mel_bins"),
          *dft_len = int_scalar(imp, v[1], "dft_length");
-    Expr *rate = cast(imp, int_scalar(imp, v[2], "sample_rate"), RLY_DTYPE_F64);
+    Expr *rate = imp_cast(imp, int_scalar(imp, v[2], "sample_rate"), RLY_DTYPE_F64);
     Expr *ln10 = f64(imp, log(10.0)), *one = f64(imp, 1.0);
     Expr *edge[2];
     for (int e = 0; e < 2; e++) { /* 2595 * log1p(hz / 700) in float32, then / ln 10 */
-        Expr *hz = cast(imp, scalar_of(imp, v[3 + e]), RLY_DTYPE_F32);
-        Expr *q = cast(imp, dvd(imp, hz, imp_scalar(imp, RLY_DTYPE_F32, 700.0)), RLY_DTYPE_F64);
-        Expr *l1p = cast(imp, op1(imp, "log", add(imp, q, one), NULL), RLY_DTYPE_F32);
+        Expr *hz = imp_cast(imp, scalar_of(imp, v[3 + e]), RLY_DTYPE_F32);
+        Expr *q = imp_cast(imp, dvd(imp, hz, imp_scalar(imp, RLY_DTYPE_F32, 700.0)), RLY_DTYPE_F64);
+        Expr *l1p = imp_cast(imp, op1(imp, "log", add(imp, q, one), NULL), RLY_DTYPE_F32);
         Expr *mel = mul(imp, imp_scalar(imp, RLY_DTYPE_F32, 2595.0), l1p);
-        edge[e] = dvd(imp, cast(imp, mel, RLY_DTYPE_F64), ln10);
+        edge[e] = dvd(imp, imp_cast(imp, mel, RLY_DTYPE_F64), ln10);
     }
     Expr *i64_2 = imp_scalar_i(imp, RLY_DTYPE_I64, 2), *i64_1 = imp_scalar_i(imp, RLY_DTYPE_I64, 1);
     Expr *n_pts = add(imp, bins, i64_2);
-    Expr *step = dvd(imp, sub(imp, edge[1], edge[0]), cast(imp, n_pts, RLY_DTYPE_F64));
-    Expr *mel = add(imp, mul(imp, cast(imp, iota(imp, n_pts), RLY_DTYPE_F64), step), edge[0]);
+    Expr *step = dvd(imp, sub(imp, edge[1], edge[0]), imp_cast(imp, n_pts, RLY_DTYPE_F64));
+    Expr *mel = add(imp, mul(imp, imp_cast(imp, iota(imp, n_pts), RLY_DTYPE_F64), step), edge[0]);
     Expr *hz =
         mul(imp, f64(imp, 700.0),
             sub(imp, op1(imp, "exp", mul(imp, dvd(imp, mel, f64(imp, 2595.0)), ln10), NULL), one));
-    Expr *pts =
-        op1(imp, "floor",
-            dvd(imp, mul(imp, cast(imp, add(imp, dft_len, i64_1), RLY_DTYPE_F64), hz), rate), NULL);
+    Expr *pts = op1(
+        imp, "floor",
+        dvd(imp, mul(imp, imp_cast(imp, add(imp, dft_len, i64_1), RLY_DTYPE_F64), hz), rate), NULL);
     static const int64_t col[2] = {-1, 1}, row[2] = {1, -1};
     Expr *i = iota(imp, bins);
     Expr *lo = reshape(imp, take(imp, pts, i, 0), 2, row);
     Expr *mid = reshape(imp, take(imp, pts, add(imp, i, i64_1), 0), 2, row);
     Expr *hi = reshape(imp, take(imp, pts, add(imp, i, i64_2), 0), 2, row);
     Expr *n_spec = add(imp, op2(imp, "floor_divide", dft_len, i64_2), i64_1);
-    Expr *j = cast(imp, reshape(imp, iota(imp, n_spec), 2, col), RLY_DTYPE_F64);
+    Expr *j = imp_cast(imp, reshape(imp, iota(imp, n_spec), 2, col), RLY_DTYPE_F64);
     Expr *rise =
         op2(imp, "logical_and", op2(imp, "greater_equal", j, lo), op2(imp, "less_equal", j, mid));
     Expr *fall = op2(imp, "logical_and", op2(imp, "greater", j, mid), op2(imp, "less", j, hi));
@@ -1371,7 +1373,7 @@ static bool conv_mel(Imp *imp) {
         where(imp, op2(imp, "equal", mid, lo), one, dvd(imp, sub(imp, j, lo), sub(imp, mid, lo)));
     Expr *down = dvd(imp, sub(imp, hi, j), sub(imp, hi, mid));
     Expr *m = where(imp, rise, up, where(imp, fall, down, f64(imp, 0.0)));
-    return out1(imp, cast(imp, m, (rly_dtype)od));
+    return out1(imp, imp_cast(imp, m, (rly_dtype)od));
 }
 
 /* ==== the table =============================================================================== */

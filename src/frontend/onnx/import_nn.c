@@ -18,18 +18,10 @@
 
 /* ---- builders (NULL in, NULL out) ------------------------------------------------------------ */
 
-static Expr *call1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a) {
-    return x ? imp_call1(imp, op, x, a) : NULL;
-}
-
-static Expr *call2(Imp *imp, const char *op, Expr *x, Expr *y, const ImpAttrs *a) {
-    return x && y ? imp_call2(imp, op, x, y, a) : NULL;
-}
-
-static Expr *add(Imp *imp, Expr *x, Expr *y) { return call2(imp, "add", x, y, NULL); }
-static Expr *sub(Imp *imp, Expr *x, Expr *y) { return call2(imp, "subtract", x, y, NULL); }
-static Expr *mul(Imp *imp, Expr *x, Expr *y) { return call2(imp, "multiply", x, y, NULL); }
-static Expr *div_(Imp *imp, Expr *x, Expr *y) { return call2(imp, "divide", x, y, NULL); }
+static Expr *add(Imp *imp, Expr *x, Expr *y) { return imp_call2(imp, "add", x, y, NULL); }
+static Expr *sub(Imp *imp, Expr *x, Expr *y) { return imp_call2(imp, "subtract", x, y, NULL); }
+static Expr *mul(Imp *imp, Expr *x, Expr *y) { return imp_call2(imp, "multiply", x, y, NULL); }
+static Expr *div_(Imp *imp, Expr *x, Expr *y) { return imp_call2(imp, "divide", x, y, NULL); }
 
 /* A scalar constant of x's dtype. */
 static Expr *scalar_of(Imp *imp, Expr *x, double v) {
@@ -69,23 +61,19 @@ static Expr *reshape(Imp *imp, Expr *x, uint32_t n, const int64_t *shape) {
 /* |x|^p (p > 0), with the common powers as cheaper exact forms. */
 static Expr *abs_pow(Imp *imp, Expr *x, double p) {
     if (p == 2) return mul(imp, x, x);
-    Expr *ax = call1(imp, "abs", x, NULL);
+    Expr *ax = imp_call1(imp, "abs", x, NULL);
     if (p == 1) return ax;
-    return call2(imp, "power", ax, scalar_of(imp, x, p), NULL);
+    return imp_call2(imp, "power", ax, scalar_of(imp, x, p), NULL);
 }
 
 /* y^(1/p) of a non-negative y. */
 static Expr *root(Imp *imp, Expr *y, double p) {
     if (p == 1) return y;
-    if (p == 2) return call1(imp, "sqrt", y, NULL);
-    return call2(imp, "power", y, scalar_of(imp, y, 1.0 / p), NULL);
+    if (p == 2) return imp_call1(imp, "sqrt", y, NULL);
+    return imp_call2(imp, "power", y, scalar_of(imp, y, 1.0 / p), NULL);
 }
 
 /* Whether the node names output i (an omitted optional output is ""). */
-static bool wants_output(Imp *imp, uint32_t i) {
-    const OxNode *n = imp_node(imp);
-    return i < n->n_outputs && n->outputs[i][0] != '\0';
-}
 
 /* An int or float attribute as a double (LpPool-1's p is a float, later an int). */
 static double attr_num(Imp *imp, const char *name, double dflt) {
@@ -453,13 +441,13 @@ static Expr *maxpool_indices(Imp *imp, Expr *x, const Window *w, bool ceil_mode,
         }
         ImpAttrs a = {0};
         ia_pairs(imp, &a, "pad_width", 2 + nsp, pw);
-        xp = call2(imp, "nn.pad", xp, scalar_of(imp, x, lowest(imp_dtype(x))), &a);
+        xp = imp_call2(imp, "nn.pad", xp, scalar_of(imp, x, lowest(imp_dtype(x))), &a);
     }
     ImpAttrs sa = {0};
     ia_int(imp, &sa, "axis", 2);
     ia_ints(imp, &sa, "window_shape", nsp, ext);
     ia_ints(imp, &sa, "strides", nsp, w->s);
-    Expr *win = call1(imp, "sliding_window", xp, &sa); /* (N, C, out..., ext...) */
+    Expr *win = imp_call1(imp, "sliding_window", xp, &sa); /* (N, C, out..., ext...) */
     bool dilated = false;
     for (uint32_t i = 0; i < nsp; i++)
         if (w->d[i] != 1) dilated = true;
@@ -472,7 +460,7 @@ static Expr *maxpool_indices(Imp *imp, Expr *x, const Window *w, bool ceil_mode,
         ia_ints(imp, &a, "end", nsp, ext);
         ia_ints(imp, &a, "strides", nsp, w->d);
         ia_ints(imp, &a, "axes", nsp, axes);
-        win = call1(imp, "strided_slice", win, &a);
+        win = imp_call1(imp, "strided_slice", win, &a);
     }
     int64_t flat[3 + NSP_MAX], kk = 1;
     flat[0] = n;
@@ -492,7 +480,7 @@ static Expr *maxpool_indices(Imp *imp, Expr *x, const Window *w, bool ceil_mode,
     for (uint32_t i = nsp; i-- > 0;) {
         Expr *p = pos;
         if (kstride != 1) p = div_(imp, p, imp_scalar_i(imp, RLY_DTYPE_I64, kstride));
-        if (i != 0) p = call2(imp, "mod", p, imp_scalar_i(imp, RLY_DTYPE_I64, w->k[i]), NULL);
+        if (i != 0) p = imp_call2(imp, "mod", p, imp_scalar_i(imp, RLY_DTYPE_I64, w->k[i]), NULL);
         kstride *= w->k[i];
         Expr *o = arange_col(imp, out[i], nsp - i);
         o = mul(imp, o, imp_scalar_i(imp, RLY_DTYPE_I64, w->s[i]));
@@ -537,7 +525,7 @@ static bool pool_convert(Imp *imp, bool is_max) {
     Expr *y = imp_call1(imp, (is_max ? max_ops : avg_ops)[win.nsp], x, &a);
     if (!y) return false;
     imp_out(imp, 0, y);
-    if (is_max && wants_output(imp, 1)) {
+    if (is_max && imp_wants_out(imp, 1)) {
         Expr *ind = maxpool_indices(imp, x, &win, ceil_mode, imp_attr_int(imp, "storage_order", 0));
         if (!ind) return false;
         imp_out(imp, 1, ind);
@@ -568,7 +556,7 @@ static bool lp_pool_convert(Imp *imp) {
     double taps = 1;
     for (uint32_t i = 0; i < win.nsp; i++)
         taps *= (double)win.k[i];
-    Expr *s = call1(imp, avg_ops[win.nsp], abs_pow(imp, x, p), &a);
+    Expr *s = imp_call1(imp, avg_ops[win.nsp], abs_pow(imp, x, p), &a);
     Expr *y = root(imp, mul(imp, s, scalar_of(imp, x, taps)), p);
     imp_out(imp, 0, y);
     return y != NULL;
@@ -653,7 +641,7 @@ static bool max_unpool_convert(Imp *imp) {
             if (any) {
                 ImpAttrs pa = {0};
                 ia_pairs(imp, &pa, "pad_width", r, pw);
-                y = call2(imp, "nn.pad", y, scalar_of(imp, y, 0), &pa);
+                y = imp_call2(imp, "nn.pad", y, scalar_of(imp, y, 0), &pa);
             }
         } else {
             /* pad_width (rank, 2) = [0, output_shape - inferred] per axis, known at run time */
@@ -683,7 +671,7 @@ static bool batch_norm_convert(Imp *imp) {
     if (imp_attr_int(imp, "training_mode", 0) != 0)
         return imp_error(imp, "training_mode=1 is not supported (inference only)");
     for (uint32_t i = 1; i < 5; i++)
-        if (wants_output(imp, i))
+        if (imp_wants_out(imp, i))
             return imp_error(imp, "the training outputs (running or saved mean and variance) "
                                   "are not supported (inference only)");
     if (imp_rank(x) < 2) return imp_error(imp, "X must have rank 2 or more, got %u", imp_rank(x));
@@ -697,7 +685,7 @@ static bool batch_norm_convert(Imp *imp) {
     if (imp_attr_int(imp, "spatial", 1) == 0) {
         /* BatchNormalization-7 spatial=0: statistics per (C, D1, ...) element, broadcast from
          * the right over N */
-        Expr *den = call1(imp, "sqrt", add(imp, var, scalar_of(imp, var, eps)), NULL);
+        Expr *den = imp_call1(imp, "sqrt", add(imp, var, scalar_of(imp, var, eps)), NULL);
         y = add(imp, mul(imp, div_(imp, sub(imp, x, mean), den), scale), b);
     } else {
         Expr *args[5] = {x, scale, b, mean, var};
@@ -748,7 +736,7 @@ static bool layer_norm_convert(Imp *imp) {
     rly_dtype dt = imp_dtype(x);
     TensorType *xt = imp_tt(x), *st = imp_tt(scale), *bt = b ? imp_tt(b) : NULL;
     bool simple = axis == (int64_t)r - 1 && st->ndim == 1 && (!bt || bt->ndim == 1) &&
-                  !wants_output(imp, 1) && !wants_output(imp, 2) && imp_dtype(scale) == dt &&
+                  !imp_wants_out(imp, 1) && !imp_wants_out(imp, 2) && imp_dtype(scale) == dt &&
                   (!b || imp_dtype(b) == dt) && (stash != 1 || dt == RLY_DTYPE_F32) &&
                   st->shape[0] == xt->shape[r - 1] && xt->shape[r - 1] >= 0 &&
                   (!bt || bt->shape[0] == st->shape[0]);
@@ -771,7 +759,7 @@ static bool layer_norm_convert(Imp *imp) {
     Expr *mean = reduce(imp, "mean", xs, n, axes, true);
     Expr *d = sub(imp, xs, mean);
     Expr *var = reduce(imp, "mean", mul(imp, d, d), n, axes, true);
-    Expr *inv = call1(imp, "rsqrt", add(imp, var, scalar_of(imp, var, eps)), NULL);
+    Expr *inv = imp_call1(imp, "rsqrt", add(imp, var, scalar_of(imp, var, eps)), NULL);
     Expr *y = mul(imp, imp_cast(imp, mul(imp, d, inv), dt), imp_cast(imp, scale, dt));
     if (b) y = add(imp, y, imp_cast(imp, b, dt));
     if (!y) return false;
@@ -812,10 +800,10 @@ static bool lrn_convert(Imp *imp) {
         ia_ints(imp, &a, "pool_size", 2, ps);
         ia_ints(imp, &a, "padding", 4, pads);
         ia_bool(imp, &a, "count_include_pad", true);
-        Expr *avg = call1(imp, "nn.avg_pool2d", sq, &a);
-        avg = call2(imp, "reshape_like", avg, x, NULL);
+        Expr *avg = imp_call1(imp, "nn.avg_pool2d", sq, &a);
+        avg = imp_call2(imp, "reshape_like", avg, x, NULL);
         Expr *den = add(imp, scalar_of(imp, x, bias), mul(imp, avg, scalar_of(imp, x, alpha)));
-        y = div_(imp, x, call2(imp, "power", den, scalar_of(imp, x, beta), NULL));
+        y = div_(imp, x, imp_call2(imp, "power", den, scalar_of(imp, x, beta), NULL));
     }
     imp_out(imp, 0, y);
     return y != NULL;
@@ -838,7 +826,7 @@ static bool mvn_common(Imp *imp, uint32_t n, const int64_t *axes, bool normalize
     Expr *y = sub(imp, x, mean);
     if (normalize_variance) {
         Expr *ex2 = reduce(imp, "mean", mul(imp, x, x), n, ax, true);
-        Expr *std = call1(imp, "sqrt", sub(imp, ex2, mul(imp, mean, mean)), NULL);
+        Expr *std = imp_call1(imp, "sqrt", sub(imp, ex2, mul(imp, mean, mean)), NULL);
         y = div_(imp, y, add(imp, std, scalar_of(imp, x, 1e-9)));
     }
     imp_out(imp, 0, y);
@@ -985,7 +973,7 @@ static Expr *batched_matmul(Imp *imp, Expr *a, Expr *b) {
         ops[j] = imp_call1(imp, "broadcast_to", ops[j], &at);
         full[j] = true;
     }
-    Expr *y = call2(imp, "nn.batch_matmul", to_3d(imp, ops[0]), to_3d(imp, ops[1]), NULL);
+    Expr *y = imp_call2(imp, "nn.batch_matmul", to_3d(imp, ops[0]), to_3d(imp, ops[1]), NULL);
     if (y && n > 1) {
         Expr *ref = full[0] ? ops[0] : ops[1];
         ImpAttrs at = {0};
@@ -993,7 +981,7 @@ static Expr *batched_matmul(Imp *imp, Expr *a, Expr *b) {
         ia_int(imp, &at, "lhs_end", 1);
         ia_int(imp, &at, "rhs_begin", 0);
         ia_int(imp, &at, "rhs_end", n);
-        y = call2(imp, "reshape_like", y, ref, &at);
+        y = imp_call2(imp, "reshape_like", y, ref, &at);
     }
     return a_vec ? squeeze(imp, y, -2) : y;
 }
@@ -1007,7 +995,7 @@ static bool matmul_convert(Imp *imp) {
     Expr *y;
     if (rb <= 2) {
         /* nn.matmul takes A of any rank against a matrix; a vector B is a one-column matrix */
-        y = call2(imp, "nn.matmul", a, rb == 1 ? expand_dims(imp, b, 1) : b, NULL);
+        y = imp_call2(imp, "nn.matmul", a, rb == 1 ? expand_dims(imp, b, 1) : b, NULL);
         if (rb == 1) y = squeeze(imp, y, -1);
     } else {
         y = batched_matmul(imp, a, b);

@@ -21,28 +21,7 @@ static Expr *bin(Imp *imp, const char *op, Expr *a, Expr *b) {
     return a && b ? imp_call2(imp, op, a, b, NULL) : NULL;
 }
 
-static Expr *cast(Imp *imp, Expr *x, rly_dtype dt) { return x ? imp_cast(imp, x, dt) : NULL; }
-
-static bool set_out(Imp *imp, uint32_t i, Expr *e) {
-    if (e == NULL) return false;
-    imp_out(imp, i, e);
-    return true;
-}
-
-static bool wants_out(Imp *imp, uint32_t i) {
-    return i < imp_n_outputs(imp) && imp_node(imp)->outputs[i][0] != '\0';
-}
-
 /* Required input i, which must be a tensor. */
-static Expr *tin(Imp *imp, uint32_t i, const char *what) {
-    Expr *e = imp_in_req(imp, i, what);
-    if (e == NULL) return NULL;
-    if (imp_tt(e) == NULL) {
-        imp_error(imp, "input %u (%s) must be a tensor", i, what);
-        return NULL;
-    }
-    return e;
-}
 
 /* axis normalized against rank r (ONNX allows [-r, r - 1]); false after reporting. */
 static bool norm_axis(Imp *imp, int64_t axis, uint32_t r, const char *what, int64_t *out) {
@@ -97,7 +76,7 @@ static Expr *float_op(Imp *imp, const char *op, Expr *x) {
     if (x == NULL) return NULL;
     rly_dtype dt = imp_dtype(x);
     if (sup_dtype_is_float(dt)) return un(imp, op, x);
-    return cast(imp, un(imp, op, cast(imp, x, RLY_DTYPE_F64)), dt);
+    return imp_cast(imp, un(imp, op, imp_cast(imp, x, RLY_DTYPE_F64)), dt);
 }
 
 /* The elementwise part before the reduction. */
@@ -247,7 +226,7 @@ static bool reduce_common(Imp *imp, bool axes_input) {
             found = true;
         }
     RLY_CHECK(found, "no reduction for %s", op_type);
-    Expr *x = tin(imp, 0, "data");
+    Expr *x = imp_tin(imp, 0, "data");
     if (x == NULL) return false;
     uint32_t r = imp_rank(x), n = 0;
     const int64_t *given = NULL;
@@ -257,7 +236,7 @@ static bool reduce_common(Imp *imp, bool axes_input) {
         Expr *ax = imp_in(imp, 1);
         if (ax && !imp_const_ints(imp, ax, &given, &n)) {
             if (imp_tt(ax) == NULL) return imp_error(imp, "the 'axes' input must be a tensor");
-            return set_out(imp, 0, reduce_dynamic(imp, kind, x, ax, keepdims, noop));
+            return imp_set_out(imp, 0, reduce_dynamic(imp, kind, x, ax, keepdims, noop));
         }
     } else {
         n = imp_attr_ints(imp, "axes", &given);
@@ -265,7 +244,7 @@ static bool reduce_common(Imp *imp, bool axes_input) {
     int64_t *axes = imp_alloc(imp, (n + 1) * sizeof(int64_t));
     for (uint32_t i = 0; i < n; i++)
         if (!norm_axis(imp, given[i], r, "axis", &axes[i])) return false;
-    return set_out(imp, 0, reduce_apply(imp, kind, x, n, axes, keepdims, n == 0 && noop));
+    return imp_set_out(imp, 0, reduce_apply(imp, kind, x, n, axes, keepdims, n == 0 && noop));
 }
 
 static bool conv_reduce_attr(Imp *imp) { return reduce_common(imp, false); }
@@ -275,7 +254,7 @@ static bool conv_reduce_input(Imp *imp) { return reduce_common(imp, true); }
 
 static bool conv_arg(Imp *imp) {
     bool is_max = strcmp(imp_node(imp)->op_type, "ArgMax") == 0;
-    Expr *x = tin(imp, 0, "data");
+    Expr *x = imp_tin(imp, 0, "data");
     if (x == NULL) return false;
     int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", 0), imp_rank(x), "axis", &axis)) return false;
@@ -284,7 +263,7 @@ static bool conv_arg(Imp *imp) {
     ia_bool(imp, &a, "keepdims", imp_attr_int(imp, "keepdims", 1) != 0);
     ia_bool(imp, &a, "select_last_index", imp_attr_int(imp, "select_last_index", 0) != 0);
     Expr *y = imp_call1(imp, is_max ? "argmax" : "argmin", x, &a);
-    return set_out(imp, 0, cast(imp, y, RLY_DTYPE_I64));
+    return imp_set_out(imp, 0, imp_cast(imp, y, RLY_DTYPE_I64));
 }
 
 /* ---- CumSum ---------------------------------------------------------------------------------- */
@@ -310,7 +289,7 @@ static Expr *cumsum_at(Imp *imp, Expr *x, int64_t axis, bool reverse, bool exclu
 /* CumSum: the axis is a scalar input. A constant picks the axis; a run-time axis (the result's
  * shape is x's either way) selects among the scans along every axis with `where`. */
 static bool conv_cumsum(Imp *imp) {
-    Expr *x = tin(imp, 0, "x"), *ax = tin(imp, 1, "axis");
+    Expr *x = imp_tin(imp, 0, "x"), *ax = imp_tin(imp, 1, "axis");
     if (x == NULL || ax == NULL) return false;
     bool reverse = imp_attr_int(imp, "reverse", 0) != 0;
     bool exclusive = imp_attr_int(imp, "exclusive", 0) != 0;
@@ -322,7 +301,7 @@ static bool conv_cumsum(Imp *imp) {
         int64_t axis = 0;
         if (n != 1) return imp_error(imp, "the 'axis' input must hold one value, got %u", n);
         if (!norm_axis(imp, v[0], r, "axis", &axis)) return false;
-        return set_out(imp, 0, cumsum_at(imp, x, axis, reverse, exclusive));
+        return imp_set_out(imp, 0, cumsum_at(imp, x, axis, reverse, exclusive));
     }
     rly_dtype adt = imp_dtype(ax);
     if (!sup_dtype_is_int(adt) || imp_tt(ax)->ndim > 1)
@@ -334,7 +313,7 @@ static bool conv_cumsum(Imp *imp) {
         Expr *c = cumsum_at(imp, x, i, reverse, exclusive);
         y = is_i && c ? imp_call(imp, "where", 3, (Expr *[]){is_i, c, y}, NULL) : NULL;
     }
-    return set_out(imp, 0, y);
+    return imp_set_out(imp, 0, y);
 }
 
 /* ---- TopK ------------------------------------------------------------------------------------ */
@@ -343,7 +322,7 @@ static bool conv_cumsum(Imp *imp) {
  * dyn.topk when the table has it). Values, then int64 indices; `sorted` = 0 allows any order,
  * so the sorted result serves both. */
 static bool topk_common(Imp *imp, bool k_input) {
-    Expr *x = tin(imp, 0, "X");
+    Expr *x = imp_tin(imp, 0, "X");
     if (x == NULL) return false;
     int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", -1), imp_rank(x), "axis", &axis)) return false;
@@ -359,7 +338,7 @@ static bool topk_common(Imp *imp, bool k_input) {
         if (ka == NULL) return imp_error(imp, "attribute k is required");
         k = ka->i;
     } else {
-        if ((kt = tin(imp, 1, "K")) == NULL) return false;
+        if ((kt = imp_tin(imp, 1, "K")) == NULL) return false;
         const int64_t *v;
         uint32_t n;
         if (imp_const_ints(imp, kt, &v, &n)) {
@@ -429,7 +408,7 @@ static Expr *sm_along(Imp *imp, SmKind kind, Expr *x, int64_t axis) {
         int64_t *ns = imp_alloc(imp, rank * sizeof(int64_t));
         for (uint32_t i = 0; i < rank; i++)
             ns[i] = i == axis ? -1 : 1;
-        return cast(imp, bin(imp, "equal", reshape(imp, pos, rank, ns), idx), dt);
+        return imp_cast(imp, bin(imp, "equal", reshape(imp, pos, rank, ns), idx), dt);
     }
     Expr *idx = imp_call1(imp, "argmax", x, &a);
     if (idx == NULL) return NULL;
@@ -447,27 +426,27 @@ static Expr *sm_along(Imp *imp, SmKind kind, Expr *x, int64_t axis) {
  * computation and needs no static dims. */
 static bool conv_sm_1(Imp *imp) {
     SmKind kind = sm_kind(imp);
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     if (x == NULL) return false;
     uint32_t r = imp_rank(x);
     if (r == 0) return imp_error(imp, "input must have rank 1 or more");
     int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", 1), r, "axis", &axis)) return false;
-    if (axis == (int64_t)r - 1) return set_out(imp, 0, sm_along(imp, kind, x, axis));
+    if (axis == (int64_t)r - 1) return imp_set_out(imp, 0, sm_along(imp, kind, x, axis));
     int64_t *shape = imp_alloc(imp, (size_t)(axis + 1) * sizeof(int64_t));
     for (int64_t i = 0; i < axis; i++)
         shape[i] = 0; /* copy the dim */
     shape[axis] = -1;
     Expr *y = sm_along(imp, kind, reshape(imp, x, (uint32_t)axis + 1, shape), axis);
-    return set_out(imp, 0, y ? imp_call2(imp, "reshape_like", y, x, NULL) : NULL);
+    return imp_set_out(imp, 0, y ? imp_call2(imp, "reshape_like", y, x, NULL) : NULL);
 }
 
 static bool conv_sm_13(Imp *imp) {
-    Expr *x = tin(imp, 0, "input");
+    Expr *x = imp_tin(imp, 0, "input");
     if (x == NULL) return false;
     int64_t axis = 0;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", -1), imp_rank(x), "axis", &axis)) return false;
-    return set_out(imp, 0, sm_along(imp, sm_kind(imp), x, axis));
+    return imp_set_out(imp, 0, sm_along(imp, sm_kind(imp), x, axis));
 }
 
 /* ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss -------------------------------------- */
@@ -512,14 +491,14 @@ static Expr *nll(Imp *imp, Expr *input, Expr *target, Expr *weight) {
 }
 
 static bool conv_nll_loss(Imp *imp) {
-    Expr *input = tin(imp, 0, "input"), *target = tin(imp, 1, "target");
-    return set_out(imp, 0, nll(imp, input, target, imp_in(imp, 2)));
+    Expr *input = imp_tin(imp, 0, "input"), *target = imp_tin(imp, 1, "target");
+    return imp_set_out(imp, 0, nll(imp, input, target, imp_in(imp, 2)));
 }
 
 /* SoftmaxCrossEntropyLoss: log_softmax over the class axis (1), then the NLL loss; the second
  * output is the log-probabilities. */
 static bool conv_sce_loss(Imp *imp) {
-    Expr *scores = tin(imp, 0, "scores"), *labels = tin(imp, 1, "labels");
+    Expr *scores = imp_tin(imp, 0, "scores"), *labels = imp_tin(imp, 1, "labels");
     if (scores == NULL || labels == NULL) return false;
     if (imp_rank(scores) < 2)
         return imp_error(imp, "scores must have rank 2 or more (N, C, ...), got rank %u",
@@ -527,8 +506,8 @@ static bool conv_sce_loss(Imp *imp) {
     ImpAttrs a = {0};
     ia_int(imp, &a, "axis", 1);
     Expr *lp = imp_call1(imp, "nn.log_softmax", scores, &a);
-    if (!set_out(imp, 0, nll(imp, lp, labels, imp_in(imp, 2)))) return false;
-    if (wants_out(imp, 1)) imp_out(imp, 1, lp);
+    if (!imp_set_out(imp, 0, nll(imp, lp, labels, imp_in(imp, 2)))) return false;
+    if (imp_wants_out(imp, 1)) imp_out(imp, 1, lp);
     return true;
 }
 

@@ -19,17 +19,9 @@
 
 /* ---- builders (NULL in, NULL out) ------------------------------------------------------------ */
 
-static Expr *call1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a) {
-    return x ? imp_call1(imp, op, x, a) : NULL;
-}
-
-static Expr *call2(Imp *imp, const char *op, Expr *x, Expr *y, const ImpAttrs *a) {
-    return x && y ? imp_call2(imp, op, x, y, a) : NULL;
-}
-
-static Expr *add(Imp *imp, Expr *x, Expr *y) { return call2(imp, "add", x, y, NULL); }
-static Expr *sub(Imp *imp, Expr *x, Expr *y) { return call2(imp, "subtract", x, y, NULL); }
-static Expr *mul(Imp *imp, Expr *x, Expr *y) { return call2(imp, "multiply", x, y, NULL); }
+static Expr *add(Imp *imp, Expr *x, Expr *y) { return imp_call2(imp, "add", x, y, NULL); }
+static Expr *sub(Imp *imp, Expr *x, Expr *y) { return imp_call2(imp, "subtract", x, y, NULL); }
+static Expr *mul(Imp *imp, Expr *x, Expr *y) { return imp_call2(imp, "multiply", x, y, NULL); }
 
 static Expr *scalar_of(Imp *imp, Expr *x, double v) {
     return x ? imp_scalar(imp, imp_dtype(x), v) : NULL;
@@ -89,12 +81,7 @@ static Expr *stack(Imp *imp, uint32_t n, Expr **xs, int64_t axis) {
     return imp_call1(imp, "stack", imp_tuple(imp, n, xs), &a);
 }
 
-static Expr *dense(Imp *imp, Expr *x, Expr *w) { return call2(imp, "nn.dense", x, w, NULL); }
-
-static bool wants_output(Imp *imp, uint32_t i) {
-    const OxNode *n = imp_node(imp);
-    return i < n->n_outputs && n->outputs[i][0] != '\0';
-}
+static Expr *dense(Imp *imp, Expr *x, Expr *w) { return imp_call2(imp, "nn.dense", x, w, NULL); }
 
 /* ---- activations ----------------------------------------------------------------------------- */
 
@@ -161,12 +148,13 @@ static Expr *activate(Imp *imp, const Act *a, Expr *x) {
         Expr *zero = scalar_of(imp, x, 0);
         Expr *cond, *other;
         if (a->kind == ACT_THRESHOLDED_RELU) {
-            cond = call2(imp, "greater", x, scalar_of(imp, x, a->alpha), NULL);
+            cond = imp_call2(imp, "greater", x, scalar_of(imp, x, a->alpha), NULL);
             other = zero;
         } else {
-            cond = call2(imp, "greater_equal", x, zero, NULL);
-            Expr *neg =
-                a->kind == ACT_ELU ? sub(imp, call1(imp, "exp", x, NULL), scalar_of(imp, x, 1)) : x;
+            cond = imp_call2(imp, "greater_equal", x, zero, NULL);
+            Expr *neg = a->kind == ACT_ELU
+                            ? sub(imp, imp_call1(imp, "exp", x, NULL), scalar_of(imp, x, 1))
+                            : x;
             other = mul(imp, neg, scalar_of(imp, x, a->alpha));
         }
         if (!cond || !other) return NULL;
@@ -174,21 +162,22 @@ static Expr *activate(Imp *imp, const Act *a, Expr *x) {
         return imp_call(imp, "where", 3, args, NULL);
     }
     case ACT_SCALED_TANH:
-        return mul(imp, call1(imp, "tanh", mul(imp, x, scalar_of(imp, x, a->beta)), NULL),
+        return mul(imp, imp_call1(imp, "tanh", mul(imp, x, scalar_of(imp, x, a->beta)), NULL),
                    scalar_of(imp, x, a->alpha));
     case ACT_HARD_SIGMOID: {
         ImpAttrs at = {0};
         ia_float(imp, &at, "a_min", 0.0);
         ia_float(imp, &at, "a_max", 1.0);
-        return call1(imp, "clip",
-                     add(imp, mul(imp, x, scalar_of(imp, x, a->alpha)), scalar_of(imp, x, a->beta)),
-                     &at);
+        return imp_call1(
+            imp, "clip",
+            add(imp, mul(imp, x, scalar_of(imp, x, a->alpha)), scalar_of(imp, x, a->beta)), &at);
     }
     case ACT_SOFTSIGN:
-        return call2(imp, "divide", x, add(imp, call1(imp, "abs", x, NULL), scalar_of(imp, x, 1)),
-                     NULL);
+        return imp_call2(imp, "divide", x,
+                         add(imp, imp_call1(imp, "abs", x, NULL), scalar_of(imp, x, 1)), NULL);
     case ACT_SOFTPLUS:
-        return call1(imp, "log", add(imp, call1(imp, "exp", x, NULL), scalar_of(imp, x, 1)), NULL);
+        return imp_call1(imp, "log", add(imp, imp_call1(imp, "exp", x, NULL), scalar_of(imp, x, 1)),
+                         NULL);
     }
     return NULL;
 }
@@ -405,8 +394,8 @@ static bool rnn_direction(Imp *imp, const Rnn *r, uint32_t d, Expr **y_out, Expr
         ia_str(imp, &a, "dtype", sup_dtype_name(dt));
         zeros = imp_call(imp, "zeros", 0, NULL, &a);
     } else {
-        zeros = call1(imp, "zeros_like",
-                      slice(imp, squeeze0(imp, slice(imp, xw, 0, 0, 1)), 1, 0, hsz), NULL);
+        zeros = imp_call1(imp, "zeros_like",
+                          slice(imp, squeeze0(imp, slice(imp, xw, 0, 0, 1)), 1, 0, hsz), NULL);
     }
     if (!zeros) return false;
     dir.h = r->h0 ? imp_cast(imp, take(imp, r->h0, 0, d), dt) : zeros;
@@ -418,7 +407,7 @@ static bool rnn_direction(Imp *imp, const Rnn *r, uint32_t d, Expr **y_out, Expr
         ia_float(imp, &clip_attrs, "a_min", -r->clip);
         ia_float(imp, &clip_attrs, "a_max", r->clip);
     }
-#define GATE(e) (r->has_clip ? call1(imp, "clip", (e), &clip_attrs) : (e))
+#define GATE(e) (r->has_clip ? imp_call1(imp, "clip", (e), &clip_attrs) : (e))
     for (int64_t s = 0; s < T; s++) {
         int64_t t = reverse ? T - 1 - s : s;
         Expr *xt_ = squeeze0(imp, steps[t]); /* (B, G*H) */
@@ -467,9 +456,9 @@ static bool rnn_direction(Imp *imp, const Rnn *r, uint32_t d, Expr **y_out, Expr
             /* steps at or past a sequence's length keep the state and output zeros */
             ImpAttrs ea = {0};
             ia_int(imp, &ea, "axis", 1);
-            Expr *m =
-                call1(imp, "expand_dims",
-                      call2(imp, "less", imp_scalar_i(imp, RLY_DTYPE_I64, t), lens, NULL), &ea);
+            Expr *m = imp_call1(
+                imp, "expand_dims",
+                imp_call2(imp, "less", imp_scalar_i(imp, RLY_DTYPE_I64, t), lens, NULL), &ea);
             if (!m) return false;
             Expr *a1[3] = {m, h_new, dir.h};
             Expr *a2[3] = {m, h_new, scalar_of(imp, h_new, 0)};
@@ -490,9 +479,9 @@ static bool rnn_direction(Imp *imp, const Rnn *r, uint32_t d, Expr **y_out, Expr
         /* onnxruntime's rule: a sequence of length 0 has zero final states, not the initial */
         ImpAttrs ea = {0};
         ia_int(imp, &ea, "axis", 1);
-        Expr *nz =
-            call1(imp, "expand_dims",
-                  call2(imp, "greater", lens, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL), &ea);
+        Expr *nz = imp_call1(
+            imp, "expand_dims",
+            imp_call2(imp, "greater", lens, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL), &ea);
         if (!nz) return false;
         Expr *a1[3] = {nz, dir.h, scalar_of(imp, dir.h, 0)};
         Expr *a2[3] = {nz, dir.c, scalar_of(imp, dir.c, 0)};
@@ -519,7 +508,7 @@ static bool rnn_convert(Imp *imp, CellKind kind) {
     r.input_forget = kind == CELL_LSTM && imp_attr_int(imp, "input_forget", 0) != 0;
     r.linear_before_reset = kind == CELL_GRU && imp_attr_int(imp, "linear_before_reset", 0) != 0;
     if (!rnn_attrs(imp, &r) || !rnn_inputs(imp, &r)) return false;
-    bool want_y = wants_output(imp, 0);
+    bool want_y = imp_wants_out(imp, 0);
     Expr *ys[2] = {NULL, NULL}, *hs[2], *cs[2];
     for (uint32_t d = 0; d < r.n_dirs; d++)
         if (!rnn_direction(imp, &r, d, want_y ? &ys[d] : NULL, &hs[d], &cs[d])) return false;
