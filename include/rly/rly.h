@@ -132,15 +132,15 @@ typedef enum rly_fill {
 } rly_fill;
 
 typedef struct rly_run_options {
-    const char *entry;       /* the global to run; NULL means "main" (ignored for an expression) */
-    const char *inputs_npz;  /* NULL, or an .npz whose arrays are named after the parameters */
-    int n_inputs;            /* --input NAME=path.npy pairs: names[i] is read from paths[i] */
+    const char *entry;      /* the global to run; NULL means "main" (ignored for an expression) */
+    const char *inputs_npz; /* NULL, or an .npz whose arrays are named after the parameters */
+    int n_inputs;           /* --input NAME=path.npy pairs: names[i] is read from paths[i] */
     const char *const *input_names;
     const char *const *input_paths;
-    rly_fill fill;           /* what to do for parameters no file gives */
-    unsigned seed;           /* for RLY_FILL_RANDOM */
-    const char *output_npz;  /* NULL: render the result as text into *text */
-    int max_print;           /* tensors with more elements print summarized (0: 1000) */
+    rly_fill fill;          /* what to do for parameters no file gives */
+    unsigned seed;          /* for RLY_FILL_RANDOM */
+    const char *output_npz; /* NULL: render the result as text into *text */
+    int max_print;          /* tensors with more elements print summarized (0: 1000) */
 } rly_run_options;
 
 /* Run the module; on success *text (when output_npz is NULL) is the rendered result, to be freed
