@@ -858,8 +858,10 @@ static const OxGraph *graph_attr(Imp *imp, const char *name) {
     return a->g;
 }
 
-/* Convert a branch graph (no inputs) in a child scope; returns its outputs. */
-static Expr **branch(Imp *imp, const OxGraph *g) {
+/* Convert subgraph g inline in a child scope, its first n inputs bound to vals (If branches bind
+ * none; unrolled Scan steps bind the states and slices); returns its outputs, NULL after an
+ * error. The node being converted is restored afterwards. */
+static Expr **inline_graph(Imp *imp, const OxGraph *g, uint32_t n, Expr *const *vals) {
     const OxNode *saved = imp->node;
     Span sspan = imp->span;
     int64_t sopset = imp->opset;
@@ -867,7 +869,11 @@ static Expr **branch(Imp *imp, const OxGraph *g) {
     Scope s;
     scope_push(imp, &s, false);
     Expr **outs = NULL;
-    if (define_inits(imp, g) && convert_nodes(imp, g)) outs = graph_outputs(imp, g);
+    if (define_inits(imp, g)) {
+        for (uint32_t k = 0; k < n; k++)
+            define(imp, g->inputs[k].name, vals[k]);
+        if (convert_nodes(imp, g)) outs = graph_outputs(imp, g);
+    }
     scope_pop(imp);
     imp->node = saved, imp->span = sspan, imp->opset = sopset, imp->outs = souts;
     return outs;
@@ -900,7 +906,7 @@ static bool conv_if(Imp *imp) {
     if (imp_dtype(cond) != RLY_DTYPE_BOOL) cond = imp_cast(imp, cond, RLY_DTYPE_BOOL);
     double cv;
     if (imp_const_f64(cond, &cv)) { /* decided at import time */
-        Expr **o = branch(imp, cv != 0 ? gt : ge);
+        Expr **o = inline_graph(imp, cv != 0 ? gt : ge, 0, NULL);
         if (o == NULL) return false;
         for (uint32_t i = 0; i < imp_n_outputs(imp); i++)
             imp_out(imp, i, o[i]);
@@ -911,9 +917,9 @@ static bool conv_if(Imp *imp) {
      * with a 16 kHz chunk size). */
     Diags *ds = &imp->ctx->diags;
     size_t mark = ds->items.len, errs = ds->n_errors;
-    Expr **ot = branch(imp, gt);
+    Expr **ot = inline_graph(imp, gt, 0, NULL);
     char *t_err = ot ? NULL : take_errors(imp, mark, errs);
-    Expr **oe = branch(imp, ge);
+    Expr **oe = inline_graph(imp, ge, 0, NULL);
     char *e_err = oe ? NULL : take_errors(imp, mark, errs);
     uint32_t n = imp_n_outputs(imp);
     if ((ot == NULL) != (oe == NULL)) {
@@ -1253,28 +1259,19 @@ static bool conv_scan(Imp *imp) {
     Expr ***steps = arena_array(&imp->arena, (size_t)n_out + 1, sizeof *steps);
     for (uint32_t j = 0; j < n_out; j++)
         steps[j] = arena_array(&imp->arena, (size_t)len + 1, sizeof **steps);
-    const OxNode *self = imp->node;
-    Span span = imp->span;
-    int64_t opset = imp->opset;
-    Expr **outs = imp->outs;
     for (int64_t t = 0; t < len; t++) {
-        Scope s;
-        scope_push(imp, &s, false);
-        bool ok = define_inits(imp, body);
-        for (uint32_t k = 0; ok && k < n_state; k++)
-            define(imp, body->inputs[k].name, state[k]);
-        for (uint32_t k = 0; ok && k < (uint32_t)m; k++) {
+        Expr **bind = arena_array(&imp->arena, n_in + 1, sizeof *bind);
+        for (uint32_t k = 0; k < n_state; k++)
+            bind[k] = state[k];
+        for (uint32_t k = 0; k < (uint32_t)m; k++) {
             int64_t idx = (k < n_id && in_dirs[k]) ? len - 1 - t : t;
             ImpAttrs a = {0};
             ia_int(imp, &a, "axis", ax[k]);
-            Expr *sl = imp_call2(imp, "take", xs[k], imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a);
-            ok = sl != NULL;
-            if (ok) define(imp, body->inputs[n_state + k].name, sl);
+            bind[n_state + k] =
+                imp_call2(imp, "take", xs[k], imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a);
+            if (bind[n_state + k] == NULL) return false;
         }
-        ok = ok && convert_nodes(imp, body);
-        Expr **bo = ok ? graph_outputs(imp, body) : NULL;
-        scope_pop(imp);
-        imp->node = self, imp->span = span, imp->opset = opset, imp->outs = outs;
+        Expr **bo = inline_graph(imp, body, n_in, bind);
         if (bo == NULL) return false;
         for (uint32_t k = 0; k < n_state; k++)
             state[k] = bo[k];
@@ -1341,10 +1338,6 @@ static bool conv_scan8(Imp *imp) {
         batch = t->shape[0], len = t->shape[1];
     }
     if (batch * len > 100000) return imp_error(imp, "the scan is too long to unroll");
-    const OxNode *self = imp->node;
-    Span span = imp->span;
-    int64_t opset = imp->opset;
-    Expr **outs = imp->outs;
     Expr **fin = arena_array(&imp->arena, (size_t)(n_state * batch) + 1, sizeof *fin);
     Expr **per_b = arena_array(&imp->arena, (size_t)(n_out * batch) + 1, sizeof *per_b);
     Expr **steps = arena_array(&imp->arena, (size_t)len + 1, sizeof *steps);
@@ -1360,27 +1353,20 @@ static bool conv_scan8(Imp *imp) {
             if (state[k] == NULL) return false;
         }
         for (int64_t t = 0; t < len; t++) {
-            Scope s;
-            scope_push(imp, &s, false);
-            bool ok = define_inits(imp, body);
-            for (uint32_t k = 0; ok && k < n_state; k++)
-                define(imp, body->inputs[k].name, state[k]);
-            for (uint32_t k = 0; ok && k < (uint32_t)m; k++) {
+            Expr **bind = arena_array(&imp->arena, n_state + (size_t)m + 1, sizeof *bind);
+            for (uint32_t k = 0; k < n_state; k++)
+                bind[k] = state[k];
+            for (uint32_t k = 0; k < (uint32_t)m; k++) {
                 int64_t idx = (k < n_dirs && dirs[k]) ? len - 1 - t : t;
                 ImpAttrs a0 = {0}, a1 = {0};
                 ia_int(imp, &a0, "axis", 0);
                 ia_int(imp, &a1, "axis", 0);
                 Expr *xb = imp_call2(imp, "take", xs[k], imp_scalar_i(imp, RLY_DTYPE_I64, b), &a0);
-                Expr *sl =
-                    xb ? imp_call2(imp, "take", xb, imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a1)
-                       : NULL;
-                ok = sl != NULL;
-                if (ok) define(imp, body->inputs[n_state + k].name, sl);
+                bind[n_state + k] =
+                    imp_call2(imp, "take", xb, imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a1);
+                if (bind[n_state + k] == NULL) return false;
             }
-            ok = ok && convert_nodes(imp, body);
-            Expr **bo = ok ? graph_outputs(imp, body) : NULL;
-            scope_pop(imp);
-            imp->node = self, imp->span = span, imp->opset = opset, imp->outs = outs;
+            Expr **bo = inline_graph(imp, body, n_state + (uint32_t)m, bind);
             if (bo == NULL) return false;
             for (uint32_t k = 0; k < n_state; k++)
                 state[k] = bo[k];
