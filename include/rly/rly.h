@@ -114,6 +114,16 @@ RLY_API rly_status rly_module_prelude(rly_ctx *ctx, rly_module **out);
  * success every expression carries its type. */
 RLY_API rly_status rly_module_infer(rly_module *mod);
 
+/* Reverse-mode automatic differentiation (docs/autodiff.md): type-checks the module, then
+ * defines @out_name (NULL: "main") as the gradient of @entry (NULL: "main"), a function
+ * fn(T1..Tn) -> (R, (T1..Tn)) returning @entry's result and the gradient of the sum of its
+ * floating-point result elements with respect to every parameter. mode "higher" (NULL) takes the
+ * whole language (closures, references, ADTs, recursion, globals, which get @<name>_grad twins);
+ * "first" takes dataflow programs and emits a plain dataflow program. An operator without a
+ * gradient is an error at each use, all reported. */
+RLY_API rly_status rly_module_gradient(rly_module *mod, const char *entry, const char *mode,
+                                       const char *out_name);
+
 /* Print like rly_module_print, with each expression's inferred type as a `/ * ty=... * /`
  * comment (written without the spaces). */
 RLY_API rly_status rly_module_print_typed(rly_module *mod, char **out);

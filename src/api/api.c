@@ -7,6 +7,8 @@
 #include "frontend/text/text.h"
 #include "ir/ir.h"
 #include "runtime/npy.h"
+#include "passes/grad.h"
+#include "passes/passes.h"
 #include "types/types.h"
 #include "api/api.h"
 
@@ -159,6 +161,23 @@ RLY_API rly_status rly_module_infer(rly_module *mod) {
     if (mod == NULL) return api_fail(RLY_STATUS_INVALID, "rly_module_infer: NULL module");
     RLY_TRY;
     bool ok = ir_well_formed(mod) && ty_infer_module(mod);
+    RLY_END_TRY;
+    return ok ? RLY_STATUS_OK : api_fail_diags(mod->ctx);
+}
+
+RLY_API rly_status rly_module_gradient(rly_module *mod, const char *entry, const char *mode,
+                                       const char *out_name) {
+    if (mod == NULL) return api_fail(RLY_STATUS_INVALID, "rly_module_gradient: NULL module");
+    GradMode gm = GRAD_HIGHER;
+    if (mode && strcmp(mode, "first") == 0)
+        gm = GRAD_FIRST;
+    else if (mode && strcmp(mode, "higher") != 0)
+        return api_fail(RLY_STATUS_INVALID,
+                        "rly_module_gradient: mode must be \"higher\" or \"first\", not \"%s\"",
+                        mode);
+    RLY_TRY;
+    bool ok = ir_well_formed(mod) && ty_infer_module(mod) &&
+              pass_gradient(mod, entry ? entry : "main", gm, out_name ? out_name : "main");
     RLY_END_TRY;
     return ok ? RLY_STATUS_OK : api_fail_diags(mod->ctx);
 }
@@ -392,7 +411,14 @@ RLY_API rly_status rly_ops_describe(const char *name, char **out) {
     RLY_TRY;
     if (name) {
         const OpDef *d = op_lookup(name, strlen(name));
-        if (d) describe_op(d, &sb);
+        if (d) {
+            describe_op(d, &sb);
+            sb_printf(&sb, "  gradient: %s\n",
+                      !grad_lookup(d->name)   ? "none (rly grad rejects programs using it)"
+                      : grad_is_zero(d->name) ? "zero (its result does not depend smoothly on "
+                                                "its inputs)"
+                                              : "yes");
+        }
     } else {
         for (size_t i = 0; i < op_count(); i++)
             describe_op(op_at(i), &sb);

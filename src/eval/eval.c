@@ -115,9 +115,9 @@ static bool cheap(const Expr *e) {
 typedef struct LayoutState {
     Interp *it;
     FnInfo *fi;
-    Expr *root_fn; /* the function being laid out (its own node is not skipped) */
-    uint32_t *parents;
-    size_t n_parents;
+    Expr *root_fn;  /* the function being laid out (its own node is not skipped) */
+    PtrMap parents; /* child -> number of parents seen (as uintptr_t); per function, so that
+                       laying out many small closures costs their size, not the node count */
     PtrVec memo;
 } LayoutState;
 
@@ -140,15 +140,9 @@ static VisitResult layout_pre(Visitor *v, Expr *e) {
     for (uint32_t i = 0; i < n; i++) {
         Expr *c = ir_expr_child(e, i);
         if (c == NULL || c->kind == EXPR_VAR) continue;
-        if (c->id >= ls->n_parents) {
-            size_t m = ls->n_parents ? ls->n_parents : 256;
-            while (m <= c->id)
-                m *= 2;
-            ls->parents = sup_realloc(ls->parents, m * sizeof *ls->parents);
-            memset(ls->parents + ls->n_parents, 0, (m - ls->n_parents) * sizeof *ls->parents);
-            ls->n_parents = m;
-        }
-        if (++ls->parents[c->id] == 2 && !cheap(c)) vec_push(&ls->memo, c);
+        uintptr_t k = (uintptr_t)ptrmap_get(&ls->parents, c) + 1;
+        ptrmap_put(&ls->parents, c, (void *)k);
+        if (k == 2 && !cheap(c)) vec_push(&ls->memo, c);
     }
     switch (e->kind) {
     case EXPR_LET: bind_slot(ls, AS_LET(e)->var); break;
@@ -182,7 +176,7 @@ static FnInfo *fn_info(Interp *it, Function *fn, Expr *body) {
         mn->owner = fi;
         mn->slot = (int32_t)fi->n_slots++;
     }
-    free(ls.parents);
+    ptrmap_free(&ls.parents);
     vec_free(&ls.memo);
     /* Captures: the free variables of a function. */
     PtrVec fv = {0};

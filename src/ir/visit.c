@@ -114,26 +114,43 @@ typedef struct VisitFrame {
     uint32_t next; /* next child to push */
 } VisitFrame;
 
-/* The set of visited nodes: a bitmap by node id (ids are dense per context). */
+/* The set of visited nodes: an open-addressing hash set of node ids (ids are dense per
+ * context, but a visit of a small function late in a big context must cost its own size, not the
+ * context's node count, so no bitmap indexed from 0). Slot value 0 is empty; ids are stored + 1. */
 typedef struct Seen {
-    uint64_t *bits;
-    size_t n_words;
+    uint32_t *slots;
+    size_t cap, len; /* cap a power of two, len <= cap / 2 */
 } Seen;
 
+static size_t seen_home(uint32_t key, size_t cap) {
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
 static bool seen_test_set(Seen *s, uint32_t id) {
-    size_t w = id >> 6;
-    if (w >= s->n_words) {
-        size_t n = s->n_words ? s->n_words : 64;
-        while (n <= w)
-            n *= 2;
-        s->bits = sup_realloc(s->bits, sup_mul(n, sizeof(uint64_t)));
-        memset(s->bits + s->n_words, 0, (n - s->n_words) * sizeof(uint64_t));
-        s->n_words = n;
+    uint32_t key = id + 1;
+    if (2 * (s->len + 1) > s->cap) {
+        size_t ncap = s->cap ? 2 * s->cap : 64;
+        uint32_t *ns = sup_calloc(ncap, sizeof *ns);
+        for (size_t i = 0; i < s->cap; i++) {
+            uint32_t k = s->slots[i];
+            if (k == 0) continue;
+            size_t h = seen_home(k, ncap);
+            while (ns[h])
+                h = (h + 1) & (ncap - 1);
+            ns[h] = k;
+        }
+        free(s->slots);
+        s->slots = ns;
+        s->cap = ncap;
     }
-    uint64_t m = (uint64_t)1 << (id & 63);
-    bool was = (s->bits[w] & m) != 0;
-    s->bits[w] |= m;
-    return was;
+    size_t h = seen_home(key, s->cap);
+    while (s->slots[h]) {
+        if (s->slots[h] == key) return true;
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->slots[h] = key;
+    s->len++;
+    return false;
 }
 
 bool ir_visit(Visitor *v, Expr *root) {
@@ -168,7 +185,7 @@ bool ir_visit(Visitor *v, Expr *root) {
         if (v->post) v->post(v, e);
     }
     vec_free(&stack);
-    free(seen.bits);
+    free(seen.slots);
     return ok;
 }
 

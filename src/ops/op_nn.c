@@ -180,6 +180,14 @@ static RelResult batch_norm_rel(RelCall *rc) {
     return rel_out(rc, ir_type_tuple(rc->ctx, 3, fields));
 }
 
+/* nn.batch_norm_training: batch_norm's arguments and results, the statistics being the batch's
+ * (results 1 and 2 are the updated moving averages). */
+static RelResult batch_norm_training_rel(RelCall *rc) {
+    double m = attr_float(rc, "momentum");
+    if (!(m >= 0 && m <= 1)) return rel_error(rc, "momentum must be between 0 and 1, got %g", m);
+    return batch_norm_rel(rc);
+}
+
 static RelResult affine_norm_rel(RelCall *rc, uint32_t min_rank) {
     TensorType *data;
     int64_t axis, c;
@@ -443,6 +451,11 @@ static const AttrSpec norm_attrs[] = {
     {"scale", AT_BOOL, "True", NULL},
     {0},
 };
+static const AttrSpec norm_training_attrs[] = {
+    {"axis", AT_INT, "1", NULL},         {"epsilon", AT_FLOAT, "1e-05", NULL},
+    {"momentum", AT_FLOAT, "0.9", NULL}, {"center", AT_BOOL, "True", NULL},
+    {"scale", AT_BOOL, "True", NULL},    {0},
+};
 static const AttrSpec layer_norm_attrs[] = {
     {"axis", AT_INT, "-1", NULL},
     {"epsilon", AT_FLOAT, "1e-05", NULL},
@@ -494,6 +507,10 @@ OpDef ops_nn_table[] = {
     ROW("nn.batch_norm", 5, OP_OUT_EWISE_FUSABLE, batch_norm_rel, norm_attrs,
         "data, gamma, beta, moving_mean, moving_var",
         "batch normalization along axis; (out, mean, var)"),
+    ROW("nn.batch_norm_training", 5, OP_OPAQUE, batch_norm_training_rel, norm_training_attrs,
+        "data, gamma, beta, moving_mean, moving_var",
+        "batch normalization with the batch's statistics over every axis but axis; (out, "
+        "momentum * moving_mean + (1 - momentum) * mean, the same for the biased variance)"),
     ROW("nn.layer_norm", 3, OP_OPAQUE, layer_norm_rel, layer_norm_attrs, "data, gamma, beta",
         "layer normalization over axis, with per-channel gamma and beta"),
     ROW("nn.group_norm", 3, OP_OPAQUE, group_norm_rel, group_norm_attrs, "data, gamma, beta",

@@ -396,10 +396,11 @@ if [ -d "$ND/test_add" ]; then
   expect onnx_run_truncated 1
   expect_stderr onnx_run_truncated
   # every unsupported operator of a model is listed at once, located at its node
-  run import "$ND/../simple/test_sequence_model3/model.onnx"
+  UNS=$HERE/../fuzz/corpus/onnx/seed_unsupported_custom_ops.onnx
+  run import "$UNS"
   expect onnx_unsupported 1
-  expect_located onnx_unsupported "$ND/../simple/test_sequence_model3/model.onnx"
-  check onnx_unsupported.all $(grep -q 'SequenceConstruct-12, SequenceErase-12, SequenceInsert-12, SequenceAt-12' "$T/err" && echo 0 || echo 1) "not every unsupported operator is listed"
+  expect_located onnx_unsupported "$UNS"
+  check onnx_unsupported.all $(grep -q '2 unsupported operators: com.example.Foo-1, com.example.Bar-1' "$T/err" && echo 0 || echo 1) "not every unsupported operator is listed"
   run info "$ND/test_add/model.onnx"
   expect onnx_info 0
   check onnx_info.ops $(grep -q '1  Add' "$T/out" && echo 0 || echo 1) "no operator histogram"
@@ -426,6 +427,47 @@ if [ -d "$ND/test_add" ]; then
   expect onnx_test_pass 0
   check onnx_test_pass.summary $(grep -q '^2 passed, 0 failed, 0 skipped' "$T/out" && echo 0 || echo 1) "no summary line"
 fi
+
+# ---- rly grad (reverse-mode AD) ----
+EX=$HERE/../../examples
+AD=$HERE/../autodiff
+for mode in higher first; do
+  run grad "$AD/basic.rly" --mode $mode -o "$T/grad_$mode.rly"
+  expect grad_$mode 0
+  run run "$T/grad_$mode.rly" --fill ones --output "$T/grad_$mode.npz"
+  expect grad_${mode}_run 0
+  check grad_${mode}_outputs $(python3 -c "
+import sys, zipfile
+n = zipfile.ZipFile(sys.argv[1]).namelist()
+sys.exit(0 if sorted(n) == ['output_0.npy', 'output_1.npy', 'output_2.npy'] else 1)" "$T/grad_$mode.npz" 2>/dev/null && echo 0 || echo 1) "want output_0 (value), output_1, output_2 (gradients)"
+done
+run grad "$AD/closure.rly" --mode first
+expect grad_first_rejects 1
+expect_located grad_first_rejects "$AD/closure.rly"
+run grad "$AD/basic.rly" --mode sideways
+expect grad_bad_mode 2
+run grad "$AD/basic.rly" --entry nosuch
+expect grad_bad_entry 1
+check grad_bad_entry.message $(grep -q "no function @nosuch" "$T/err" && echo 0 || echo 1) "no message naming the entry"
+run grad "$T/missing.rly"
+expect grad_missing_file 1
+printf '#[version = "0.0.5"]\ndef @main(%%x: Tensor[(1, 1, 3, 3), float32]) {\n  nn.lrn(%%x)\n}\n' >"$T/nograd.rly"
+run grad "$T/nograd.rly"
+expect grad_no_gradient 1
+expect_located grad_no_gradient "$T/nograd.rly"
+check grad_no_gradient.summary $(grep -q "no gradient for 1 operator: nn.lrn" "$T/err" && echo 0 || echo 1) "no summary naming nn.lrn"
+run grad "$T/nograd.rly" -o "$T/gout/x.rly"
+expect grad_no_gradient_no_output 1
+check grad_no_gradient_no_output.file $(test -e "$T/gout/x.rly" && echo 1 || echo 0) "output written despite the error"
+run grad
+expect grad_no_file 2
+bash "$EX/train_mlp.sh" "$RLY" first >"$T/out" 2>"$T/err"
+rc=$?
+expect train_mlp 0
+check train_mlp.loss $(python3 -c "
+import re, sys
+v = [float(x) for x in re.findall(r'([0-9.eE+-]+)f', open(sys.argv[1]).read())]
+sys.exit(0 if len(v) == 2 and v[1] < 0.01 < v[0] else 1)" "$T/out" && echo 0 || echo 1) "loss did not fall below 0.01: $(cat "$T/out")"
 
 if [ "$n_xfail" -gt 0 ]; then echo "($n_xfail known failures counted as passed)"; fi
 echo "$n_pass passed, $n_fail failed"

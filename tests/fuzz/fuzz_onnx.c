@@ -1,7 +1,8 @@
 /* fuzz_onnx.c - libFuzzer target for the ONNX reader (src/frontend/onnx/onnx.h).
  *
- * Every input is decoded twice, as a ModelProto (ox_load_bytes) and as a lone TensorProto
- * (ox_decode_tensor, what input_N.pb files are):
+ * Every input is decoded as a ModelProto (ox_load_bytes), as a lone TensorProto
+ * (ox_decode_tensor, what input_N.pb files are) and as a SequenceProto and an OptionalProto
+ * (ox_decode_value, test data of sequence and optional inputs):
  * - a failed decode must return NULL with a message that starts with the input's name;
  * - a decoded model must be well-formed all the way down (every subgraph): counts match arrays,
  *   element counts match dims and byte sizes, borrowed payloads lie inside the input, every byte
@@ -185,6 +186,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             violated("tensor: a failed decode without a proper message");
     } else {
         check_tensor(t, false);
+    }
+    /* the same bytes as a SequenceProto and an OptionalProto (test data of sequence/optional
+     * inputs): a clear message or a value whose re-encoding decodes to the same encoding */
+    static const OxValueKind kinds[2] = {OXV_SEQUENCE, OXV_OPTIONAL};
+    static const char *const prefix[2] = {"SequenceProto: ", "OptionalProto: "};
+    for (int k = 0; k < 2; k++) {
+        err[0] = '\0';
+        OxValue *v = ox_decode_value(data, size, kinds[k], &a, err, sizeof err);
+        if (v == NULL) {
+            if (strncmp(err, prefix[k], strlen(prefix[k])) != 0 || err[strlen(prefix[k])] == '\0')
+                violated("value: a failed decode without a proper message");
+            continue;
+        }
+        StrBuf e1 = {0}, e2 = {0};
+        ox_encode_value(v, &e1);
+        OxValue *w = ox_decode_value(e1.data, e1.len, kinds[k], &a, err, sizeof err);
+        if (w == NULL) {
+            violated("value: its encoding does not decode");
+        } else {
+            ox_encode_value(w, &e2);
+            if (e1.len != e2.len || (e1.len && memcmp(e1.data, e2.data, e1.len) != 0))
+                violated("value: re-encoding is not a fixpoint");
+        }
+        sb_free(&e1);
+        sb_free(&e2);
     }
     arena_free(&a);
     return 0;

@@ -228,6 +228,42 @@ def test_batch_norm(shape, axis, center, scale, dtype):
     assert_close(out[2], var)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,axis,center,scale", BN)
+def test_batch_norm_training(shape, axis, center, scale, dtype):
+    """The batch's mean and biased variance over every axis but `axis`; ONNX's moving-average
+    update momentum * old + (1 - momentum) * batch (momentum 0.75: exact even as a float32
+    literal, which is how the text format reads it)."""
+    rng = rng_for("bnt", shape, axis, center, scale, dtype)
+    c = shape[axis]
+    x = rand(rng, shape, dtype)
+    gamma, beta, mm = rand(rng, (c,), dtype), rand(rng, (c,), dtype), rand(rng, (c,), dtype)
+    mv = rand(rng, (c,), dtype, 0.5, 2.0)
+    bs = bshape(shape, axis)
+    red = tuple(i for i in range(len(shape)) if i != axis % len(shape))
+    xf = x.astype(np.float64)
+    mean = xf.mean(axis=red)
+    var = ((xf - mean.reshape(bs)) ** 2).mean(axis=red)
+    y = (xf - mean.reshape(bs)) / np.sqrt(var.reshape(bs) + 1e-3)
+    if scale:
+        y = y * gamma.astype(np.float64).reshape(bs)
+    if center:
+        y = y + beta.astype(np.float64).reshape(bs)
+    out = run_call("nn.batch_norm_training", [x, gamma, beta, mm, mv], axis=axis, epsilon=1e-3,
+                   momentum=0.75, center=center, scale=scale)
+    assert len(out) == 3
+    close(out[0], y, dtype, TOL_ACC)
+    close(out[1], 0.75 * mm.astype(np.float64) + 0.25 * mean, dtype, TOL_ACC)
+    close(out[2], 0.75 * mv.astype(np.float64) + 0.25 * var, dtype, TOL_ACC)
+
+
+def test_batch_norm_training_errors():
+    x = np.zeros((2, 3), "float32")
+    v = np.zeros((3,), "float32")
+    err = run_op_error(op_call("nn.batch_norm_training", 5, momentum=2.0), x, v, v, v, v)
+    assert "momentum must be between 0 and 1" in err
+
+
 def norm_ref(x, axes, eps):
     xf = x.astype(np.float64)
     m = xf.mean(axis=tuple(axes), keepdims=True)

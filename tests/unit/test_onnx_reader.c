@@ -332,7 +332,30 @@ static void free_list(char **l) {
 
 /* ==== the test-data corpus ================================================================== */
 
-static long n_models, n_pb, n_pb_skipped, n_pb_identical, n_nodes_total, n_quirks;
+static long n_models, n_pb, n_pb_values, n_pb_skipped, n_pb_identical, n_nodes_total, n_quirks;
+
+/* Structural invariants of a decoded SequenceProto / OptionalProto value. */
+static bool value_ok(const OxValue *v, int depth) {
+    if (depth > OX_MAX_DEPTH || v->name == NULL) return false;
+    if (v->kind == OXV_TENSOR) return v->tensor != NULL && tensor_ok(v->tensor, NULL);
+    if (v->kind == OXV_OPTIONAL && v->n > 1) return false;
+    if (v->n > 0 && v->items == NULL) return false;
+    for (uint32_t i = 0; i < v->n; i++)
+        if (!value_ok(&v->items[i], depth + 1) || v->items[i].kind != v->items[0].kind)
+            return false;
+    return true;
+}
+
+static bool same_tensor(const OxTensor *a, const OxTensor *b);
+
+static bool same_value(const OxValue *a, const OxValue *b) {
+    if (a->kind != b->kind || a->n != b->n || strcmp(a->name, b->name) != 0) return false;
+    if (a->kind == OXV_TENSOR) return same_tensor(a->tensor, b->tensor);
+    if (a->elem_type != b->elem_type) return false;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (!same_value(&a->items[i], &b->items[i])) return false;
+    return true;
+}
 
 /* Check a test_data_set_K/input_N.pb or output_N.pb against the value info it feeds. */
 static void check_pb(const char *path, const OxValueInfo *vi) {
@@ -340,9 +363,26 @@ static void check_pb(const char *path, const OxValueInfo *vi) {
     arena_init(&a);
     char err[512];
     OxTensor *t = ox_load_tensor_file(path, &a, err, sizeof err);
+    if (vi != NULL && (vi->type.kind == OXT_SEQUENCE || vi->type.kind == OXT_OPTIONAL)) {
+        /* a SequenceProto / OptionalProto file: decodes as one, and re-encodes to a message that
+         * decodes the same */
+        OxValueKind kind = vi->type.kind == OXT_SEQUENCE ? OXV_SEQUENCE : OXV_OPTIONAL;
+        OxValue *v = ox_load_value_file(path, kind, &a, err, sizeof err);
+        CHECK(v != NULL && value_ok(v, 0), "%s: %s", path, v ? "inconsistent value" : err);
+        if (v != NULL) {
+            n_pb_values++;
+            StrBuf enc = {0};
+            ox_encode_value(v, &enc);
+            OxValue *u = ox_decode_value(enc.data, enc.len, kind, &a, err, sizeof err);
+            CHECK(u != NULL && same_value(v, u), "%s: the encoded value decodes differently: %s",
+                  path, u ? "" : err);
+            sb_free(&enc);
+        }
+        arena_free(&a);
+        return;
+    }
     if (vi == NULL || vi->type.kind != OXT_TENSOR) {
-        /* a SequenceProto / OptionalProto / MapProto file: not a TensorProto; it may decode as
-         * garbage or fail, but cleanly */
+        /* a MapProto file: not a TensorProto; it may decode as garbage or fail, but cleanly */
         n_pb_skipped++;
         CHECK(t != NULL || strncmp(err, path, strlen(path)) == 0, "%s: bad failure: %s", path, err);
         arena_free(&a);
@@ -455,8 +495,11 @@ static void test_corpus(void) {
         free_list(cases);
     }
     printf("corpus: %ld models (%ld nodes), %ld tensor files (%ld re-encode byte-identical), "
-           "%ld non-tensor files skipped, %ld test-data quirks tolerated\n",
-           n_models, n_nodes_total, n_pb, n_pb_identical, n_pb_skipped, n_quirks);
+           "%ld sequence/optional files, %ld other files skipped, %ld test-data quirks "
+           "tolerated\n",
+           n_models, n_nodes_total, n_pb, n_pb_identical, n_pb_values, n_pb_skipped, n_quirks);
+    CHECK(n_models == 0 || n_pb_values >= 20, "only %ld sequence/optional files decoded",
+          n_pb_values);
 }
 
 /* ==== facts of real models (as `onnx.load(...)` prints them) ================================= */
@@ -1582,6 +1625,177 @@ static void test_tensor_files(void) {
     arena_free(&a);
 }
 
+/* ==== SequenceProto / OptionalProto values (test data) =========================================
+ */
+
+/* A TensorProto of n floats (dims (n)). */
+static void put_float_tensor(StrBuf *b, uint32_t f, int n, float base) {
+    StrBuf t = {0};
+    put_v(&t, 1, (uint64_t)n);
+    put_v(&t, 2, OX_FLOAT);
+    for (int i = 0; i < n; i++)
+        put_f32(&t, 4, base + (float)i);
+    put_m(b, f, &t);
+}
+
+/* Decode b as kind; must fail with a message starting with the message name and holding want. */
+static void expect_value_err_line(StrBuf *b, OxValueKind kind, int line, const char *want) {
+    Arena a;
+    arena_init(&a);
+    char err[512] = "";
+    void *copy = malloc(b->len ? b->len : 1);
+    if (b->len) memcpy(copy, b->data, b->len);
+    OxValue *v = ox_decode_value(copy, b->len, kind, &a, err, sizeof err);
+    const char *prefix = kind == OXV_SEQUENCE ? "SequenceProto: " : "OptionalProto: ";
+    CHECK(v == NULL && strncmp(err, prefix, strlen(prefix)) == 0 && strstr(err, want) != NULL,
+          "line %d: expected an error with '%s', got %s: %s", line, want, v ? "a value" : "error",
+          err);
+    free(copy);
+    arena_free(&a);
+    sb_free(b);
+}
+#define EXPECT_VALUE_ERR(b, kind, w) expect_value_err_line(&(b), kind, __LINE__, w)
+
+static void test_values(void) {
+    Arena a;
+    arena_init(&a);
+    char err[512];
+    /* a sequence of two tensors, named; elem_type given */
+    StrBuf b = {0};
+    put_s(&b, 1, "seq");
+    put_v(&b, 2, OXE_TENSOR);
+    put_float_tensor(&b, 3, 2, 1.0f);
+    put_float_tensor(&b, 3, 3, 5.0f);
+    OxValue *v = ox_decode_value(b.data, b.len, OXV_SEQUENCE, &a, err, sizeof err);
+    CHECK(v && v->kind == OXV_SEQUENCE && v->n == 2 && v->elem_type == OXE_TENSOR &&
+              strcmp(v->name, "seq") == 0 && v->items[1].kind == OXV_TENSOR &&
+              v->items[1].tensor->count == 3 &&
+              ((const float *)v->items[1].tensor->data)[2] == 7.0f,
+          "sequence of tensors: %s", v ? "wrong contents" : err);
+    CHECK(v && value_ok(v, 0), "sequence invariants");
+    StrBuf enc = {0};
+    if (v) ox_encode_value(v, &enc);
+    OxValue *u = ox_decode_value(enc.data, enc.len, OXV_SEQUENCE, &a, err, sizeof err);
+    CHECK(v && u && same_value(v, u), "sequence round trip: %s", u ? "differs" : err);
+    sb_free(&enc);
+    sb_free(&b);
+    /* an empty sequence (elem_type only) and one whose elem_type is left 0 */
+    put_v(&b, 2, OXE_TENSOR);
+    v = ox_decode_value(b.data, b.len, OXV_SEQUENCE, &a, err, sizeof err);
+    CHECK(v && v->n == 0 && v->elem_type == OXE_TENSOR, "empty sequence: %s", v ? "" : err);
+    sb_free(&b);
+    put_float_tensor(&b, 3, 1, 0.0f);
+    v = ox_decode_value(b.data, b.len, OXV_SEQUENCE, &a, err, sizeof err);
+    CHECK(v && v->n == 1 && v->elem_type == OXE_TENSOR, "elem_type from the values: %s",
+          v ? "" : err);
+    sb_free(&b);
+    /* optionals: empty, of a tensor, of a sequence (nested) */
+    put_s(&b, 1, "o");
+    put_v(&b, 2, OXE_UNDEFINED);
+    v = ox_decode_value(b.data, b.len, OXV_OPTIONAL, &a, err, sizeof err);
+    CHECK(v && v->kind == OXV_OPTIONAL && v->n == 0 && strcmp(v->name, "o") == 0,
+          "empty optional: %s", v ? "" : err);
+    sb_free(&b);
+    v = ox_decode_value("", 0, OXV_OPTIONAL, &a, err, sizeof err);
+    CHECK(v && v->n == 0, "an empty message is an empty optional: %s", v ? "" : err);
+    put_v(&b, 2, OXE_TENSOR);
+    put_float_tensor(&b, 3, 4, 2.0f);
+    v = ox_decode_value(b.data, b.len, OXV_OPTIONAL, &a, err, sizeof err);
+    CHECK(v && v->n == 1 && v->items[0].kind == OXV_TENSOR && v->items[0].tensor->count == 4,
+          "optional tensor: %s", v ? "" : err);
+    sb_free(&b);
+    StrBuf inner = {0};
+    put_v(&inner, 2, OXE_TENSOR);
+    put_float_tensor(&inner, 3, 1, 3.0f);
+    put_v(&b, 2, OXE_SEQUENCE);
+    put_m(&b, 5, &inner);
+    v = ox_decode_value(b.data, b.len, OXV_OPTIONAL, &a, err, sizeof err);
+    CHECK(v && v->n == 1 && v->items[0].kind == OXV_SEQUENCE && v->items[0].n == 1 &&
+              value_ok(v, 0),
+          "optional sequence: %s", v ? "" : err);
+    if (v) ox_encode_value(v, &enc);
+    u = ox_decode_value(enc.data, enc.len, OXV_OPTIONAL, &a, err, sizeof err);
+    CHECK(v && u && same_value(v, u), "optional round trip: %s", u ? "differs" : err);
+    sb_free(&enc);
+    sb_free(&b);
+    /* the tensor kind reads a TensorProto */
+    put_v(&b, 1, 2);
+    put_v(&b, 2, OX_FLOAT);
+    put_f32(&b, 4, 1.0f);
+    put_f32(&b, 4, 2.0f);
+    v = ox_decode_value(b.data, b.len, OXV_TENSOR, &a, err, sizeof err);
+    CHECK(v && v->kind == OXV_TENSOR && v->tensor->count == 2, "tensor value: %s", v ? "" : err);
+    sb_free(&b);
+
+    /* hostile and unsupported messages */
+    put_v(&b, 2, OXE_TENSOR);
+    put_l(&b, 4, "", 0);
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "sparse tensor values are not supported");
+    put_l(&b, 6, "", 0);
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "map values are not supported");
+    put_v(&b, 2, OXE_MAP);
+    EXPECT_VALUE_ERR(b, OXV_OPTIONAL, "elem_type map is not supported");
+    put_v(&b, 2, 9);
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "elem_type 9 is not a known element kind");
+    put_float_tensor(&b, 3, 1, 0.0f);
+    put_l(&b, 5, "", 0);
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "holds values of two kinds (tensor and sequence)");
+    put_v(&b, 2, OXE_SEQUENCE);
+    put_float_tensor(&b, 3, 1, 0.0f);
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "elem_type is sequence but it holds tensor values");
+    put_v(&b, 2, OXE_UNDEFINED);
+    put_float_tensor(&b, 3, 1, 0.0f);
+    EXPECT_VALUE_ERR(b, OXV_OPTIONAL, "elem_type is undefined (an empty optional) but it holds");
+    put_v(&b, 2, OXE_TENSOR);
+    EXPECT_VALUE_ERR(b, OXV_OPTIONAL, "elem_type is tensor but it holds no value");
+    put_s(&b, 2, "x");
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "field 2 (elem_type) has wire type length-delimited");
+    put_v(&b, 3, 1);
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "field 3 (tensor_values) has wire type varint");
+    put_v(&b, 2, OXE_TENSOR);
+    put_l(&b, 3, "\x08", 1); /* a truncated TensorProto inside */
+    EXPECT_VALUE_ERR(b, OXV_SEQUENCE, "tensor_values[0]: truncated varint");
+    put_l(&b, 3, "\x0a\x05", 2); /* a length past the end */
+    EXPECT_VALUE_ERR(b, OXV_OPTIONAL, "");
+    /* nesting: an optional of an optional of ... deeper than the limit */
+    StrBuf deep = {0};
+    for (int i = 0; i < OX_MAX_DEPTH + 2; i++) {
+        StrBuf outer = {0};
+        put_v(&outer, 2, i == 0 ? OXE_UNDEFINED : OXE_OPTIONAL);
+        if (i > 0) put_m(&outer, 7, &deep);
+        sb_free(&deep);
+        deep = outer;
+    }
+    EXPECT_VALUE_ERR(deep, OXV_OPTIONAL, "values nested deeper than");
+    /* files: the message starts with the path */
+    v = ox_load_value_file("/nonexistent/input_0.pb", OXV_SEQUENCE, &a, err, sizeof err);
+    CHECK(v == NULL && strstr(err, "/nonexistent/input_0.pb") == err, "missing file: %s", err);
+    put_v(&b, 2, OXE_TENSOR);
+    put_l(&b, 6, "", 0);
+    write_file("seq.pb", b.data, b.len);
+    char path[300];
+    snprintf(path, sizeof path, "%s/seq.pb", g_tmp);
+    v = ox_load_value_file(path, OXV_SEQUENCE, &a, err, sizeof err);
+    CHECK(v == NULL && strncmp(err, path, strlen(path)) == 0 &&
+              strstr(err, "map values are not supported"),
+          "file error: %s", err);
+    sb_free(&b);
+    /* the real test data: a sequence, an optional sequence, an empty optional */
+    static const char *const files[] = {
+        "node/test_sequence_insert_at_back/test_data_set_0/input_0.pb",
+        "node/test_optional_get_element_sequence/test_data_set_0/input_0.pb",
+        "node/test_optional_has_element_empty/test_data_set_0/input_0.pb"};
+    static const OxValueKind kinds[] = {OXV_SEQUENCE, OXV_OPTIONAL, OXV_OPTIONAL};
+    static const uint32_t counts[] = {3, 1, 0};
+    for (size_t i = 0; i < RLY_ARRAY_LEN(files); i++) {
+        snprintf(path, sizeof path, "%s/%s", TESTDATA, files[i]);
+        if (access(path, R_OK) != 0) continue;
+        v = ox_load_value_file(path, kinds[i], &a, err, sizeof err);
+        CHECK(v && v->n == counts[i] && value_ok(v, 0), "%s: %s", files[i], v ? "contents" : err);
+    }
+    arena_free(&a);
+}
+
 static void test_names(void) {
     CHECK(ox_elem_size(OX_FLOAT) == 4 && ox_elem_size(OX_BOOL) == 1 &&
               ox_elem_size(OX_COMPLEX128) == 16 && ox_elem_size(OX_BFLOAT16) == 2 &&
@@ -1634,6 +1848,7 @@ int main(void) {
     test_zero_copy();
     test_external();
     test_tensor_files();
+    test_values();
     test_facts();
     test_mutations();
     test_corpus();

@@ -25,6 +25,14 @@ static int usage(FILE *f) {
         "                          output_0, output_1, ... (tuples flattened depth-first).\n"
         "                          Parameters not given by a file are an error, or generated\n"
         "                          with --fill\n"
+        "  grad FILE [--entry NAME] [--name G] [--mode higher|first] [--prelude] [-o OUT.rly]\n"
+        "                          reverse-mode AD: print the module with @main (or @G) defined\n"
+        "                          as the gradient of @main (or @NAME):\n"
+        "                          fn(T1..Tn) -> (R, (T1..Tn)), the result\n"
+        "                          and the gradient of the sum of its elements for every input;\n"
+        "                          `rly run` executes it (output_0 the value, output_1.. the\n"
+        "                          gradients). higher: the whole language; first: dataflow\n"
+        "                          programs, straight-line output\n"
         "  import MODEL.onnx [-o OUT.rly] [--input-shapes 'name:[1,3,224,224] ...']\n"
         "                          import an ONNX model; print its Relay text, or write OUT.rly\n"
         "                          and the OUT.npz side file of weights\n"
@@ -234,6 +242,53 @@ static int cmd_run(int argc, char **argv) {
     return rc;
 }
 
+static int cmd_grad(int argc, char **argv) {
+    const char *in = NULL, *entry = "main", *mode = "higher", *out = NULL, *name = "main";
+    int prelude = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(a, "--prelude") == 0) {
+            prelude = 1;
+        } else if (strcmp(a, "--entry") == 0 && has) {
+            entry = argv[++i];
+        } else if (strcmp(a, "--name") == 0 && has) {
+            name = argv[++i];
+        } else if (strcmp(a, "--mode") == 0 && has) {
+            mode = argv[++i];
+            if (strcmp(mode, "higher") != 0 && strcmp(mode, "first") != 0) {
+                fprintf(stderr, "rly grad: --mode takes higher or first, not '%s'\n", mode);
+                return 2;
+            }
+        } else if (strcmp(a, "--input-shapes") == 0 && has) {
+            g_input_shapes = argv[++i];
+        } else if (strcmp(a, "-o") == 0 && has) {
+            out = argv[++i];
+        } else if (in == NULL && (a[0] != '-' || strcmp(a, "-") == 0)) {
+            in = a;
+        } else {
+            fprintf(stderr, "rly grad: unexpected argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (in == NULL) {
+        fputs("rly grad: missing FILE (use - for standard input)\n", stderr);
+        return 2;
+    }
+    rly_ctx *ctx;
+    if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
+    rly_module *mod = NULL;
+    int rc = load(ctx, in, prelude, &mod);
+    if (rc == 0) {
+        if (rly_module_gradient(mod, entry, mode, name) != RLY_STATUS_OK)
+            rc = report(NULL);
+        else
+            rc = print_module(ctx, mod, out);
+    }
+    rly_ctx_free(ctx);
+    return rc;
+}
+
 static int cmd_import(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     for (int i = 0; i < argc; i++) {
@@ -433,6 +488,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 2, argv + 2);
+    if (strcmp(cmd, "grad") == 0) return cmd_grad(argc - 2, argv + 2);
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0) return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "demo") == 0) return cmd_demo();

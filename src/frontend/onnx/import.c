@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "eval/eval.h"
+#include "frontend/text/text.h"
+#include "types/types.h"
 
 #define FOLD_MAX_ELEMS (1 << 20) /* results larger than this stay calls (not folded) */
 
@@ -42,14 +44,35 @@ struct Imp {
     Module *scratch;
     Interp *interp;
     uint32_t n_folded;
+    /* sequences and optionals */
+    Module *mod;               /* the module being built (the prelude is parsed into it) */
+    Vec(struct ElemVar) elems; /* element types not known yet (see ElemVar) */
 };
+
+/* An element type not known yet: the tensors of a sequence or optional whose rank no type
+ * gives (SequenceEmpty, a graph input without element shape; a graph input's declared element
+ * shape is only a hint, since the tensors put in decide, as in test_loop13_seq). Types built
+ * meanwhile hold the IncompleteType u. The first tensor put in (imp_elem_unify, imp_join) fixes
+ * it; a converter that needs it takes the hint or reports (imp_force); imp_import ends by
+ * fixing the rest from the graph outputs' types and the hints and writes the known types into
+ * every annotation. Invariant: bound, once set, is an all-`?` tensor type or another ElemVar's
+ * u (never a chain back to itself). */
+typedef struct ElemVar {
+    Type *u;            /* an IncompleteType */
+    Type *bound;        /* what it stands for; NULL while unknown */
+    int dtype;          /* rly dtype of the tensors; -1 when not known either */
+    int32_t hint;       /* rank to take when nothing else decides; -1 when none */
+    const OxNode *node; /* the node that made it (NULL: a graph input) */
+    const char *what;   /* for messages: "graph input 'x'", "the output of SequenceEmpty ..." */
+    const char *input;  /* the graph input it is the element type of (to suggest a rank), or NULL */
+} ElemVar;
 
 /* ---- tables ------------------------------------------------------------------------------------
  */
 
-static const ImpConv *const conv_tables[] = {imp_conv_elem,   imp_conv_shape, imp_conv_reduce,
-                                             imp_conv_nn,     imp_conv_rnn,   imp_conv_misc,
-                                             imp_conv_control};
+static const ImpConv *const conv_tables[] = {imp_conv_elem,  imp_conv_shape, imp_conv_reduce,
+                                             imp_conv_nn,    imp_conv_rnn,   imp_conv_misc,
+                                             imp_conv_extra, imp_conv_seq,   imp_conv_control};
 
 static bool same_domain(const char *a, const char *b) {
     if (strcmp(a, "ai.onnx") == 0) a = "";
@@ -569,34 +592,337 @@ Expr *imp_tensor_const(Imp *imp, const OxTensor *t, bool borrow) {
     return c;
 }
 
-/* The Relay type of a graph input/output's ONNX type; NULL after an error. */
+/* ---- sequences and optionals: types ---------------------------------------------------------
+ */
+
+Module *imp_module(Imp *imp) {
+    if (ir_module_lookup_type(imp->mod, "List", 4) == NULL) {
+        const char *t = ty_prelude_text();
+        Module *m = text_parse_into(imp->ctx, imp->mod, "prelude.rly", t, strlen(t), NULL, 0);
+        RLY_CHECK(m != NULL, "the prelude does not parse");
+    }
+    return imp->mod;
+}
+
+static Type *adt_type(Imp *imp, const char *name, Type *arg) {
+    TypeData *td = ir_module_lookup_type(imp_module(imp), name, strlen(name));
+    RLY_CHECK(td != NULL, "the prelude has no type %s", name);
+    return ir_type_call(imp->ctx, &td->header->base, 1, &arg);
+}
+
+Type *imp_list_type(Imp *imp, Type *elem) { return adt_type(imp, "List", elem); }
+Type *imp_option_type(Imp *imp, Type *t) { return adt_type(imp, "Option", t); }
+
+/* The argument of t = NAME[arg], resolved; NULL when t is something else. */
+static Type *adt_arg(Imp *imp, Type *t, const char *name) {
+    if (t == NULL || t->kind != TYPE_CALL) return NULL;
+    TypeCall *c = AS_TYPE_CALL(t);
+    if (c->func->kind != TYPE_GLOBAL_VAR || c->n_args != 1 ||
+        strcmp(AS_GLOBAL_TYPE_VAR(c->func)->name, name) != 0)
+        return NULL;
+    return imp_resolve(imp, c->args[0]);
+}
+
+Type *imp_list_elem(Imp *imp, Type *t) { return adt_arg(imp, t, "List"); }
+Type *imp_option_elem(Imp *imp, Type *t) { return adt_arg(imp, t, "Option"); }
+
+static ElemVar *elem_var(Imp *imp, Type *t) {
+    if (t == NULL || t->kind != TYPE_INCOMPLETE) return NULL;
+    for (size_t i = 0; i < imp->elems.len; i++)
+        if (imp->elems.data[i].u == t) return &imp->elems.data[i];
+    return NULL;
+}
+
+/* The ElemVar t stands for at the end of its chain of bindings, or NULL when t is known (or not
+ * an ElemVar). */
+static ElemVar *elem_root(Imp *imp, Type *t) {
+    ElemVar *v = elem_var(imp, t);
+    while (v && v->bound) {
+        ElemVar *w = elem_var(imp, v->bound);
+        if (w == NULL) return NULL;
+        v = w;
+    }
+    return v;
+}
+
+Type *imp_elem_new(Imp *imp, int dtype, int32_t rank_hint, const char *what) {
+    ElemVar v = {.u = ir_type_incomplete_new(imp->ctx, KIND_TYPE),
+                 .dtype = dtype,
+                 .hint = rank_hint,
+                 .node = imp->node,
+                 .what = what};
+    vec_push(&imp->elems, v);
+    return v.u;
+}
+
+/* The tensor type of rank n with every dim `?`. */
+static Type *tensor_any(Imp *imp, rly_dtype dt, uint32_t n) {
+    int64_t *d = arena_array(&imp->arena, n + 1, sizeof *d);
+    for (uint32_t i = 0; i < n; i++)
+        d[i] = DIM_ANY;
+    return ir_type_tensor(imp->ctx, dt, n, d);
+}
+
+Type *imp_any_dims(Imp *imp, Type *t) {
+    if (t == NULL) return NULL;
+    switch ((TypeKind)t->kind) {
+    case TYPE_TENSOR: return tensor_any(imp, AS_TENSOR_TYPE(t)->dtype, AS_TENSOR_TYPE(t)->ndim);
+    case TYPE_TUPLE: {
+        TupleType *tu = AS_TUPLE_TYPE(t);
+        Type **f = arena_array(&imp->arena, tu->n + 1, sizeof *f);
+        for (uint32_t i = 0; i < tu->n; i++)
+            f[i] = imp_any_dims(imp, tu->fields[i]);
+        return ir_type_tuple(imp->ctx, tu->n, f);
+    }
+    case TYPE_CALL: {
+        TypeCall *c = AS_TYPE_CALL(t);
+        Type **a = arena_array(&imp->arena, c->n_args + 1, sizeof *a);
+        for (uint32_t i = 0; i < c->n_args; i++)
+            a[i] = imp_any_dims(imp, c->args[i]);
+        return ir_type_call(imp->ctx, c->func, c->n_args, a);
+    }
+    default: return t;
+    }
+}
+
+/* t with every ElemVar that is known replaced by what it stands for; force: the unknown ones
+ * take their hint, and one without a hint is reported (at the current node) and gives NULL. */
+static Type *subst(Imp *imp, Type *t, bool force) {
+    if (t == NULL) return NULL;
+    switch ((TypeKind)t->kind) {
+    case TYPE_INCOMPLETE: {
+        ElemVar *v = elem_var(imp, t);
+        if (v == NULL) return t;
+        ElemVar *r = elem_root(imp, t);
+        if (r == NULL) { /* known: the end of the chain */
+            while (elem_var(imp, v->bound))
+                v = elem_var(imp, v->bound);
+            return v->bound;
+        }
+        if (!force) return r->u;
+        if (r->hint < 0 || r->dtype < 0) {
+            StrBuf help = {0};
+            if (r->input)
+                sb_printf(&help, "; give it with --input-shapes '%s:[?,?]' (one ? per axis)",
+                          r->input);
+            if (imp->node)
+                imp_error(imp,
+                          "the rank of the tensors in %s is not known here: no type gives it "
+                          "and no tensor was put in before%s",
+                          r->what, sb_cstr(&help));
+            else
+                imp_error(imp,
+                          "the rank of the tensors in %s is never known: no type gives it and "
+                          "no tensor is put in%s",
+                          r->what, sb_cstr(&help));
+            sb_free(&help);
+            return NULL;
+        }
+        r->bound = tensor_any(imp, (rly_dtype)r->dtype, (uint32_t)r->hint);
+        return r->bound;
+    }
+    case TYPE_TUPLE: {
+        TupleType *tu = AS_TUPLE_TYPE(t);
+        Type **f = arena_array(&imp->arena, tu->n + 1, sizeof *f);
+        bool same = true;
+        for (uint32_t i = 0; i < tu->n; i++) {
+            if ((f[i] = subst(imp, tu->fields[i], force)) == NULL) return NULL;
+            same &= f[i] == tu->fields[i];
+        }
+        return same ? t : ir_type_tuple(imp->ctx, tu->n, f);
+    }
+    case TYPE_CALL: {
+        TypeCall *c = AS_TYPE_CALL(t);
+        Type **a = arena_array(&imp->arena, c->n_args + 1, sizeof *a);
+        bool same = true;
+        for (uint32_t i = 0; i < c->n_args; i++) {
+            if ((a[i] = subst(imp, c->args[i], force)) == NULL) return NULL;
+            same &= a[i] == c->args[i];
+        }
+        return same ? t : ir_type_call(imp->ctx, c->func, c->n_args, a);
+    }
+    case TYPE_FUNC: {
+        FuncType *f = AS_FUNC_TYPE(t);
+        Type **p = arena_array(&imp->arena, f->n_params + 1, sizeof *p);
+        bool same = true;
+        for (uint32_t i = 0; i < f->n_params; i++) {
+            if ((p[i] = subst(imp, f->params[i], force)) == NULL) return NULL;
+            same &= p[i] == f->params[i];
+        }
+        Type *r = subst(imp, f->ret, force);
+        if (r == NULL) return NULL;
+        if (same && r == f->ret) return t;
+        return ir_type_func(imp->ctx, f->n_params, p, r, f->n_tparams, f->tparams, f->n_constraints,
+                            f->constraints);
+    }
+    default: return t;
+    }
+}
+
+Type *imp_resolve(Imp *imp, Type *t) { return subst(imp, t, false); }
+Type *imp_force(Imp *imp, Type *t) { return subst(imp, t, true); }
+
+bool imp_elem_unify(Imp *imp, Type *a, Type *b) {
+    a = imp_resolve(imp, a), b = imp_resolve(imp, b);
+    if (a == b) return true;
+    ElemVar *va = elem_var(imp, a), *vb = elem_var(imp, b);
+    if (va && vb) {
+        if (va->dtype >= 0 && vb->dtype >= 0 && va->dtype != vb->dtype) return false;
+        if (vb->dtype < 0) vb->dtype = va->dtype;
+        if (vb->hint < 0) vb->hint = va->hint;
+        va->bound = vb->u;
+        return true;
+    }
+    if (va || vb) {
+        ElemVar *v = va ? va : vb;
+        Type *t = va ? b : a;
+        if (t->kind != TYPE_TENSOR) return false;
+        TensorType *tt = AS_TENSOR_TYPE(t);
+        if (v->dtype >= 0 && v->dtype != (int)tt->dtype) return false;
+        v->bound = tensor_any(imp, tt->dtype, tt->ndim);
+        return true;
+    }
+    return imp_join(imp, a, b) != NULL;
+}
+
+/* Two types of one value from two paths (If branches, loop iterations): equal, or the same
+ * dtype and rank with differing dims made `?`, containers joined element-wise (fixing unknown
+ * element types); NULL when they cannot join. */
+Type *imp_join(Imp *imp, Type *a, Type *b) {
+    a = imp_resolve(imp, a), b = imp_resolve(imp, b);
+    if (a == b) return a;
+    if (elem_var(imp, a) || elem_var(imp, b))
+        return imp_elem_unify(imp, a, b) ? imp_resolve(imp, a) : NULL;
+    if (a->kind == TYPE_TENSOR && b->kind == TYPE_TENSOR) {
+        TensorType *x = AS_TENSOR_TYPE(a), *y = AS_TENSOR_TYPE(b);
+        if (x->dtype != y->dtype || x->ndim != y->ndim) return NULL;
+        int64_t *d = arena_array(&imp->arena, x->ndim + 1, sizeof *d);
+        for (uint32_t i = 0; i < x->ndim; i++)
+            d[i] = x->shape[i] == y->shape[i] ? x->shape[i] : DIM_ANY;
+        return ir_type_tensor(imp->ctx, x->dtype, x->ndim, d);
+    }
+    if (a->kind == TYPE_TUPLE && b->kind == TYPE_TUPLE &&
+        AS_TUPLE_TYPE(a)->n == AS_TUPLE_TYPE(b)->n) {
+        uint32_t n = AS_TUPLE_TYPE(a)->n;
+        Type **f = arena_array(&imp->arena, n ? n : 1, sizeof *f);
+        for (uint32_t i = 0; i < n; i++)
+            if ((f[i] = imp_join(imp, AS_TUPLE_TYPE(a)->fields[i], AS_TUPLE_TYPE(b)->fields[i])) ==
+                NULL)
+                return NULL;
+        return ir_type_tuple(imp->ctx, n, f);
+    }
+    if (a->kind == TYPE_CALL && b->kind == TYPE_CALL) {
+        TypeCall *x = AS_TYPE_CALL(a), *y = AS_TYPE_CALL(b);
+        if (x->func != y->func || x->n_args != y->n_args) return NULL;
+        Type **f = arena_array(&imp->arena, x->n_args + 1, sizeof *f);
+        for (uint32_t i = 0; i < x->n_args; i++)
+            if ((f[i] = imp_join(imp, x->args[i], y->args[i])) == NULL) return NULL;
+        return ir_type_call(imp->ctx, x->func, x->n_args, f);
+    }
+    return NULL;
+}
+
+/* The Relay type of an ONNX type. Tensors keep their dims (`?` where unknown; rank unknown is an
+ * error); the tensors in sequences and optionals get every dim `?`, their rank from the type,
+ * or (soft, graph inputs) an ElemVar whose hint is that rank (rank_override >= 0 replaces it).
+ * NULL after an error about `what`. */
+static Type *onnx_type(Imp *imp, const OxType *t, const char *what, bool soft,
+                       int32_t rank_override) {
+    static const char *const kinds[] = {"unknown", "tensor",   "sequence",
+                                        "map",     "optional", "sparse tensor"};
+    const char *kind = t->kind < RLY_ARRAY_LEN(kinds) ? kinds[t->kind] : "unknown";
+    if (t->kind == OXT_TENSOR) {
+        int dt = ox_to_rly_dtype(t->elem_type);
+        if (dt < 0) {
+            imp_error(imp, "%s: data type %s has no Relay counterpart", what,
+                      ox_type_name(t->elem_type));
+            return NULL;
+        }
+        if (t->ndim < 0) {
+            imp_error(imp, "%s has no shape (its rank is needed)", what);
+            return NULL;
+        }
+        int64_t *dims = arena_array(&imp->arena, (size_t)t->ndim + 1, sizeof *dims);
+        for (int32_t i = 0; i < t->ndim; i++)
+            dims[i] = t->dims[i].value >= 0 ? t->dims[i].value : DIM_ANY;
+        return ir_type_tensor(imp->ctx, (rly_dtype)dt, (uint32_t)t->ndim, dims);
+    }
+    if (t->kind == OXT_NONE) {
+        imp_error(imp, "%s has no type", what);
+        return NULL;
+    }
+    if (t->kind != OXT_SEQUENCE && t->kind != OXT_OPTIONAL) {
+        imp_error(imp, "%s: %s types are not supported (tensors, sequences and optionals only)",
+                  what, kind);
+        return NULL;
+    }
+    const OxType *e = t->elem;
+    Type *inner = NULL;
+    if (e != NULL && e->kind == OXT_TENSOR) {
+        int dt = ox_to_rly_dtype(e->elem_type);
+        if (dt < 0) {
+            imp_error(imp, "%s: data type %s has no Relay counterpart", what,
+                      ox_type_name(e->elem_type));
+            return NULL;
+        }
+        int32_t rank = rank_override >= 0 ? rank_override : e->ndim;
+        if (soft || rank < 0)
+            inner = imp_elem_new(imp, dt, rank, what);
+        else
+            inner = tensor_any(imp, (rly_dtype)dt, (uint32_t)rank);
+    } else if (e != NULL && e->kind == OXT_SEQUENCE && t->kind == OXT_OPTIONAL) {
+        inner = onnx_type(imp, e, what, soft, rank_override);
+        if (inner == NULL) return NULL;
+    } else {
+        imp_error(imp,
+                  "%s: %ss of %s are not supported (sequences of tensors, optional tensors "
+                  "and optional sequences only)",
+                  what, kind, e == NULL ? "unknown type" : kinds[e->kind < 6 ? e->kind : 0]);
+        return NULL;
+    }
+    return t->kind == OXT_SEQUENCE ? imp_list_type(imp, inner) : imp_option_type(imp, inner);
+}
+
+Type *imp_onnx_type(Imp *imp, const OxType *t, const char *what) {
+    return onnx_type(imp, t, what, false, -1);
+}
+
+/* The Relay type of a graph input's ONNX type; NULL after an error. */
 static Type *value_type(Imp *imp, const OxValueInfo *vi, const ImpShape *override) {
-    if (vi->type.kind != OXT_TENSOR) {
-        graph_error(imp, "value '%s': %s types are not supported (tensors only)", vi->name,
-                    vi->type.kind == OXT_SEQUENCE   ? "sequence"
-                    : vi->type.kind == OXT_OPTIONAL ? "optional"
-                    : vi->type.kind == OXT_MAP      ? "map"
-                    : vi->type.kind == OXT_NONE     ? "unknown"
-                                                    : "sparse tensor");
-        return NULL;
-    }
-    int dt = ox_to_rly_dtype(vi->type.elem_type);
-    if (dt < 0) {
-        graph_error(imp, "value '%s': data type %s has no Relay counterpart", vi->name,
-                    ox_type_name(vi->type.elem_type));
-        return NULL;
-    }
-    if (override) return ir_type_tensor(imp->ctx, (rly_dtype)dt, override->ndim, override->dims);
-    if (vi->type.ndim < 0) {
+    const OxNode *saved = imp->node;
+    Span sspan = imp->span;
+    imp->node = NULL; /* errors at the graph, not at a node */
+    imp->span = (Span){imp->file, 0, 0};
+    Type *t = NULL;
+    if (vi->type.kind == OXT_TENSOR && override) {
+        int dt = ox_to_rly_dtype(vi->type.elem_type);
+        if (dt < 0)
+            graph_error(imp, "value '%s': data type %s has no Relay counterpart", vi->name,
+                        ox_type_name(vi->type.elem_type));
+        else
+            t = ir_type_tensor(imp->ctx, (rly_dtype)dt, override->ndim, override->dims);
+    } else if (vi->type.kind == OXT_TENSOR && vi->type.ndim < 0) {
         graph_error(imp,
                     "value '%s' has no shape (its rank is needed); give it with --input-shapes",
                     vi->name);
-        return NULL;
+    } else {
+        StrBuf w = {0};
+        sb_printf(&w, "%s '%s'", vi->type.kind == OXT_TENSOR ? "value" : "graph input", vi->name);
+        const char *what = arena_strndup(&imp->arena, sb_cstr(&w), w.len);
+        sb_free(&w);
+        size_t first = imp->elems.len;
+        t = onnx_type(imp, &vi->type, what, true, override ? (int32_t) override->ndim : -1);
+        for (size_t i = first; i < imp->elems.len; i++)
+            imp->elems.data[i].input = vi->name;
     }
-    int64_t *dims = arena_array(&imp->arena, (size_t)vi->type.ndim + 1, sizeof *dims);
-    for (int32_t i = 0; i < vi->type.ndim; i++)
-        dims[i] = vi->type.dims[i].value >= 0 ? vi->type.dims[i].value : DIM_ANY;
-    return ir_type_tensor(imp->ctx, (rly_dtype)dt, (uint32_t)vi->type.ndim, dims);
+    imp->node = saved, imp->span = sspan;
+    return t;
+}
+
+Var *imp_var(Imp *imp, const char *name, Type *t) {
+    Var *v = ir_var_new(imp->ctx, ir_intern(imp->ctx, name, strlen(name)), t, SPAN_NONE);
+    v->base.checked_type = t;
+    return v;
 }
 
 /* ---- the graph walk -----------------------------------------------------------------------------
@@ -648,6 +974,20 @@ static Span node_span(Imp *imp, const OxNode *nd) {
     return (Span){imp->file, (uint32_t)(off - 1), (uint32_t)(off - 1 + (size_t)(end - line))};
 }
 
+static bool conv_if(Imp *imp);
+static bool conv_loop(Imp *imp);
+static bool conv_scan(Imp *imp);
+static bool conv_scan8(Imp *imp);
+static bool conv_identity(Imp *imp);
+
+/* Does the converter take sequences and optionals? The others read every input as a tensor. */
+static bool takes_containers(const ImpConv *cv) {
+    for (const ImpConv *c = imp_conv_seq; c->op_type; c++)
+        if (c == cv) return true;
+    return cv->fn == conv_if || cv->fn == conv_loop || cv->fn == conv_scan ||
+           cv->fn == conv_scan8 || cv->fn == conv_identity;
+}
+
 static bool convert_node(Imp *imp, const OxNode *nd) {
     imp->node = nd;
     imp->span = node_span(imp, nd);
@@ -661,6 +1001,16 @@ static bool convert_node(Imp *imp, const OxNode *nd) {
                              "input %u '%s' is not produced by any node, nor a graph input or "
                              "initializer",
                              i, nd->inputs[i]);
+    for (uint32_t i = 0; i < nd->n_inputs && !takes_containers(cv); i++) {
+        Expr *e = nd->inputs[i][0] ? lookup(imp, nd->inputs[i]) : NULL;
+        if (e == NULL || imp_tt(e) != NULL) continue;
+        StrBuf t = {0};
+        ir_print_type(imp->ctx, imp_resolve(imp, imp_type(e)), &t);
+        imp_error(imp, "input %u '%s' has type %s, but %s takes tensors only", i, nd->inputs[i],
+                  sb_cstr(&t), nd->op_type);
+        sb_free(&t);
+        return false;
+    }
     imp->outs = arena_array(&imp->arena, nd->n_outputs ? nd->n_outputs : 1, sizeof *imp->outs);
     size_t errs = imp->ctx->diags.n_errors;
     if (!cv->fn(imp)) {
@@ -813,31 +1163,6 @@ static Expr *pack(Imp *imp, uint32_t n, Expr **es) {
     return n == 1 ? es[0] : imp_tuple(imp, n, es);
 }
 
-/* Two types of one value from two paths (If branches, loop iterations): equal, or the same
- * dtype and rank with differing dims made `?`; NULL when they cannot join. */
-static Type *join_types(Imp *imp, Type *a, Type *b) {
-    if (a == b) return a;
-    if (a->kind == TYPE_TENSOR && b->kind == TYPE_TENSOR) {
-        TensorType *x = AS_TENSOR_TYPE(a), *y = AS_TENSOR_TYPE(b);
-        if (x->dtype != y->dtype || x->ndim != y->ndim) return NULL;
-        int64_t *d = arena_array(&imp->arena, x->ndim + 1, sizeof *d);
-        for (uint32_t i = 0; i < x->ndim; i++)
-            d[i] = x->shape[i] == y->shape[i] ? x->shape[i] : DIM_ANY;
-        return ir_type_tensor(imp->ctx, x->dtype, x->ndim, d);
-    }
-    if (a->kind == TYPE_TUPLE && b->kind == TYPE_TUPLE &&
-        AS_TUPLE_TYPE(a)->n == AS_TUPLE_TYPE(b)->n) {
-        uint32_t n = AS_TUPLE_TYPE(a)->n;
-        Type **f = arena_array(&imp->arena, n ? n : 1, sizeof *f);
-        for (uint32_t i = 0; i < n; i++)
-            if ((f[i] = join_types(imp, AS_TUPLE_TYPE(a)->fields[i],
-                                   AS_TUPLE_TYPE(b)->fields[i])) == NULL)
-                return NULL;
-        return ir_type_tuple(imp->ctx, n, f);
-    }
-    return NULL;
-}
-
 /* A one-element tensor as a scalar of its dtype. */
 static Expr *to_scalar(Imp *imp, Expr *e) {
     if (imp_rank(e) == 0) return e;
@@ -879,6 +1204,29 @@ static Expr **inline_graph(Imp *imp, const OxGraph *g, uint32_t n, Expr *const *
     return outs;
 }
 
+Expr **imp_convert_body(Imp *imp, const OxGraph *g, uint32_t n, Expr *const *vals,
+                        PtrVec *cap_outer, PtrVec *cap_inner) {
+    const OxNode *saved = imp->node;
+    Span sspan = imp->span;
+    int64_t sopset = imp->opset;
+    Expr **souts = imp->outs;
+    Scope s;
+    scope_push(imp, &s, true);
+    Expr **outs = NULL;
+    if (define_inits(imp, g)) {
+        for (uint32_t k = 0; k < n && k < g->n_inputs; k++)
+            define(imp, g->inputs[k].name, vals[k]);
+        if (convert_nodes(imp, g)) outs = graph_outputs(imp, g);
+    }
+    for (size_t k = 0; k < s.cap_outer.len; k++) {
+        vec_push(cap_outer, s.cap_outer.data[k]);
+        vec_push(cap_inner, s.cap_inner.data[k]);
+    }
+    scope_pop(imp);
+    imp->node = saved, imp->span = sspan, imp->opset = sopset, imp->outs = souts;
+    return outs;
+}
+
 /* Remove the diagnostics from index mark on and return their messages joined by "; " (malloc'ed).
  */
 static char *take_errors(Imp *imp, size_t mark, size_t errs) {
@@ -895,7 +1243,7 @@ static char *take_errors(Imp *imp, size_t mark, size_t errs) {
 }
 
 static bool conv_if(Imp *imp) {
-    Expr *cond = imp_in_req(imp, 0, "cond");
+    Expr *cond = imp_tin(imp, 0, "cond");
     const OxGraph *gt = graph_attr(imp, "then_branch"), *ge = graph_attr(imp, "else_branch");
     if (!cond || !gt || !ge) return false;
     if (gt->n_outputs != imp_n_outputs(imp) || ge->n_outputs != imp_n_outputs(imp))
@@ -904,6 +1252,7 @@ static bool conv_if(Imp *imp) {
     cond = to_scalar(imp, cond);
     if (cond == NULL) return false;
     if (imp_dtype(cond) != RLY_DTYPE_BOOL) cond = imp_cast(imp, cond, RLY_DTYPE_BOOL);
+    if (cond == NULL) return false;
     double cv;
     if (imp_const_f64(cond, &cv)) { /* decided at import time */
         Expr **o = inline_graph(imp, cv != 0 ? gt : ge, 0, NULL);
@@ -959,11 +1308,11 @@ static bool conv_if(Imp *imp) {
     free(t_err);
     free(e_err);
     Expr *t = pack(imp, n, ot), *e = pack(imp, n, oe);
-    Type *ty = join_types(imp, t->checked_type, e->checked_type);
+    Type *ty = imp_join(imp, t->checked_type, e->checked_type);
     if (ty == NULL) {
         StrBuf a = {0}, b = {0};
-        ir_print_type(imp->ctx, t->checked_type, &a);
-        ir_print_type(imp->ctx, e->checked_type, &b);
+        ir_print_type(imp->ctx, imp_resolve(imp, t->checked_type), &a);
+        ir_print_type(imp->ctx, imp_resolve(imp, e->checked_type), &b);
         imp_error(imp, "the branches give outputs of different dtypes or ranks: %s and %s",
                   sb_cstr(&a), sb_cstr(&b));
         sb_free(&a);
@@ -980,21 +1329,7 @@ static bool conv_if(Imp *imp) {
     return true;
 }
 
-/* The tensor type t with every dim `?` (a loop-carried value may change shape). */
-static Type *any_dims(Imp *imp, Type *t) {
-    if (t->kind != TYPE_TENSOR) return t;
-    TensorType *tt = AS_TENSOR_TYPE(t);
-    int64_t *d = arena_array(&imp->arena, tt->ndim + 1, sizeof *d);
-    for (uint32_t i = 0; i < tt->ndim; i++)
-        d[i] = DIM_ANY;
-    return ir_type_tensor(imp->ctx, tt->dtype, tt->ndim, d);
-}
-
-static Var *typed_var(Imp *imp, const char *name, Type *t) {
-    Var *v = ir_var_new(imp->ctx, ir_intern(imp->ctx, name, strlen(name)), t, SPAN_NONE);
-    v->base.checked_type = t;
-    return v;
-}
+static Var *typed_var(Imp *imp, const char *name, Type *t) { return imp_var(imp, name, t); }
 
 /* Loop: a let-bound recursive function
  *   %loop(%i, %cond, %v..., %scan..., %captured...) =
@@ -1007,6 +1342,8 @@ static bool conv_loop(Imp *imp) {
     const OxGraph *body = graph_attr(imp, "body");
     if (body == NULL) return false;
     Expr *max_trip = imp_in(imp, 0), *cond0 = imp_in(imp, 1);
+    if ((max_trip && imp_tt(max_trip) == NULL) || (cond0 && imp_tt(cond0) == NULL))
+        return imp_error(imp, "inputs 0 (M) and 1 (cond) must be tensors");
     uint32_t n_carried = imp_n_inputs(imp) > 2 ? imp_n_inputs(imp) - 2 : 0;
     if (body->n_inputs != n_carried + 2)
         return imp_error(imp, "the body takes %u inputs, expected %u (iteration, cond, %u carried)",
@@ -1031,7 +1368,7 @@ static bool conv_loop(Imp *imp) {
     Var *p_i = typed_var(imp, "i", i64), *p_cond = typed_var(imp, "cond", tbool);
     Var **p_v = arena_array(&imp->arena, n_carried + 1, sizeof *p_v);
     for (uint32_t k = 0; k < n_carried; k++)
-        p_v[k] = typed_var(imp, "v", any_dims(imp, init[k]->checked_type));
+        p_v[k] = typed_var(imp, "v", imp_any_dims(imp, init[k]->checked_type));
     /* The body, in a boundary scope. */
     Scope s;
     scope_push(imp, &s, true);
@@ -1117,10 +1454,17 @@ static bool conv_loop(Imp *imp) {
     next[1] = to_scalar(imp, imp_cast(imp, bo[0], RLY_DTYPE_BOOL));
     for (uint32_t k = 0; k < n_carried; k++) {
         next[2 + k] = bo[1 + k];
-        if (next[2 + k] && join_types(imp, any_dims(imp, bo[1 + k]->checked_type),
-                                      p_v[k]->base.checked_type) == NULL) {
+        if (next[2 + k] && imp_join(imp, imp_any_dims(imp, bo[1 + k]->checked_type),
+                                    p_v[k]->base.checked_type) == NULL) {
             scope_pop(imp);
-            return imp_error(imp, "loop-carried value %u changes its dtype or rank", k);
+            StrBuf a = {0}, b = {0};
+            ir_print_type(ctx, imp_resolve(imp, p_v[k]->base.checked_type), &a);
+            ir_print_type(ctx, imp_resolve(imp, bo[1 + k]->checked_type), &b);
+            imp_error(imp, "loop-carried value %u changes its type from %s to %s", k, sb_cstr(&a),
+                      sb_cstr(&b));
+            sb_free(&a);
+            sb_free(&b);
+            return false;
         }
     }
     for (uint32_t k = 0; k < n_scan; k++) {
@@ -1136,7 +1480,7 @@ static bool conv_loop(Imp *imp) {
             cat ? imp_call2(imp, "equal", &p_i->base, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL)
                 : NULL;
         if (first_it) {
-            Type *jt = join_types(imp, el->checked_type, cat->checked_type);
+            Type *jt = imp_join(imp, el->checked_type, cat->checked_type);
             Expr *pick = jt ? ir_if_new(ctx, first_it, el, cat, span) : NULL;
             if (pick) pick->checked_type = jt;
             next[2 + n_carried + k] = pick;
@@ -1525,6 +1869,107 @@ static bool check_supported(Imp *imp) {
     return n_bad == 0;
 }
 
+/* Fix the element types still unknown at the end: from the graph outputs' declared types
+ * (walked beside the Relay types), then from the hints; an unknown left is an error. *ret is
+ * main's return type when an output holds a sequence or optional (so that an output that is only
+ * Nil or None gets its type), NULL otherwise. */
+static void hint_from_decl(Imp *imp, Type *t, const OxType *decl) {
+    t = imp_resolve(imp, t);
+    if (t == NULL || decl == NULL) return;
+    Type *e = imp_list_elem(imp, t);
+    if (e == NULL) e = imp_option_elem(imp, t);
+    if (e == NULL) return;
+    const OxType *de = decl->elem;
+    if (de == NULL) return;
+    ElemVar *v = elem_root(imp, e);
+    if (v && de->kind == OXT_TENSOR && de->ndim >= 0 && v->dtype >= 0)
+        v->bound = tensor_any(imp, (rly_dtype)v->dtype, (uint32_t)de->ndim);
+    else if (v == NULL)
+        hint_from_decl(imp, e, de);
+}
+
+static bool finish_types(Imp *imp, const OxGraph *g, Expr **outs, Type **ret) {
+    *ret = NULL;
+    bool containers = false;
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        hint_from_decl(imp, outs[i]->checked_type, &g->outputs[i].type);
+        containers |= outs[i]->checked_type->kind != TYPE_TENSOR;
+    }
+    imp->node = NULL;
+    imp->span = (Span){imp->file, 0, 0};
+    bool ok = true;
+    for (size_t i = 0; i < imp->elems.len; i++) {
+        ElemVar *v = &imp->elems.data[i];
+        if (v->bound) continue;
+        if (v->node) imp->span = node_span(imp, v->node);
+        ok &= imp_force(imp, v->u) != NULL;
+        imp->span = (Span){imp->file, 0, 0};
+    }
+    if (!ok || !containers) return ok;
+    Type **ft = arena_array(&imp->arena, g->n_outputs + 1, sizeof *ft);
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        ft[i] = imp_resolve(imp, outs[i]->checked_type);
+    *ret = g->n_outputs == 1 ? ft[0] : ir_type_tuple(imp->ctx, g->n_outputs, ft);
+    return true;
+}
+
+/* Write the now known element types into the annotations under e (variables, function return
+ * types): the unknowns were IncompleteTypes, which must not stay in the module. */
+static VisitResult fix_pre(Visitor *v, Expr *e) {
+    Imp *imp = v->state;
+    if (e->kind == EXPR_VAR && AS_VAR(e)->ann) {
+        AS_VAR(e)->ann = imp_resolve(imp, AS_VAR(e)->ann);
+        e->checked_type = AS_VAR(e)->ann;
+    } else if (e->kind == EXPR_FUNCTION && AS_FUNCTION(e)->ret_type) {
+        AS_FUNCTION(e)->ret_type = imp_resolve(imp, AS_FUNCTION(e)->ret_type);
+    }
+    return VISIT_CONTINUE;
+}
+
+static void fix_annotations(Imp *imp, Expr *e) {
+    if (imp->elems.len == 0) return;
+    Visitor v = {.pre = fix_pre, .state = imp};
+    ir_visit(&v, e);
+}
+
+/* Drop the prelude's functions @main does not use (directly or through other globals). */
+static VisitResult note_global(Visitor *v, Expr *e) {
+    if (e->kind == EXPR_GLOBAL_VAR) {
+        PtrVec *seen = v->state;
+        for (size_t i = 0; i < seen->len; i++)
+            if (seen->data[i] == e) return VISIT_CONTINUE;
+        vec_push(seen, e);
+    }
+    return VISIT_CONTINUE;
+}
+
+static void prune_globals(Module *mod) {
+    if (mod->funcs.len <= 1) return;
+    PtrVec used = {0};
+    FuncDef *main_def = ir_module_lookup(mod, "main", 4);
+    vec_push(&used, main_def->gvar);
+    Visitor v = {.pre = note_global, .state = &used};
+    for (size_t k = 0; k < used.len; k++) { /* grows while walking */
+        FuncDef *d = ir_module_def_of(mod, used.data[k]);
+        if (d && d->func) ir_visit(&v, &d->func->base);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < mod->funcs.len; i++) {
+        bool keep = false;
+        for (size_t k = 0; k < used.len && !keep; k++)
+            keep = used.data[k] == mod->funcs.data[i].gvar;
+        if (keep) mod->funcs.data[n++] = mod->funcs.data[i];
+    }
+    mod->funcs.len = n;
+    strmap_free(&mod->global_by_name);
+    memset(&mod->global_by_name, 0, sizeof mod->global_by_name);
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = mod->funcs.data[i].gvar->name;
+        strmap_put(&mod->global_by_name, nm, strlen(nm), (void *)(uintptr_t)(i + 1));
+    }
+    vec_free(&used);
+}
+
 /* A Relay-friendly variable name for an ONNX value name. */
 static const char *var_name(Imp *imp, const char *s) {
     size_t n = strlen(s);
@@ -1545,6 +1990,7 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
     Imp imp_ = {.ctx = ctx, .model = m, .opts = opts}, *imp = &imp_;
     arena_init(&imp->arena);
     build_source(imp, m->path ? m->path : "model.onnx");
+    imp->mod = ir_module_new(ctx);
     Module *mod = NULL;
     Scope root;
     scope_push(imp, &root, false);
@@ -1555,7 +2001,12 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         goto out;
     }
     if (!check_supported(imp)) goto out;
-    if (opset == 0 && g->n_nodes > 0) {
+    bool uses_default = false; /* a model of ai.onnx.preview.training nodes only needs no opset */
+    for (uint32_t i = 0; i < g->n_nodes && !uses_default; i++) {
+        const char *dom = g->nodes[i].domain;
+        uses_default = dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0;
+    }
+    if (opset == 0 && uses_default) {
         graph_error(imp, "the model imports no ai.onnx opset");
         goto out;
     }
@@ -1617,16 +2068,24 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         goto out;
     }
     Expr *body = pack(imp, g->n_outputs, outs);
-    mod = ir_module_new(ctx);
-    Expr *fn = ir_function_new(ctx, (uint32_t)params.len, (Var *const *)params.data, body, NULL, 0,
+    Type *ret = NULL;
+    if (!finish_types(imp, g, outs, &ret)) {
+        vec_free(&params);
+        goto out;
+    }
+    Expr *fn = ir_function_new(ctx, (uint32_t)params.len, (Var *const *)params.data, body, ret, 0,
                                NULL, NULL, SPAN_NONE);
-    GlobalVar *gv = ir_module_global(mod, "main", 4, SPAN_NONE);
-    ir_module_define(mod, gv, AS_FUNCTION(fn), SPAN_NONE);
+    GlobalVar *gv = ir_module_global(imp->mod, "main", 4, SPAN_NONE);
+    ir_module_define(imp->mod, gv, AS_FUNCTION(fn), SPAN_NONE);
+    fix_annotations(imp, fn); /* the parameters too: they are children of the function */
+    prune_globals(imp->mod);
+    mod = imp->mod;
     vec_free(&params);
 out:
     scope_pop(imp);
     if (imp->interp) ev_free(imp->interp);
     ptrmap_free(&imp->node_off);
+    vec_free(&imp->elems);
     arena_free(&imp->arena);
     return mod;
 }

@@ -39,6 +39,9 @@ extern const ImpConv imp_conv_reduce[]; /* import_reduce.c: Reduce*, ArgMax, Top
 extern const ImpConv imp_conv_nn[];     /* import_nn.c: Conv, pools, norms, Gemm, activations */
 extern const ImpConv imp_conv_rnn[];    /* import_rnn.c: LSTM, GRU, RNN */
 extern const ImpConv imp_conv_misc[];   /* import_misc.c: Resize, NMS, RoiAlign, quantization */
+extern const ImpConv
+    imp_conv_extra[];                /* import_extra.c: Det, TfIdfVectorizer, training optimizers */
+extern const ImpConv imp_conv_seq[]; /* import_seq.c: sequences and optionals */
 extern const ImpConv imp_conv_control[]; /* import.c: If, Loop, Scan, Constant, Identity */
 
 /* The converter for op_type/domain at an opset (the row with the greatest `since` <= opset);
@@ -169,5 +172,49 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts);
 Expr *imp_tensor_const(Imp *imp, const OxTensor *t, bool borrow);
 /* rly dtype of an ONNX data type, -1 when none. */
 int ox_to_rly_dtype(int32_t onnx_type);
+
+/* ==== added for sequences and optionals (import_seq.c; implemented in import.c) ===============
+ * An ONNX seq(tensor(T)) is the prelude's List[Tensor[(?, ..., ?), T]] and optional(V) is
+ * Option[V], with V's tensors typed all-`?` the same way: the elements of one sequence differ in
+ * shape, so only dtype and rank are part of the type (see import_seq.c for the whole design).
+ * An element type can be unknown for a while: an IncompleteType (an "ElemVar" of import.c)
+ * fixed by the first tensor put in (imp_elem_unify, imp_join) or by a rank hint (imp_force). */
+
+/* The module being built, holding the prelude (parsed into it on first use): List, Option, their
+ * constructors and functions. Globals @main does not use are dropped at the end. */
+Module *imp_module(Imp *imp);
+Type *imp_list_type(Imp *imp, Type *elem); /* List[elem] */
+Type *imp_option_type(Imp *imp, Type *t);  /* Option[t] */
+/* The element type of List[E] / the value type of Option[T] (resolved); NULL for other types. */
+Type *imp_list_elem(Imp *imp, Type *t);
+Type *imp_option_elem(Imp *imp, Type *t);
+/* A new unknown element type: tensors of rly dtype `dtype` (-1: unknown too) whose rank is
+ * rank_hint when nothing else fixes it (-1: no hint). what names it in messages. */
+Type *imp_elem_new(Imp *imp, int dtype, int32_t rank_hint, const char *what);
+/* t with the element types fixed so far substituted (t itself when none). */
+Type *imp_resolve(Imp *imp, Type *t);
+/* imp_resolve, and every unknown element type takes its hint; NULL after reporting (at the node)
+ * that one has none. For converters that need the tensors' type (SequenceAt, ...). */
+Type *imp_force(Imp *imp, Type *t);
+/* Make two element types one (an unknown one takes the other's dtype and rank, all-`?`);
+ * false when their dtypes or ranks differ. */
+bool imp_elem_unify(Imp *imp, Type *a, Type *b);
+/* Join two types of one value (If branches, loop iterations): differing dims become `?`,
+ * containers are joined element-wise; NULL when dtypes, ranks or kinds differ. */
+Type *imp_join(Imp *imp, Type *a, Type *b);
+/* t with every tensor dim `?` (inside tuples and containers too). */
+Type *imp_any_dims(Imp *imp, Type *t);
+/* The Relay type of an ONNX type (a TypeProto attribute): tensors keep their dims; the tensors of
+ * sequences and optionals are all-`?`. NULL after reporting at the node; what names the value. */
+Type *imp_onnx_type(Imp *imp, const OxType *t, const char *what);
+/* A variable annotated (and typed) t. */
+Var *imp_var(Imp *imp, const char *name, Type *t);
+/* Convert subgraph g as the body of a function (SequenceMap): a boundary scope where its first n
+ * inputs are bound to vals (the function's variables); values of enclosing graphs it reads become
+ * new variables appended to *cap_inner, standing for the expressions appended to *cap_outer,
+ * which the caller passes in. Returns g's outputs, NULL after an error. */
+Expr **imp_convert_body(Imp *imp, const OxGraph *g, uint32_t n, Expr *const *vals,
+                        PtrVec *cap_outer, PtrVec *cap_inner);
+/* ==== end of the block added for sequences and optionals ===================================== */
 
 #endif /* RLY_ONNX_IMPORT_H */

@@ -1,7 +1,7 @@
 /* import_elem.c - ONNX converters: unary, binary, logical and cast operators, the elementwise
  * activations (Elu, Selu, HardSwish, ... as Relay composites where Relay has no single op),
  * variadic Sum/Mean/Max/Min, Where, Dropout at inference, and the small creators EyeLike, Range
- * and the window functions. Einsum maps to Relay einsum; Det has no Relay operator.
+ * and the window functions. Einsum maps to Relay einsum (Det: import_extra.c).
  *
  * Composites follow the ONNX reference formulas step by step in the input's dtype (each Relay
  * kernel rounds once per step, as numpy does), so results agree with the reference to the last
@@ -593,7 +593,7 @@ static bool conv_hann(Imp *imp) { return window_common(imp, WIN_HANN); }
 static bool conv_hamming(Imp *imp) { return window_common(imp, WIN_HAMMING); }
 static bool conv_blackman(Imp *imp) { return window_common(imp, WIN_BLACKMAN); }
 
-/* ---- Einsum, Det ----------------------------------------------------------------------------- */
+/* ---- Einsum ---------------------------------------------------------------------------------- */
 
 static bool conv_einsum(Imp *imp) {
     const char *eq = imp_attr_str(imp, "equation", NULL);
@@ -606,10 +606,6 @@ static bool conv_einsum(Imp *imp) {
     ImpAttrs a = {0};
     ia_str(imp, &a, "equation", eq);
     return imp_set_out(imp, 0, imp_call1(imp, "einsum", imp_tuple(imp, n, xs), &a));
-}
-
-static bool conv_det(Imp *imp) {
-    return imp_error(imp, "Det is not supported: Relay has no determinant operator");
 }
 
 /* ---- the table ------------------------------------------------------------------------------- */
@@ -687,6 +683,5 @@ const ImpConv imp_conv_elem[] = {
     {"HammingWindow", "", 17, conv_hamming},
     {"BlackmanWindow", "", 17, conv_blackman},
     {"Einsum", "", 12, conv_einsum},
-    {"Det", "", 11, conv_det},
     {NULL, NULL, 0, NULL},
 };

@@ -902,7 +902,7 @@ static bool conv_quantize(Imp *imp) {
     Expr *zp = given(imp_in(imp, 2));
     if (!x || !s) return false;
     rly_dtype out = zp ? imp_dtype(zp) : RLY_DTYPE_U8, xd = imp_dtype(x);
-    double lo, hi;
+    double lo = 0, hi = 0;
     if (!quant_range(imp, out, &lo, &hi)) return false;
     uint32_t r = imp_rank(x);
     int64_t axis = imp_opset(imp) >= 13 ? imp_attr_int(imp, "axis", 1) : 1;
@@ -1071,7 +1071,7 @@ static bool conv_matmul_integer(Imp *imp) {
 static Expr *requantize(Imp *imp, Expr *acc, Expr *factor, Expr *zp) {
     if (!zp) return NULL;
     rly_dtype out = imp_dtype(zp);
-    double lo, hi;
+    double lo = 0, hi = 0;
     if (!quant_range(imp, out, &lo, &hi)) return NULL;
     Expr *v = mul(imp, imp_cast(imp, acc, RLY_DTYPE_F64), imp_cast(imp, factor, RLY_DTYPE_F64));
     v = add(imp, v, imp_cast(imp, scalar_of(imp, zp), RLY_DTYPE_F64));

@@ -663,13 +663,56 @@ static bool max_unpool_convert(Imp *imp) {
 
 /* ---- normalizations ------------------------------------------------------------------------- */
 
+/* BatchNormalization-14/15 training_mode=1: normalize with the batch statistics (mean and
+ * biased variance over every axis but the channel axis 1) and give the updated running
+ * statistics, input * momentum + current * (1 - momentum), in the dtype of input_mean/var. */
+static bool batch_norm_train(Imp *imp, Expr *x, Expr *scale, Expr *b, Expr *mean, Expr *var) {
+    uint32_t r = imp_rank(x);
+    if (r < 2) return imp_error(imp, "X must have rank 2 or more, got %u", r);
+    for (uint32_t i = 3; i < 5; i++)
+        if (imp_wants_out(imp, i))
+            return imp_error(imp,
+                             "output %u: BatchNormalization from opset 14 on has 3 outputs "
+                             "(Y, running_mean, running_var)",
+                             i);
+    int64_t axes[32];
+    if (r > 32) return imp_error(imp, "rank %u is too large", r);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r; i++)
+        if (i != 1) axes[n++] = i;
+    rly_dtype dt = imp_dtype(x);
+    double eps = imp_attr_float(imp, "epsilon", 1e-5), mom = imp_attr_float(imp, "momentum", 0.9);
+    Expr *cur_mean = reduce(imp, "mean", x, n, axes, false);
+    Expr *vargs[2] = {x, reduce(imp, "mean", x, n, axes, true)};
+    ImpAttrs va = {0};
+    ia_ints(imp, &va, "axis", n, axes);
+    Expr *cur_var = vargs[1] ? imp_call(imp, "variance", 2, vargs, &va) : NULL;
+    Expr *args[5] = {x, imp_cast(imp, scale, dt), imp_cast(imp, b, dt), cur_mean, cur_var};
+    for (uint32_t i = 0; i < 5; i++)
+        if (args[i] == NULL) return false;
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", 1);
+    ia_float(imp, &a, "epsilon", eps);
+    Expr *t = imp_call(imp, "nn.batch_norm", 5, args, &a);
+    if (!imp_set_out(imp, 0, t ? imp_get(imp, t, 0) : NULL)) return false;
+    Expr *run[2] = {mean, var}, *cur[2] = {cur_mean, cur_var};
+    for (uint32_t i = 0; i < 2; i++) {
+        if (!imp_wants_out(imp, 1 + i)) continue;
+        Expr *c = imp_cast(imp, cur[i], imp_dtype(run[i]));
+        Expr *e = add(imp, mul(imp, run[i], scalar_of(imp, run[i], mom)),
+                      mul(imp, c, scalar_of(imp, c, 1 - mom)));
+        if (!imp_set_out(imp, 1 + i, e)) return false;
+    }
+    return true;
+}
+
 static bool batch_norm_convert(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "X"), *scale = imp_in_req(imp, 1, "scale"),
          *b = imp_in_req(imp, 2, "B"), *mean = imp_in_req(imp, 3, "input_mean"),
          *var = imp_in_req(imp, 4, "input_var");
     if (!x || !scale || !b || !mean || !var) return false;
     if (imp_attr_int(imp, "training_mode", 0) != 0)
-        return imp_error(imp, "training_mode=1 is not supported (inference only)");
+        return batch_norm_train(imp, x, scale, b, mean, var);
     for (uint32_t i = 1; i < 5; i++)
         if (imp_wants_out(imp, i))
             return imp_error(imp, "the training outputs (running or saved mean and variance) "
@@ -705,6 +748,69 @@ static bool batch_norm6_convert(Imp *imp) {
     if (imp_attr_int(imp, "is_test", 0) == 0)
         return imp_error(imp, "is_test=0 (training mode) is not supported (inference only)");
     return batch_norm_convert(imp);
+}
+
+/* ---- Dropout-12 (ratio and training_mode are inputs) ------------------------------------------
+ */
+
+/* Y = X with an all-true mask whenever the result is determined: training_mode false (or left
+ * out) or ratio 0 (the scale 1 / (1 - ratio) is then 1 and no element is dropped). A
+ * training-mode Dropout with a nonzero ratio drops elements at random, which an importer cannot
+ * reproduce: an error at import time when both inputs are constants; when either is known only
+ * at run time, Y is `if (!training_mode || ratio == 0) { X } else { trap }`, so a run fails
+ * exactly when it would drop elements. (Dropout-1/10, without these inputs: import_elem.c.) */
+static Expr *to_scalar(Imp *imp, Expr *e) {
+    if (e == NULL || imp_rank(e) == 0) return e;
+    return reshape(imp, e, 0, NULL); /* a one-element tensor; the relation rejects others */
+}
+
+static bool dropout12_convert(Imp *imp) {
+    static const char random_msg[] = "training-mode Dropout with a nonzero ratio drops elements "
+                                     "at random, which is not supported (only training_mode "
+                                     "false or ratio 0 are)";
+    Expr *x = imp_tin(imp, 0, "data");
+    if (x == NULL) return false;
+    Expr *r = imp_in(imp, 1), *train = imp_in(imp, 2);
+    double ratio = 0.5, on = 0;
+    bool ratio_known = r == NULL || imp_const_f64(r, &ratio);
+    bool train_known = train == NULL || imp_const_f64(train, &on);
+    Expr *y = x;
+    if ((train_known && on == 0) || (ratio_known && ratio == 0)) {
+        y = x;
+    } else if (train_known && ratio_known) {
+        return imp_error(imp, "%s; ratio is %g", random_msg, ratio);
+    } else {
+        Expr *ok = NULL;
+        if (!train_known)
+            ok = imp_call1(imp, "logical_not", imp_cast(imp, to_scalar(imp, train), RLY_DTYPE_BOOL),
+                           NULL);
+        if (!ratio_known) {
+            Expr *rs = to_scalar(imp, r);
+            Expr *zero = imp_call2(imp, "equal", rs, scalar_of(imp, rs, 0), NULL);
+            ok = train_known ? zero : imp_call2(imp, "logical_or", ok, zero, NULL);
+        }
+        TensorType *tt = imp_tt(x);
+        int64_t *dims = imp_alloc(imp, sizeof *dims * (tt->ndim ? tt->ndim : 1));
+        for (uint32_t i = 0; i < tt->ndim; i++)
+            dims[i] = tt->shape[i] < 0 ? -1 : tt->shape[i];
+        StrBuf msg = {0};
+        const char *name = imp_node(imp)->name;
+        sb_printf(&msg, "Dropout%s%s%s: %s", name[0] ? " '" : "", name, name[0] ? "'" : "",
+                  random_msg);
+        ImpAttrs a = {0};
+        ia_ints(imp, &a, "shape", tt->ndim, dims);
+        ia_str(imp, &a, "dtype", sup_dtype_name(tt->dtype));
+        ia_str(imp, &a, "message", sb_cstr(&msg));
+        Expr *bad = imp_call(imp, "trap", 0, NULL, &a);
+        sb_free(&msg);
+        if (ok == NULL || bad == NULL) return false;
+        y = ir_if_new(imp_ctx(imp), ok, x, bad, imp_span(imp));
+        y->checked_type = imp_type(bad); /* x's type, with `?` for any dim x does not know */
+    }
+    imp_out(imp, 0, y);
+    if (!imp_wants_out(imp, 1)) return true;
+    /* the mask depends on Y, so it is not produced when Y fails */
+    return imp_set_out(imp, 1, imp_call1(imp, "ones_like", imp_cast(imp, y, RLY_DTYPE_BOOL), NULL));
 }
 
 static bool instance_norm_convert(Imp *imp) {
@@ -1035,6 +1141,7 @@ const ImpConv imp_conv_nn[] = {
     {"BatchNormalization", "", 9, batch_norm_convert},  /* spatial removed */
     {"BatchNormalization", "", 14, batch_norm_convert}, /* training_mode */
     {"BatchNormalization", "", 15, batch_norm_convert}, /* mixed dtypes */
+    {"Dropout", "", 12, dropout12_convert}, /* ratio, training_mode inputs; 1/10: import_elem.c */
     {"InstanceNormalization", "", 1, instance_norm_convert},
     {"InstanceNormalization", "", 6, instance_norm_convert},
     {"LayerNormalization", "", 17, layer_norm_convert},

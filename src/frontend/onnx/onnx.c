@@ -1301,3 +1301,224 @@ void ox_encode_tensor(const OxTensor *t, StrBuf *out) {
     }
     if (t->doc != NULL && t->doc[0] != '\0') pb_put_bytes(out, 12, t->doc, strlen(t->doc));
 }
+
+/* ==== SequenceProto and OptionalProto (test data) =========================================== */
+
+static const char *elem_kind_name(int64_t k) {
+    static const char *const names[] = {"undefined", "tensor", "sparse tensor",
+                                        "sequence",  "map",    "optional"};
+    return k >= 0 && k < (int64_t)RLY_ARRAY_LEN(names) ? names[k] : "unknown";
+}
+
+static void decode_value(Dec *d, const PbField *f, OxValueKind kind, OxValue *v);
+
+/* The element kind (OXE_*) a value field of SequenceProto/OptionalProto holds (field numbers
+ * agree between the two: tensor 3, sparse tensor 4, sequence 5, map 6, optional 7); fails on
+ * the kinds we do not read. 0 for other fields. */
+static int value_field_kind(Dec *d, const PbField *f, bool seq) {
+    switch (f->num) {
+    case 3: want(d, f, PB_LEN, seq ? "tensor_values" : "tensor_value"); return OXE_TENSOR;
+    case 5: want(d, f, PB_LEN, seq ? "sequence_values" : "sequence_value"); return OXE_SEQUENCE;
+    case 7: want(d, f, PB_LEN, seq ? "optional_values" : "optional_value"); return OXE_OPTIONAL;
+    case 4: fail_at(d, f->off, "sparse tensor values are not supported");
+    case 6: fail_at(d, f->off, "map values are not supported");
+    default: return 0;
+    }
+}
+
+/* elem_type (when given) must be a kind we read and agree with the values held. */
+static void check_elem_type(Dec *d, int64_t elem, int held, size_t off) {
+    if (elem == OXE_SPARSE_TENSOR || elem == OXE_MAP)
+        fail_at(d, off, "elem_type %s is not supported", elem_kind_name(elem));
+    if (elem < 0 || elem > OXE_OPTIONAL)
+        fail_at(d, off, "elem_type %" PRId64 " is not a known element kind", elem);
+    if (elem != OXE_UNDEFINED && held != 0 && held != elem)
+        fail_at(d, off, "elem_type is %s but it holds %s values", elem_kind_name(elem),
+                elem_kind_name(held));
+}
+
+/* SequenceProto: name = 1, elem_type = 2, then the values (see value_field_kind). */
+static void decode_sequence(Dec *d, const uint8_t *p, size_t n, OxValue *v) {
+    int64_t elem = 0;
+    size_t elem_off = NO_OFFSET, count = 0;
+    int held = 0;
+    PbReader r = pb_reader(d->base, p, n);
+    PbField f;
+    while (next_field(d, &r, &f)) {
+        if (f.num == 1) {
+            want(d, &f, PB_LEN, "name");
+        } else if (f.num == 2) {
+            want(d, &f, PB_VARINT, "elem_type");
+            elem = (int64_t)f.v, elem_off = f.off;
+        } else {
+            int k = value_field_kind(d, &f, true);
+            if (k == 0) continue;
+            if (held != 0 && held != k)
+                fail_at(d, f.off, "holds values of two kinds (%s and %s)", elem_kind_name(held),
+                        elem_kind_name(k));
+            held = k;
+            count++;
+        }
+    }
+    check_elem_type(d, elem, held, elem_off);
+    v->elem_type = (int32_t)(elem != OXE_UNDEFINED ? elem : held);
+    v->n = count32(d, count, "sequence values");
+    v->items = alloc_n(d, count, sizeof(OxValue));
+    uint32_t i = 0;
+    r = pb_reader(d->base, p, n);
+    while (next_field(d, &r, &f)) {
+        if (f.num == 1) {
+            v->name = str_field(d, &f, "name");
+            continue;
+        }
+        int k = value_field_kind(d, &f, true);
+        if (k == 0) continue;
+        size_t mark = where_push(d, "%s%s[%" PRIu32 "]", d->where_len ? "." : "",
+                                 k == OXE_TENSOR     ? "tensor_values"
+                                 : k == OXE_SEQUENCE ? "sequence_values"
+                                                     : "optional_values",
+                                 i);
+        decode_value(d, &f,
+                     k == OXE_TENSOR     ? OXV_TENSOR
+                     : k == OXE_SEQUENCE ? OXV_SEQUENCE
+                                         : OXV_OPTIONAL,
+                     &v->items[i++]);
+        where_pop(d, mark);
+    }
+}
+
+/* OptionalProto: name = 1, elem_type = 2, then at most one value (the last one given wins). An
+ * empty optional has elem_type UNDEFINED and no value. */
+static void decode_optional(Dec *d, const uint8_t *p, size_t n, OxValue *v) {
+    int64_t elem = 0;
+    size_t elem_off = NO_OFFSET;
+    PbField value = {0};
+    int held = 0;
+    PbReader r = pb_reader(d->base, p, n);
+    PbField f;
+    while (next_field(d, &r, &f)) {
+        if (f.num == 1) {
+            v->name = str_field(d, &f, "name");
+        } else if (f.num == 2) {
+            want(d, &f, PB_VARINT, "elem_type");
+            elem = (int64_t)f.v, elem_off = f.off;
+        } else {
+            int k = value_field_kind(d, &f, false);
+            if (k == 0) continue;
+            if (held != 0 && held != k)
+                fail_at(d, f.off, "holds values of two kinds (%s and %s)", elem_kind_name(held),
+                        elem_kind_name(k));
+            held = k, value = f;
+        }
+    }
+    check_elem_type(d, elem, held, elem_off);
+    if (elem == OXE_UNDEFINED && held != 0)
+        fail_at(d, elem_off, "elem_type is undefined (an empty optional) but it holds a %s value",
+                elem_kind_name(held));
+    if (elem != OXE_UNDEFINED && held == 0)
+        fail_at(d, elem_off, "elem_type is %s but it holds no value", elem_kind_name(elem));
+    v->elem_type = (int32_t)elem;
+    if (held == 0) return;
+    v->n = 1;
+    v->items = alloc_n(d, 1, sizeof(OxValue));
+    size_t mark = where_push(d, "%s%s", d->where_len ? "." : "",
+                             held == OXE_TENSOR     ? "tensor_value"
+                             : held == OXE_SEQUENCE ? "sequence_value"
+                                                    : "optional_value");
+    decode_value(d, &value,
+                 held == OXE_TENSOR     ? OXV_TENSOR
+                 : held == OXE_SEQUENCE ? OXV_SEQUENCE
+                                        : OXV_OPTIONAL,
+                 v->items);
+    where_pop(d, mark);
+}
+
+static void decode_value_at(Dec *d, const uint8_t *p, size_t n, OxValueKind kind, OxValue *v,
+                            size_t off) {
+    if (++d->type_depth > OX_MAX_DEPTH) {
+        where_pop(d, 0); /* the path would be all of the message */
+        fail_at(d, off, "values nested deeper than %d", OX_MAX_DEPTH);
+    }
+    memset(v, 0, sizeof *v);
+    v->kind = (uint8_t)kind;
+    v->name = "";
+    if (kind == OXV_TENSOR) {
+        v->elem_type = OXE_TENSOR;
+        v->tensor = arena_alloc(d->arena, sizeof *v->tensor);
+        decode_tensor(d, p, n, v->tensor);
+        v->name = v->tensor->name;
+    } else if (kind == OXV_SEQUENCE) {
+        decode_sequence(d, p, n, v);
+    } else {
+        decode_optional(d, p, n, v);
+    }
+    d->type_depth--;
+}
+
+static void decode_value(Dec *d, const PbField *f, OxValueKind kind, OxValue *v) {
+    decode_value_at(d, f->data, f->len, kind, v, f->off);
+}
+
+typedef struct ValueJob {
+    OxValueKind kind;
+    OxValue *v;
+} ValueJob;
+
+static void value_fn(Dec *d, const uint8_t *p, size_t n, void *out) {
+    ValueJob *job = out;
+    job->v = arena_alloc(d->arena, sizeof *job->v);
+    decode_value_at(d, p, n, job->kind, job->v, 0);
+}
+
+static OxValue *decode_value_named(const void *data, size_t len, OxValueKind kind, const char *name,
+                                   Arena *arena, char *err, size_t err_cap) {
+    char dummy[1];
+    if (err == NULL || err_cap == 0) err = dummy, err_cap = sizeof dummy;
+    err[0] = '\0';
+    static const uint8_t empty[1];
+    const uint8_t *p = data ? data : empty;
+    Dec d = {.arena = arena, .name = name, .base = p, .copy = true, .err = err, .err_cap = err_cap};
+    ValueJob job = {kind, NULL};
+    if (!run_decode(&d, value_fn, p, data ? len : 0, &job)) return NULL;
+    return job.v;
+}
+
+OxValue *ox_decode_value(const void *data, size_t len, OxValueKind kind, Arena *arena, char *err,
+                         size_t err_cap) {
+    const char *name = kind == OXV_TENSOR     ? "TensorProto"
+                       : kind == OXV_SEQUENCE ? "SequenceProto"
+                                              : "OptionalProto";
+    return decode_value_named(data, len, kind, name, arena, err, err_cap);
+}
+
+OxValue *ox_load_value_file(const char *path, OxValueKind kind, Arena *arena, char *err,
+                            size_t err_cap) {
+    char *data;
+    size_t len;
+    char msg[256];
+    if (!sup_read_file(path, &data, &len, msg, sizeof msg)) {
+        set_err(err, err_cap, "%s: %s", path, msg);
+        return NULL;
+    }
+    OxValue *v = decode_value_named(data, len, kind, path, arena, err, err_cap);
+    free(data);
+    return v;
+}
+
+void ox_encode_value(const OxValue *v, StrBuf *out) {
+    if (v->kind == OXV_TENSOR) {
+        ox_encode_tensor(v->tensor, out);
+        return;
+    }
+    if (v->name != NULL && v->name[0] != '\0') pb_put_bytes(out, 1, v->name, strlen(v->name));
+    pb_put_tag(out, 2, PB_VARINT);
+    pb_put_varint(out, (uint64_t)(int64_t)v->elem_type);
+    for (uint32_t i = 0; i < v->n; i++) {
+        const OxValue *it = &v->items[i];
+        StrBuf sub = {0};
+        ox_encode_value(it, &sub);
+        uint32_t num = it->kind == OXV_TENSOR ? 3 : it->kind == OXV_SEQUENCE ? 5 : 7;
+        pb_put_bytes(out, num, sub.len ? sub.data : "", sub.len);
+        sb_free(&sub);
+    }
+}

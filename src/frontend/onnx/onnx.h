@@ -197,4 +197,47 @@ OxTensor *ox_decode_tensor(const void *data, size_t len, Arena *arena, char *err
 /* Encode a tensor as a TensorProto (raw_data form) into out (for `rly test` tools and tests). */
 void ox_encode_tensor(const OxTensor *t, StrBuf *out);
 
+/* ---- values of test data: TensorProto, SequenceProto, OptionalProto ----------------------------
+ * A test-data file does not say which message it holds; the model's type of the value it feeds
+ * does, so the caller names the kind. */
+
+/* SequenceProto.DataType / OptionalProto.DataType numbers (the kind of the elements). */
+enum {
+    OXE_UNDEFINED = 0,
+    OXE_TENSOR = 1,
+    OXE_SPARSE_TENSOR = 2,
+    OXE_SEQUENCE = 3,
+    OXE_MAP = 4,
+    OXE_OPTIONAL = 5,
+};
+
+typedef enum OxValueKind {
+    OXV_TENSOR,   /* tensor */
+    OXV_SEQUENCE, /* items[0..n): the elements, all of one kind */
+    OXV_OPTIONAL, /* n == 0: empty (elem_type OXE_UNDEFINED); n == 1: items[0] is the value */
+} OxValueKind;
+
+typedef struct OxValue {
+    uint8_t kind;      /* OxValueKind */
+    const char *name;  /* "" when unnamed */
+    int32_t elem_type; /* sequence/optional: OXE_* of the elements (of the values held when the
+                        * file leaves it 0); OXE_UNDEFINED for an empty optional */
+    OxTensor *tensor;  /* OXV_TENSOR */
+    uint32_t n;
+    struct OxValue *items;
+} OxValue;
+
+/* Decode a message of the given kind (a TensorProto, SequenceProto or OptionalProto) into arena
+ * (copying what it keeps). Elements may be tensors, sequences or optionals, nested at most
+ * OX_MAX_DEPTH deep; sparse tensors and maps are errors, as are values of more than one kind in
+ * a sequence and an elem_type that disagrees with the values present. NULL on error with a
+ * message that starts with "TensorProto: ", "SequenceProto: " or "OptionalProto: ". */
+OxValue *ox_decode_value(const void *data, size_t len, OxValueKind kind, Arena *arena, char *err,
+                         size_t err_cap);
+/* The same from a file (messages start with the path). */
+OxValue *ox_load_value_file(const char *path, OxValueKind kind, Arena *arena, char *err,
+                            size_t err_cap);
+/* Encode a value as its message into out (tensors in raw_data form). */
+void ox_encode_value(const OxValue *v, StrBuf *out);
+
 #endif /* RLY_ONNX_H */

@@ -559,7 +559,9 @@ static int pad_common(KCall *kc, PadMode m, const DLTensor *value) {
         bool grows = before[i] > 0 || after[i] > 0;
         if (m != PAD_CONSTANT && (before[i] < 0 || after[i] < 0))
             return k_error(kc, "this padding mode needs non-negative pad_width");
-        int64_t most = m == PAD_REFLECT ? d - 1 : d;
+        /* reflect mirrors without the edge, symmetric with it; edge repeats it any number of
+         * times (as the relation allows) */
+        int64_t most = m == PAD_REFLECT ? d - 1 : m == PAD_SYMMETRIC ? d : INT64_MAX;
         if (m != PAD_CONSTANT && grows && (d == 0 || before[i] > most || after[i] > most))
             return k_error(kc, "cannot pad axis %u of extent %lld by [%lld, %lld] in this mode", i,
                            (long long)d, (long long)before[i], (long long)after[i]);

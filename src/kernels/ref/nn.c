@@ -7,6 +7,8 @@
  * nn_ref.h). Normalizations, softmax and losses compute in double and round once. Semantics
  * follow TVM's topi computes and SimplifyInference:
  *   batch_norm returns (normalized, moving_mean, moving_var), the statistics passed through;
+ *   batch_norm_training normalizes with the batch's mean and biased variance over every axis but
+ *     `axis` and returns the moving statistics updated as momentum * old + (1 - momentum) * batch;
  *   layer_norm reduces over `axis`; instance_norm over every axis but 0 and `axis`;
  *   group_norm over the channels of a group and every axis after `axis` (axes before it are
  *     kept apart, as TVM's reshape to (..., G, C/G, ...) does); variances are population ones;
@@ -570,6 +572,56 @@ static int k_batch_norm(KCall *kc) {
     return 0;
 }
 
+/* nn.batch_norm_training: normalize with the batch's mean and biased variance per channel of
+ * `axis`; the moving statistics become momentum * old + (1 - momentum) * batch (ONNX). */
+static int k_batch_norm_training(KCall *kc) {
+    const DLTensor *x = k_arg(kc, 0);
+    int64_t axis;
+    if (norm_axis(kc, x, &axis) != 0) return -1;
+    int64_t c = x->shape[axis];
+    for (uint32_t a = 1; a < 5; a++)
+        if (k_arg(kc, a)->ndim != 1 || k_arg(kc, a)->shape[0] != c)
+            return k_error(kc, "gamma, beta, moving_mean and moving_var must have %lld elements",
+                           (long long)c);
+    rly_dtype dt = k_dtype(x);
+    int64_t one = c;
+    DLTensor *o = k_out(kc, 0, dt, (uint32_t)x->ndim, x->shape);
+    DLTensor *om = o ? k_out(kc, 1, dt, 1, &one) : NULL;
+    DLTensor *ov = om ? k_out(kc, 2, dt, 1, &one) : NULL;
+    if (ov == NULL) return -1;
+    bool reduced[K_MAX_DIMS];
+    for (int32_t d = 0; d < x->ndim; d++)
+        reduced[d] = d != axis;
+    NormGroups ng = {0};
+    double *mean = NULL, *var = NULL;
+    int rc = -1;
+    if (norm_groups(kc, x, reduced, axis, 1, &ng) != 0 || norm_stats(kc, x, &ng, &mean, &var) != 0)
+        goto done;
+    const void *gamma = k_ptr(k_arg(kc, 1)), *beta = k_ptr(k_arg(kc, 2));
+    const void *mm = k_ptr(k_arg(kc, 3)), *mv = k_ptr(k_arg(kc, 4));
+    double eps = k_float(kc, "epsilon"), mom = k_float(kc, "momentum");
+    bool center = k_bool(kc, "center"), scale = k_bool(kc, "scale");
+    int64_t inner = k_shape_numel((uint32_t)(x->ndim - axis - 1), x->shape + axis + 1);
+    int64_t n = k_numel(x);
+    for (int64_t f = 0; f < n; f++) {
+        int64_t ch = (f / inner) % c; /* the group key of f is its channel */
+        double y = (k_loadf(k_ptr(x), dt, f) - mean[ch]) / sqrt(var[ch] + eps);
+        if (scale) y *= k_loadf(gamma, dt, ch);
+        if (center) y += k_loadf(beta, dt, ch);
+        k_storef(k_ptr(o), dt, f, y);
+    }
+    for (int64_t ch = 0; ch < c; ch++) {
+        k_storef(k_ptr(om), dt, ch, mom * k_loadf(mm, dt, ch) + (1 - mom) * mean[ch]);
+        k_storef(k_ptr(ov), dt, ch, mom * k_loadf(mv, dt, ch) + (1 - mom) * var[ch]);
+    }
+    rc = 0;
+done:
+    free(ng.key);
+    free(mean);
+    free(var);
+    return rc;
+}
+
 static int k_l2_normalize(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
     uint32_t ndim = (uint32_t)x->ndim;
@@ -768,6 +820,7 @@ const KernelDef kern_ref_nn[] = {
     {"nn.batch_matmul", k_batch_matmul},
     {"nn.bias_add", k_bias_add},
     {"nn.batch_norm", k_batch_norm},
+    {"nn.batch_norm_training", k_batch_norm_training},
     {"nn.layer_norm", k_layer_norm},
     {"nn.group_norm", k_group_norm},
     {"nn.instance_norm", k_instance_norm},

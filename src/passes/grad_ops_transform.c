@@ -1,0 +1,536 @@
+/* grad_ops_transform.c - gradients of the shape, layout, dtype and indexing operators (the
+ * operators of op_transform.c and op_index.c): reshapes and transposes map the adjoint back,
+ * slices pad it back (nn.dilate for strides, nn.pad for the offsets), gathers scatter-add it
+ * back (scatter_elements / scatter_nd with reduction "add", which have gradients themselves),
+ * joins split it and splits join it. Where an adjoint needs a reshape or a constant index
+ * tensor, the shapes involved must be static; the gradient refuses otherwise. */
+#include <string.h>
+
+#include "passes/grad.h"
+
+#define X (b->g->args[0])
+#define G (b->g->dout)
+#define MAXR 32 /* ranks handled (kernels' K_MAX_DIMS) */
+
+/* ---- reshapes -------------------------------------------------------------------------------- */
+
+/* reshape, reshape_like, expand_dims, squeeze, nn.batch_flatten: the adjoint takes x's shape */
+static bool g_reshape(GradBuilder *b, Expr **d) {
+    d[0] = grad_op2(b, "reshape_like", G, X);
+    return true;
+}
+
+static bool g_transpose(GradBuilder *b, Expr **d) {
+    const int64_t *axes;
+    uint32_t n = attr_ints(&b->rc, "axes", &axes), ndim = grad_arg_tensor(b, 0)->ndim;
+    if (n == 0) { /* reversing the axes is its own inverse */
+        d[0] = grad_op1(b, "transpose", G);
+        return true;
+    }
+    int64_t inv[MAXR];
+    for (uint32_t i = 0; i < n; i++)
+        inv[axes[i] < 0 ? axes[i] + ndim : axes[i]] = i;
+    d[0] = grad_op1a(b, "transpose", G, grad_attrs(b, 1, "axes", grad_ais(b, n, inv)));
+    return true;
+}
+
+/* ---- joins and splits ------------------------------------------------------------------------ */
+
+/* strided_slice(x, begin=[lo], end=[hi], axes=[axis]) */
+static Expr *slice_axis(GradBuilder *b, Expr *x, int64_t axis, int64_t lo, int64_t hi) {
+    return grad_op1a(b, "strided_slice", x,
+                     grad_attrs(b, 3, "begin", grad_ais(b, 1, &lo), "end", grad_ais(b, 1, &hi),
+                                "axes", grad_ais(b, 1, &axis)));
+}
+
+static bool g_concatenate(GradBuilder *b, Expr **d) {
+    TupleType *tt = AS_TUPLE_TYPE(b->g->arg_types[0]);
+    TensorType *f0 = AS_TENSOR_TYPE(tt->fields[0]);
+    int64_t axis = attr_int(&b->rc, "axis");
+    if (axis < 0) axis += f0->ndim;
+    Expr **parts = arena_array(&b->ctx->arena, tt->n, sizeof *parts);
+    int64_t at = 0;
+    for (uint32_t i = 0; i < tt->n; i++) {
+        int64_t len = AS_TENSOR_TYPE(tt->fields[i])->shape[axis];
+        if (!dim_known(len))
+            return grad_fail(b, "the gradient needs the sizes along axis %lld to be static",
+                             (long long)axis);
+        parts[i] = slice_axis(b, G, axis, at, at + len);
+        at += len;
+    }
+    d[0] = ir_tuple_new(b->ctx, tt->n, parts, b->span);
+    return true;
+}
+
+static bool g_stack(GradBuilder *b, Expr **d) {
+    TupleType *tt = AS_TUPLE_TYPE(b->g->arg_types[0]);
+    int64_t axis = attr_int(&b->rc, "axis");
+    if (axis < 0) axis += grad_out_tensor(b)->ndim;
+    grad_begin(b);
+    Expr *parts = grad_let(b, grad_op1a(b, "split", G,
+                                        grad_attrs(b, 2, "indices_or_sections", grad_ai(b, tt->n),
+                                                   "axis", grad_ai(b, axis))));
+    Expr **fields = arena_array(&b->ctx->arena, tt->n, sizeof *fields);
+    for (uint32_t i = 0; i < tt->n; i++)
+        fields[i] = grad_op1a(b, "squeeze", ir_tuple_get_item_new(b->ctx, parts, i, b->span),
+                              grad_attrs(b, 1, "axis", grad_ais(b, 1, &axis)));
+    d[0] = grad_end(b, ir_tuple_new(b->ctx, tt->n, fields, b->span));
+    return true;
+}
+
+static bool g_split(GradBuilder *b, Expr **d) {
+    TupleType *tt = AS_TUPLE_TYPE(b->g->out_type);
+    Expr **fields = arena_array(&b->ctx->arena, tt->n, sizeof *fields);
+    for (uint32_t i = 0; i < tt->n; i++)
+        fields[i] = ir_tuple_get_item_new(b->ctx, G, i, b->span);
+    d[0] = grad_op1a(b, "concatenate", ir_tuple_new(b->ctx, tt->n, fields, b->span),
+                     grad_attrs(b, 1, "axis", grad_attr_same(b, "axis")));
+    return true;
+}
+
+/* tile: output axis i holds reps[i] copies of x's (1-padded) axis i; sum the copies */
+static bool g_tile(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0);
+    if (!grad_need_static(b, x, "data")) return false;
+    const int64_t *reps;
+    uint32_t r = attr_ints(&b->rc, "reps", &reps), n = x->ndim, t = n > r ? n : r;
+    int64_t shape[2 * MAXR], axes[MAXR];
+    for (uint32_t i = 0; i < t; i++) {
+        shape[2 * i] = i < t - r ? 1 : reps[i - (t - r)];
+        shape[2 * i + 1] = i < t - n ? 1 : x->shape[i - (t - n)];
+        axes[i] = 2 * i;
+    }
+    Expr *s = grad_sum(b, grad_reshape(b, G, 2 * t, shape), t, axes, false, false);
+    d[0] = grad_op2(b, "reshape_like", s, X);
+    return true;
+}
+
+/* repeat: output index j * repeats + r along axis comes from x's j; sum over r */
+static bool g_repeat(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0);
+    if (!grad_need_static(b, x, "data")) return false;
+    int64_t axis = attr_int(&b->rc, "axis"), k = attr_int(&b->rc, "repeats"), shape[MAXR + 1];
+    if (axis < 0) axis += x->ndim;
+    for (uint32_t i = 0, o = 0; i < x->ndim; i++) {
+        shape[o++] = x->shape[i];
+        if ((int64_t)i == axis) shape[o++] = k;
+    }
+    int64_t sum_axis = axis + 1;
+    d[0] = grad_sum(b, grad_reshape(b, G, x->ndim + 1, shape), 1, &sum_axis, false, false);
+    return true;
+}
+
+static bool g_reverse(GradBuilder *b, Expr **d) {
+    d[0] = grad_op1a(b, "reverse", G, grad_attrs(b, 1, "axis", grad_attr_same(b, "axis")));
+    return true;
+}
+
+static bool g_reverse_sequence(GradBuilder *b, Expr **d) { /* its own inverse */
+    d[0] = grad_op2a(b, "reverse_sequence", G, b->g->args[1],
+                     grad_attrs(b, 2, "seq_axis", grad_attr_same(b, "seq_axis"), "batch_axis",
+                                grad_attr_same(b, "batch_axis")));
+    return true;
+}
+
+/* ---- broadcasting and collapsing ---------------------------------------------------------- */
+
+static bool g_broadcast_to(GradBuilder *b, Expr **d) {
+    d[0] = grad_op2(b, "collapse_sum_like", G, X);
+    return true;
+}
+
+static bool g_collapse_sum(GradBuilder *b, Expr **d) {
+    d[0] = grad_op2(b, "broadcast_to_like", G, X);
+    return true;
+}
+
+static bool g_where(GradBuilder *b, Expr **d) {
+    Expr *c = b->g->args[0];
+    for (uint32_t i = 1; i < 3; i++) {
+        grad_begin(b);
+        Expr *gl = grad_let(b, G), *z = grad_op1(b, "zeros_like", gl);
+        Expr *a[3] = {c, i == 1 ? gl : z, i == 1 ? z : gl};
+        Expr *w = grad_call(b, "where", 3, a, NULL);
+        d[i] = grad_end(b, grad_collapse(b, w, b->g->out_type, b->g->args[i], b->g->arg_types[i]));
+    }
+    return true;
+}
+
+/* ---- dtypes and layouts -----------------------------------------------------------------------
+ */
+
+static bool g_cast(GradBuilder *b, Expr **d) {
+    d[0] = grad_op2(b, "cast_like", G, X);
+    return true;
+}
+
+/* layout_transform back, when it is a bijection (no block padding a split axis) */
+static bool g_layout_transform(GradBuilder *b, Expr **d) {
+    const char *src_s = attr_str(&b->rc, "src_layout"), *dst_s = attr_str(&b->rc, "dst_layout");
+    Layout src, dst;
+    if (!rel_layout_parse(&b->rc, "src_layout", src_s, &src) ||
+        !rel_layout_parse(&b->rc, "dst_layout", dst_s, &dst))
+        return false;
+    TensorType *x = grad_arg_tensor(b, 0);
+    for (uint32_t i = 0; i < dst.n; i++) {
+        if (!dst.factor[i]) continue;
+        char primal = (char)(dst.axis[i] - 'a' + 'A');
+        int64_t full = x->shape[layout_find(&src, primal)];
+        int si = layout_find(&src, dst.axis[i]);
+        if (si >= 0) full = dim_mul(full, src.factor[si]);
+        if (!dim_known(full) || full % dst.factor[i] != 0)
+            return grad_fail(b,
+                             "dst_layout %s pads axis %c (extent %s) to blocks of %lld: the "
+                             "gradient needs a static extent divisible by the block",
+                             dst_s, primal, dim_known(full) ? "not divisible" : "unknown",
+                             (long long)dst.factor[i]);
+    }
+    d[0] = grad_op1a(
+        b, "layout_transform", G,
+        grad_attrs(b, 2, "src_layout", grad_as(b, dst_s), "dst_layout", grad_as(b, src_s)));
+    return true;
+}
+
+/* ---- slices ------------------------------------------------------------------------------------
+ */
+
+/* Scatter the adjoint h of a strided selection back into a zero tensor of x's static shape.
+ * Axis i selects n[i] elements first[i], first[i] + step[i], ...: reverse the axes stepping
+ * down, dilate by the step, pad to x's extent. Every piece has a gradient (reverse, nn.dilate,
+ * nn.pad), so the result can be differentiated again. */
+static Expr *unslice(GradBuilder *b, Expr *h, const TensorType *x, const int64_t *first,
+                     const int64_t *step, const int64_t *n) {
+    uint32_t nd = x->ndim;
+    int64_t st[MAXR], pads[2 * MAXR];
+    bool dilate = false;
+    for (uint32_t i = 0; i < nd; i++) {
+        if (n[i] == 0) return grad_op1(b, "zeros_like", X);
+        int64_t mag = step[i] < 0 ? -step[i] : step[i];
+        int64_t lo = step[i] < 0 ? first[i] - (n[i] - 1) * mag : first[i];
+        if (step[i] < 0 && n[i] > 1)
+            h = grad_op1a(b, "reverse", h, grad_attrs(b, 1, "axis", grad_ai(b, i)));
+        st[i] = n[i] > 1 ? mag : 1;
+        dilate = dilate || st[i] > 1;
+        pads[2 * i] = lo;
+        pads[2 * i + 1] = x->shape[i] - (lo + (n[i] - 1) * st[i] + 1);
+    }
+    if (dilate) h = grad_op1a(b, "nn.dilate", h, grad_attrs(b, 1, "strides", grad_ais(b, nd, st)));
+    AttrValue *pairs[MAXR];
+    for (uint32_t i = 0; i < nd; i++)
+        pairs[i] = grad_ais(b, 2, pads + 2 * i);
+    const Attrs *pa = grad_attrs(b, 1, "pad_width", ir_attr_list(b->ctx, nd, pairs, b->span));
+    return grad_op2a(b, "nn.pad", h, grad_scalar(b, x->dtype, 0), pa);
+}
+
+static int64_t ceil_div(int64_t a, int64_t m) { return (a + m - 1) / m; }
+
+/* strided_slice: first index, step and count per axis, as the relation computes the extents */
+static bool g_strided_slice(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0);
+    if (!grad_need_static(b, x, "data")) return false;
+    uint32_t nd = x->ndim, nax;
+    const int64_t *bg, *en, *sv, *given;
+    uint32_t nb = attr_ints(&b->rc, "begin", &bg), ne = attr_ints(&b->rc, "end", &en),
+             ns = attr_ints(&b->rc, "strides", &sv);
+    bool size_mode = strcmp(attr_str(&b->rc, "slice_mode"), "size") == 0;
+    int64_t axes[MAXR], first[MAXR], step[MAXR], n[MAXR];
+    if (attr_is_none(&b->rc, "axes")) {
+        nax = nd;
+        for (uint32_t i = 0; i < nd; i++)
+            axes[i] = i;
+    } else {
+        nax = attr_ints(&b->rc, "axes", &given);
+        for (uint32_t i = 0; i < nax; i++)
+            axes[i] = given[i] < 0 ? given[i] + nd : given[i];
+    }
+    for (uint32_t i = 0; i < nd; i++)
+        first[i] = 0, step[i] = 1, n[i] = x->shape[i];
+    for (uint32_t i = 0; i < nax; i++) {
+        int64_t a = axes[i], dd = x->shape[a];
+        bool has_b = i < nb, has_e = i < ne;
+        int64_t bi = has_b ? bg[i] : 0, ei = has_e ? en[i] : 0;
+        int64_t st = size_mode || i >= ns ? 1 : sv[i];
+        if (size_mode) {
+            if (bi < 0) bi += dd;
+            bi = bi < 0 ? 0 : bi > dd ? dd : bi;
+            first[a] = bi;
+            n[a] = !has_e || ei < 0 || ei > dd - bi ? dd - bi : ei;
+        } else if (st > 0) {
+            bi = has_b ? bi : 0;
+            ei = has_e ? ei : dd;
+            if (bi < 0) bi += dd;
+            if (ei < 0) ei += dd;
+            bi = bi < 0 ? 0 : bi > dd ? dd : bi;
+            ei = ei < 0 ? 0 : ei > dd ? dd : ei;
+            first[a] = bi;
+            step[a] = st;
+            n[a] = ei > bi ? ceil_div(ei - bi, st) : 0;
+        } else {
+            bi = has_b ? bi : dd - 1;
+            if (bi < 0) bi += dd;
+            bi = bi < -1 ? -1 : bi > dd - 1 ? dd - 1 : bi;
+            if (has_e) {
+                if (ei < 0) ei += dd;
+                ei = ei < -1 ? -1 : ei > dd - 1 ? dd - 1 : ei;
+            } else {
+                ei = -1;
+            }
+            first[a] = bi;
+            step[a] = st;
+            n[a] = bi > ei ? ceil_div(bi - ei, -st) : 0;
+        }
+    }
+    d[0] = unslice(b, G, x, first, step, n);
+    return true;
+}
+
+/* slice_like: a slice from 0 to shape_like's sizes */
+static bool g_slice_like(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0), *y = grad_out_tensor(b);
+    if (!grad_need_static(b, x, "data") || !grad_need_static(b, y, "the result")) return false;
+    int64_t first[MAXR] = {0}, step[MAXR], n[MAXR];
+    for (uint32_t i = 0; i < x->ndim; i++)
+        step[i] = 1, n[i] = y->shape[i];
+    d[0] = unslice(b, G, x, first, step, n);
+    return true;
+}
+
+/* ---- gathers and scatters ---------------------------------------------------------------------
+ */
+
+static Expr *zeros_of(GradBuilder *b, uint32_t n, const int64_t *shape, rly_dtype dt) {
+    return grad_call(
+        b, "zeros", 0, NULL,
+        grad_attrs(b, 2, "shape", grad_ais(b, n, shape), "dtype", grad_as(b, sup_dtype_name(dt))));
+}
+
+/* take: data (B, P, A, Q) and indices (B, J) give (B, P, J, Q); scatter-add the adjoint into
+ * (B, P, A, Q) along A with the indices broadcast over P and Q, after resolving them as the
+ * mode does (clip clamps, wrap wraps; fast requires them in range). */
+static bool g_take(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0), *ind = grad_arg_tensor(b, 1);
+    if (!grad_need_static(b, x, "data") || !grad_need_static(b, ind, "indices")) return false;
+    int64_t nb = 1, np = 1, na, nq = 1, nj = 1;
+    if (attr_is_none(&b->rc, "axis")) {
+        na = grad_numel(x);
+        nj = grad_numel(ind);
+    } else {
+        int64_t axis = attr_int(&b->rc, "axis"), bd = attr_int(&b->rc, "batch_dims");
+        if (axis < 0) axis += x->ndim;
+        if (bd < 0) bd += ind->ndim;
+        for (int64_t i = 0; i < (int64_t)x->ndim; i++) {
+            int64_t s = x->shape[i];
+            if (i < bd)
+                nb *= s;
+            else if (i < axis)
+                np *= s;
+            else if (i > axis)
+                nq *= s;
+        }
+        na = x->shape[axis];
+        for (uint32_t i = (uint32_t)bd; i < ind->ndim; i++)
+            nj *= ind->shape[i];
+    }
+    Expr *idx = b->g->args[1];
+    const char *mode = attr_str(&b->rc, "mode");
+    if (strcmp(mode, "clip") == 0)
+        idx = grad_op1a(
+            b, "clip", idx,
+            grad_attrs(b, 2, "a_min", grad_af(b, 0), "a_max", grad_af(b, (double)na - 1)));
+    else if (strcmp(mode, "wrap") == 0)
+        idx = grad_op2(b, "floor_mod", idx, ir_scalar_i64(b->ctx, ind->dtype, na, b->span));
+    int64_t s_idx[4] = {nb, 1, nj, 1}, s_out[4] = {nb, np, nj, nq}, s_x[4] = {nb, np, na, nq};
+    idx = grad_op1a(b, "broadcast_to", grad_reshape(b, idx, 4, s_idx),
+                    grad_attrs(b, 1, "shape", grad_ais(b, 4, s_out)));
+    Expr *a[3] = {zeros_of(b, 4, s_x, x->dtype), idx, grad_reshape(b, G, 4, s_out)};
+    Expr *sc = grad_call(b, "scatter_elements", 3, a,
+                         grad_attrs(b, 2, "axis", grad_ai(b, 2), "reduction", grad_as(b, "add")));
+    d[0] = grad_op2(b, "reshape_like", sc, X);
+    return true;
+}
+
+static bool g_gather(GradBuilder *b, Expr **d) {
+    Expr *a[3] = {grad_op1(b, "zeros_like", X), b->g->args[1], G};
+    d[0] = grad_call(
+        b, "scatter_elements", 3, a,
+        grad_attrs(b, 2, "axis", grad_attr_same(b, "axis"), "reduction", grad_as(b, "add")));
+    return true;
+}
+
+/* gather_nd with batch_dims k: scatter_nd has no batch dims, so the batch coordinates become k
+ * more index rows (a constant), in front of the given ones */
+static bool g_gather_nd(GradBuilder *b, Expr **d) {
+    Expr *idx = b->g->args[1];
+    int64_t bd = attr_int(&b->rc, "batch_dims");
+    if (bd > 0) {
+        TensorType *ind = grad_arg_tensor(b, 1);
+        if (!grad_need_static(b, ind, "indices (with batch_dims)")) return false;
+        int64_t per = grad_numel(ind) / ind->shape[0]; /* elements of one index row */
+        int64_t shape[MAXR], inner = 1;
+        shape[0] = bd;
+        for (uint32_t i = 1; i < ind->ndim; i++) {
+            shape[i] = ind->shape[i];
+            if (i > (uint32_t)bd) inner *= ind->shape[i];
+        }
+        int64_t *rows = arena_array(&b->ctx->arena, (size_t)(bd * per) + 1, sizeof *rows);
+        for (int64_t f = 0; f < per; f++) { /* f = (batch..., y...) row-major */
+            int64_t rest = f / inner;
+            for (int64_t r = bd; r-- > 0;) {
+                int64_t ext = ind->shape[1 + r];
+                rows[r * per + f] = rest % ext;
+                rest /= ext;
+            }
+        }
+        Expr *coords = ir_constant_new(b->ctx, RLY_DTYPE_I64, ind->ndim, shape, rows, b->span);
+        Expr *parts[2] = {grad_op2(b, "cast_like", coords, idx), idx};
+        idx = grad_op1a(b, "concatenate", ir_tuple_new(b->ctx, 2, parts, b->span),
+                        grad_attrs(b, 1, "axis", grad_ai(b, 0)));
+    }
+    Expr *a[3] = {grad_op1(b, "zeros_like", X), idx, G};
+    d[0] = grad_call(b, "scatter_nd", 3, a, grad_attrs(b, 1, "mode", grad_as(b, "add")));
+    return true;
+}
+
+/* scatter_elements(data, indices, updates) with reduction "add": data's adjoint passes
+ * through, the updates' gathers it (negative indices count from the end, as the scatter reads
+ * them) */
+static bool g_scatter_elements(GradBuilder *b, Expr **d) {
+    const char *red = attr_str(&b->rc, "reduction");
+    if (strcmp(red, "add") != 0)
+        return grad_fail(b, "reduction \"%s\" has no gradient (only \"add\")", red);
+    TensorType *x = grad_arg_tensor(b, 0), *ind = grad_arg_tensor(b, 1);
+    int64_t axis = attr_int(&b->rc, "axis");
+    if (axis < 0) axis += x->ndim;
+    d[0] = G;
+    grad_begin(b);
+    Expr *i = grad_let(b, b->g->args[1]);
+    Expr *wrapped = i;
+    if (!sup_dtype_is_uint(ind->dtype)) {
+        int64_t ext = x->shape[axis];
+        Expr *na;
+        if (dim_known(ext)) {
+            na = ir_scalar_i64(b->ctx, ind->dtype, ext, b->span);
+        } else {
+            Expr *shape = grad_op2(b, "cast_like", grad_op1(b, "shape_of", X), i);
+            na = grad_op2a(b, "take", shape, ir_scalar_i64(b->ctx, ind->dtype, axis, b->span),
+                           grad_attrs(b, 1, "axis", grad_ai(b, 0)));
+        }
+        Expr *neg = grad_op2(b, "less", i, ir_scalar_i64(b->ctx, ind->dtype, 0, b->span));
+        Expr *a[3] = {neg, grad_add(b, i, na), i};
+        wrapped = grad_call(b, "where", 3, a, NULL);
+    }
+    d[2] =
+        grad_end(b, grad_op2a(b, "gather", G, wrapped, grad_attrs(b, 1, "axis", grad_ai(b, axis))));
+    return true;
+}
+
+static bool g_scatter_nd(GradBuilder *b, Expr **d) {
+    const char *mode = attr_str(&b->rc, "mode");
+    if (strcmp(mode, "add") != 0)
+        return grad_fail(b, "mode \"%s\" has no gradient (only \"add\")", mode);
+    d[0] = G;
+    d[2] = grad_op2(b, "gather_nd", G, b->g->args[1]);
+    return true;
+}
+
+/* ---- scans, creation, triangles ---------------------------------------------------------------
+ */
+
+/* cumsum: x_j reaches y_i for i >= j (i > j exclusive): a reversed cumsum of the adjoint */
+static bool g_cumsum(GradBuilder *b, Expr **d) {
+    bool flat = attr_is_none(&b->rc, "axis");
+    int64_t axis = flat ? 0 : attr_int(&b->rc, "axis");
+    const Attrs *ra = grad_attrs(b, 1, "axis", grad_ai(b, axis));
+    Expr *h = grad_op1a(b, "reverse", G, ra);
+    h = grad_op1a(
+        b, "cumsum", h,
+        grad_attrs(b, 2, "axis", grad_ai(b, axis), "exclusive", grad_attr_same(b, "exclusive")));
+    h = grad_op1a(b, "reverse", h, ra);
+    if (flat) h = grad_op2(b, "reshape_like", h, X);
+    d[0] = grad_op2(b, "cast_like", h, X);
+    return true;
+}
+
+static bool g_full(GradBuilder *b, Expr **d) {
+    d[0] = grad_op2(b, "cast_like", grad_sum(b, G, 0, NULL, false, false), X);
+    return true;
+}
+
+static bool g_full_like(GradBuilder *b, Expr **d) {
+    Expr *v = b->g->args[1];
+    d[1] = grad_op2(b, "cast_like", grad_sum(b, G, 0, NULL, false, false), v);
+    return true;
+}
+
+/* arange(start, stop, step): y_i = start + i * step, so start collects the adjoint and step its
+ * products with i = (y_i - start) / step; stop only sets the length */
+static bool g_arange(GradBuilder *b, Expr **d) {
+    Expr *start = b->g->args[0], *step = b->g->args[2];
+    d[0] = grad_sum(b, G, 0, NULL, false, false);
+    Expr *i = grad_div(b, grad_sub(b, b->g->out, start), step);
+    d[2] = grad_sum(b, grad_mul(b, G, i), 0, NULL, false, false);
+    return true;
+}
+
+/* one_hot(indices, on, off): on collects the adjoint where the indices hit, off elsewhere */
+static bool g_one_hot(GradBuilder *b, Expr **d) {
+    TensorType *y = grad_out_tensor(b);
+    Expr *on = b->g->args[1], *off = b->g->args[2];
+    for (uint32_t i = 1; i < 3; i++) {
+        Expr *a[3] = {X, grad_scalar(b, y->dtype, i == 1), grad_scalar(b, y->dtype, i == 2)};
+        Expr *hit = grad_call(b, "one_hot", 3, a, b->g->call->attrs);
+        Expr *s = grad_sum(b, grad_mul(b, G, hit), 0, NULL, false, false);
+        d[i] = grad_op2(b, "cast_like", s, i == 1 ? on : off);
+    }
+    return true;
+}
+
+static bool g_trilu(GradBuilder *b, Expr **d) {
+    d[0] = grad_op2a(b, "trilu", G, b->g->args[1],
+                     grad_attrs(b, 1, "upper", grad_attr_same(b, "upper")));
+    return true;
+}
+
+const GradDef grad_transform_table[] = {
+    {"reshape", g_reshape},
+    {"reshape_like", g_reshape},
+    {"expand_dims", g_reshape},
+    {"squeeze", g_reshape},
+    {"transpose", g_transpose},
+    {"concatenate", g_concatenate},
+    {"stack", g_stack},
+    {"split", g_split},
+    {"tile", g_tile},
+    {"repeat", g_repeat},
+    {"reverse", g_reverse},
+    {"reverse_sequence", g_reverse_sequence},
+    {"broadcast_to", g_broadcast_to},
+    {"broadcast_to_like", g_broadcast_to},
+    {"collapse_sum_like", g_collapse_sum},
+    {"collapse_sum_to", g_collapse_sum},
+    {"where", g_where},
+    {"cast", g_cast},
+    {"cast_like", g_cast},
+    {"layout_transform", g_layout_transform},
+    {"strided_slice", g_strided_slice},
+    {"slice_like", g_slice_like},
+    {"take", g_take},
+    {"gather", g_gather},
+    {"gather_nd", g_gather_nd},
+    {"scatter_elements", g_scatter_elements},
+    {"scatter_nd", g_scatter_nd},
+    {"cumsum", g_cumsum},
+    {"full", g_full},
+    {"full_like", g_full_like},
+    {"trilu", g_trilu},
+    {"one_hot", g_one_hot},
+    {"arange", g_arange},
+    /* zero gradients */
+    {"zeros", NULL},
+    {"ones", NULL},
+    {"argsort", NULL},
+    {"argwhere", NULL},
+    {"searchsorted", NULL},
+    {"unravel_index", NULL},
+    {NULL, NULL},
+};
