@@ -281,43 +281,45 @@ static Type *lift_type(AD *ad, Type *t, Span sp) {
     }
 }
 
-/* The forward part of a lifted value of data type t. */
-static Expr *lower(AD *ad, Expr *l, Type *t, Span sp) {
-    if (t->kind == TYPE_TENSOR) return get(ad, l, 0, sp);
+/* The value built from x (of data type t) by applying leaf to each tensor, tuples rebuilt
+ * field by field. */
+typedef Expr *(*LeafFn)(AD *ad, Expr *x, Span sp);
+static Expr *map_data(AD *ad, Expr *x, Type *t, Span sp, LeafFn leaf) {
+    if (t->kind == TYPE_TENSOR) return leaf(ad, x, sp);
     TupleType *tt = AS_TUPLE_TYPE(t);
     Expr **f = sup_calloc(tt->n + 1, sizeof *f);
     for (uint32_t i = 0; i < tt->n; i++)
-        f[i] = lower(ad, get(ad, l, i, sp), tt->fields[i], sp);
+        f[i] = map_data(ad, get(ad, x, i, sp), tt->fields[i], sp, leaf);
     Expr *r = ir_tuple_new(ad->ctx, tt->n, f, sp);
     free(f);
     return r;
 }
 
-/* A value x of data type t, lifted with zero adjoints. */
+static Expr *leaf_lower(AD *ad, Expr *l, Span sp) { return get(ad, l, 0, sp); }
+static Expr *leaf_lift(AD *ad, Expr *x, Span sp) {
+    Expr *f[2] = {x, ir_ref_create_new(ad->ctx, op1(ad, "zeros_like", x, sp), sp)};
+    return ir_tuple_new(ad->ctx, 2, f, sp);
+}
+static Expr *leaf_read_adj(AD *ad, Expr *l, Span sp) {
+    return ir_ref_read_new(ad->ctx, get(ad, l, 1, sp), sp);
+}
+static Expr *leaf_zeros(AD *ad, Expr *x, Span sp) { return op1(ad, "zeros_like", x, sp); }
+static Expr *leaf_ones(AD *ad, Expr *x, Span sp) { return op1(ad, "ones_like", x, sp); }
+
+/* The forward part of a lifted value; a value lifted with zero adjoints; the adjoint a lifted
+ * value holds; zeros and ones shaped like a value. */
+static Expr *lower(AD *ad, Expr *l, Type *t, Span sp) { return map_data(ad, l, t, sp, leaf_lower); }
 static Expr *lift_value(AD *ad, Expr *x, Type *t, Span sp) {
-    if (t->kind == TYPE_TENSOR) {
-        Expr *f[2] = {x, ir_ref_create_new(ad->ctx, op1(ad, "zeros_like", x, sp), sp)};
-        return ir_tuple_new(ad->ctx, 2, f, sp);
-    }
-    TupleType *tt = AS_TUPLE_TYPE(t);
-    Expr **f = sup_calloc(tt->n + 1, sizeof *f);
-    for (uint32_t i = 0; i < tt->n; i++)
-        f[i] = lift_value(ad, get(ad, x, i, sp), tt->fields[i], sp);
-    Expr *r = ir_tuple_new(ad->ctx, tt->n, f, sp);
-    free(f);
-    return r;
+    return map_data(ad, x, t, sp, leaf_lift);
 }
-
-/* The adjoint held by a lifted value of data type t. */
 static Expr *read_adj(AD *ad, Expr *l, Type *t, Span sp) {
-    if (t->kind == TYPE_TENSOR) return ir_ref_read_new(ad->ctx, get(ad, l, 1, sp), sp);
-    TupleType *tt = AS_TUPLE_TYPE(t);
-    Expr **f = sup_calloc(tt->n + 1, sizeof *f);
-    for (uint32_t i = 0; i < tt->n; i++)
-        f[i] = read_adj(ad, get(ad, l, i, sp), tt->fields[i], sp);
-    Expr *r = ir_tuple_new(ad->ctx, tt->n, f, sp);
-    free(f);
-    return r;
+    return map_data(ad, l, t, sp, leaf_read_adj);
+}
+static Expr *zeros_of(AD *ad, Expr *x, Type *t, Span sp) {
+    return map_data(ad, x, t, sp, leaf_zeros);
+}
+static Expr *ones_of(AD *ad, Expr *x, Type *t, Span sp) {
+    return map_data(ad, x, t, sp, leaf_ones);
 }
 
 /* Add the adjoint atom d (data type t) into the references of lifted value l. */
@@ -863,17 +865,6 @@ static void adj_add(FO *fo, Adj *a, Type *t, Expr *d, Span sp) {
         if (has_float(tt->fields[i])) adj_add(fo, a->f[i], tt->fields[i], get(ad, d, i, sp), sp);
 }
 
-static Expr *zeros_of(AD *ad, Expr *x, Type *t, Span sp) {
-    if (t->kind == TYPE_TENSOR) return op1(ad, "zeros_like", x, sp);
-    TupleType *tt = AS_TUPLE_TYPE(t);
-    Expr **f = sup_calloc(tt->n + 1, sizeof *f);
-    for (uint32_t i = 0; i < tt->n; i++)
-        f[i] = zeros_of(ad, get(ad, x, i, sp), tt->fields[i], sp);
-    Expr *r = ir_tuple_new(ad->ctx, tt->n, f, sp);
-    free(f);
-    return r;
-}
-
 /* The accumulated adjoint of primal x (type t); NULL when nothing flowed into it. */
 static Expr *adj_value(FO *fo, Adj *a, Expr *x, Type *t, Span sp) {
     AD *ad = fo->ad;
@@ -981,17 +972,6 @@ static bool fo_tape(FO *fo, Expr *root) {
     vec_free(&st);
     ptrmap_free(&seen);
     return !ad->failed;
-}
-
-static Expr *ones_of(AD *ad, Expr *x, Type *t, Span sp) {
-    if (t->kind == TYPE_TENSOR) return op1(ad, "ones_like", x, sp);
-    TupleType *tt = AS_TUPLE_TYPE(t);
-    Expr **f = sup_calloc(tt->n + 1, sizeof *f);
-    for (uint32_t i = 0; i < tt->n; i++)
-        f[i] = ones_of(ad, get(ad, x, i, sp), tt->fields[i], sp);
-    Expr *r = ir_tuple_new(ad->ctx, tt->n, f, sp);
-    free(f);
-    return r;
 }
 
 /* One backward step: the adjoint dv of tape node e flows into its operands. */
