@@ -8,6 +8,7 @@
  * out_dtype cast the adjoint back to the operand's dtype first. Adjoints that use an operator
  * without a gradient: max pooling (nn.max_pool2d_grad), which therefore cannot be
  * differentiated twice. */
+#include <math.h>
 #include <string.h>
 
 #include "passes/grad.h"
@@ -888,12 +889,182 @@ static bool g_batch_flatten(GradBuilder *b, Expr **d) {
     return true;
 }
 
+/* y = conv1d_transpose(x, w) (NCW, IOW): as conv2d_transpose with a height of 1, whose adjoints
+ * are conv2d and conv2d_backward_weight */
+static bool g_conv1d_transpose(GradBuilder *b, Expr **d) {
+    if (!need_layout(b, "data_layout", "NCW", NULL) ||
+        !need_layout(b, "kernel_layout", "IOW", NULL) || !need_layout(b, "out_layout", "NCW", "") ||
+        !static_args(b))
+        return false;
+    ConvP p;
+    conv_params(b, 1, true, &p);
+    TensorType *x = grad_arg_tensor(b, 0), *w = grad_arg_tensor(b, 1);
+    p.k[0] = 1, p.k[1] = w->shape[2];
+    const int64_t *op;
+    attr_ints(&b->rc, "output_padding", &op);
+    if (op[0] >= p.stride[1]) return grad_fail(b, "output_padding >= strides has no gradient");
+    const Attrs *ax = grad_attrs(b, 1, "axis", grad_ai(b, 2));
+    Expr *x2 = grad_op1a(b, "expand_dims", X, ax), *w2 = grad_op1a(b, "expand_dims", W, ax);
+    Expr *a[2] = {grad_op1a(b, "expand_dims", g_as(b, 0), ax), w2};
+    Expr *dx = grad_call(b, "nn.conv2d", 2, a, conv_attrs(b, &p, x->shape[1], false, NULL));
+    Expr *c[2] = {x2, grad_op1a(b, "expand_dims", g_as(b, 1), ax)};
+    Expr *dw = grad_call(b, "nn.conv2d_backward_weight", 2, c,
+                         conv_attrs(b, &p, x->shape[1], false, NULL));
+    d[0] = grad_op2(b, "reshape_like", dx, X);
+    d[1] = grad_op2(b, "reshape_like", dw, W);
+    return true;
+}
+
+/* ---- separable spatial maps: y = A_h x A_w^T on the H and W axes ------------------------------
+ */
+
+/* A constant (out, in) matrix of x's dtype. */
+static Expr *matrix_const(GradBuilder *b, int64_t out, int64_t in, const double *m) {
+    int64_t shape[2] = {out, in};
+    Expr *c = ir_constant_new(b->ctx, RLY_DTYPE_F64, 2, shape, m, b->span);
+    return grad_op2(b, "cast_like", c, X);
+}
+
+/* dx = A_h^T g A_w (einsum over the layout's H and W axes; layout NCHW or NHWC) */
+static Expr *separable_adjoint(GradBuilder *b, bool nhwc, Expr *ah, Expr *aw) {
+    Expr *ops[3] = {G, ah, aw};
+    const char *eq = nhwc ? "nijc,ih,jw->nhwc" : "ncij,ih,jw->nchw";
+    return grad_op1a(b, "einsum", ir_tuple_new(b->ctx, 3, ops, b->span),
+                     grad_attrs(b, 1, "equation", grad_as(b, eq)));
+}
+
+static bool spatial_layout(GradBuilder *b, bool *nhwc) {
+    const char *l = attr_str(&b->rc, "layout");
+    *nhwc = strcmp(l, "NHWC") == 0;
+    if (*nhwc || strcmp(l, "NCHW") == 0) return true;
+    return grad_fail(b, "layout \"%s\" has no gradient (only \"NCHW\" or \"NHWC\")", l);
+}
+
+/* nn.upsampling (nearest_neighbor): output row o reads input row r(o), as the kernel's taps
+ * (asymmetric: floor(o * in / out + 1e-5); align_corners: round half to even of
+ * o * (in - 1) / (out - 1)), clamped; the adjoint sums the rows that read each input row */
+static void nearest_matrix(int64_t in, int64_t out, bool align, double *m) {
+    for (int64_t o = 0; o < out; o++) {
+        double fx = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) * (double)o : 0)
+                          : (double)in / (double)out * (double)o;
+        int64_t r = (int64_t)(align ? nearbyint(fx) : floor(fx + 1e-5));
+        r = r < 0 ? 0 : r >= in ? in - 1 : r;
+        for (int64_t i = 0; i < in; i++)
+            m[o * in + i] = i == r;
+    }
+}
+
+static bool g_upsampling(GradBuilder *b, Expr **d) {
+    const char *method = attr_str(&b->rc, "method");
+    if (strcmp(method, "nearest_neighbor") != 0)
+        return grad_fail(b, "method \"%s\" has no gradient (only \"nearest_neighbor\")", method);
+    bool nhwc;
+    TensorType *x = grad_arg_tensor(b, 0), *y = grad_out_tensor(b);
+    if (!spatial_layout(b, &nhwc) || !grad_need_static(b, x, "data") ||
+        !grad_need_static(b, y, "the result"))
+        return false;
+    uint32_t h = nhwc ? 1 : 2;
+    bool align = attr_bool(&b->rc, "align_corners");
+    double *mh = arena_array(&b->ctx->arena, (size_t)(y->shape[h] * x->shape[h]), sizeof *mh);
+    double *mw =
+        arena_array(&b->ctx->arena, (size_t)(y->shape[h + 1] * x->shape[h + 1]), sizeof *mw);
+    nearest_matrix(x->shape[h], y->shape[h], align, mh);
+    nearest_matrix(x->shape[h + 1], y->shape[h + 1], align, mw);
+    d[0] = separable_adjoint(b, nhwc, matrix_const(b, y->shape[h], x->shape[h], mh),
+                             matrix_const(b, y->shape[h + 1], x->shape[h + 1], mw));
+    return true;
+}
+
+/* nn.adaptive_avg_pool2d: output o averages [floor(o * in / out), ceil((o + 1) * in / out)) */
+static void adaptive_matrix(int64_t in, int64_t out, double *m) {
+    for (int64_t o = 0; o < out; o++) {
+        int64_t lo = o * in / out, hi = ((o + 1) * in + out - 1) / out;
+        for (int64_t i = 0; i < in; i++)
+            m[o * in + i] = i >= lo && i < hi ? 1.0 / (double)(hi - lo) : 0;
+    }
+}
+
+static bool g_adaptive_avg_pool2d(GradBuilder *b, Expr **d) {
+    bool nhwc;
+    TensorType *x = grad_arg_tensor(b, 0), *y = grad_out_tensor(b);
+    if (!spatial_layout(b, &nhwc) ||
+        !need_layout(b, "out_layout", attr_str(&b->rc, "layout"), "") ||
+        !grad_need_static(b, x, "data") || !grad_need_static(b, y, "the result"))
+        return false;
+    uint32_t h = nhwc ? 1 : 2;
+    double *mh = arena_array(&b->ctx->arena, (size_t)(y->shape[h] * x->shape[h]), sizeof *mh);
+    double *mw =
+        arena_array(&b->ctx->arena, (size_t)(y->shape[h + 1] * x->shape[h + 1]), sizeof *mw);
+    adaptive_matrix(x->shape[h], y->shape[h], mh);
+    adaptive_matrix(x->shape[h + 1], y->shape[h + 1], mw);
+    d[0] = separable_adjoint(b, nhwc, matrix_const(b, y->shape[h], x->shape[h], mh),
+                             matrix_const(b, y->shape[h + 1], x->shape[h + 1], mw));
+    return true;
+}
+
+/* ---- lrn ---------------------------------------------------------------------------------------
+ */
+
+/* v shifted by k along axis (extent c): result[i] = v[i + k], 0 outside */
+static Expr *shift_axis(GradBuilder *b, Expr *v, uint32_t n, uint32_t axis, int64_t c, int64_t k,
+                        rly_dtype dt) {
+    if (k == 0) return v;
+    int64_t lo = k < 0 ? -k : 0, hi = k > 0 ? k : 0, at = lo + k, end = at + c, ax = axis;
+    Expr *p = pad_axis(b, v, n, axis, lo, hi, dt);
+    return grad_op1a(b, "strided_slice", p,
+                     grad_attrs(b, 3, "begin", grad_ais(b, 1, &at), "end", grad_ais(b, 1, &end),
+                                "axes", grad_ais(b, 1, &ax)));
+}
+
+/* sum of the shifts of v by lo..hi */
+static Expr *window_sum(GradBuilder *b, Expr *v, uint32_t n, uint32_t axis, int64_t c, int64_t lo,
+                        int64_t hi, rly_dtype dt) {
+    Expr *s = NULL;
+    for (int64_t k = lo; k <= hi; k++) {
+        if (k <= -c || k >= c) continue; /* entirely outside */
+        Expr *t = shift_axis(b, v, n, axis, c, k, dt);
+        s = s ? grad_add(b, s, t) : t;
+    }
+    return s;
+}
+
+/* y = x s^-beta, s = bias + alpha / size * W(x^2), W summing channels [c - size/2, c - size/2 +
+ * size): dx = g s^-beta - 2 alpha beta / size * x W^T(g x s^(-beta - 1)), W^T shifting the
+ * other way */
+static bool g_lrn(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0);
+    int64_t axis = norm_axis(attr_int(&b->rc, "axis"), x->ndim), size = attr_int(&b->rc, "size");
+    int64_t c = x->shape[axis];
+    if (!dim_known(c)) return grad_fail(b, "the gradient needs a static extent along axis");
+    if (size < 1) return grad_fail(b, "size must be positive");
+    double bias = attr_float(&b->rc, "bias"), alpha = attr_float(&b->rc, "alpha"),
+           beta = attr_float(&b->rc, "beta");
+    int64_t lo = -(size / 2), hi = size - 1 - size / 2;
+    rly_dtype dt = x->dtype;
+    grad_begin(b);
+    Expr *sq = grad_let(b, grad_mul(b, X, X));
+    Expr *s =
+        grad_let(b, grad_add(b, sc(b, bias),
+                             grad_mul(b, sc(b, alpha / (double)size),
+                                      window_sum(b, sq, x->ndim, (uint32_t)axis, c, lo, hi, dt))));
+    Expr *p = grad_let(b, grad_op2(b, "power", s, sc(b, -beta)));
+    Expr *t = grad_let(b, grad_div(b, grad_mul(b, grad_mul(b, G, X), p), s));
+    Expr *wt = window_sum(b, t, x->ndim, (uint32_t)axis, c, -hi, -lo, dt);
+    Expr *corr = grad_mul(b, sc(b, 2 * alpha * beta / (double)size), grad_mul(b, X, wt));
+    d[0] = grad_end(b, grad_sub(b, grad_mul(b, G, p), corr));
+    return true;
+}
+
 const GradDef grad_nn_table[] = {
     {"nn.dense", g_dense},
     {"nn.matmul", g_matmul},
     {"nn.batch_matmul", g_batch_matmul},
     {"nn.bias_add", g_bias_add},
     {"nn.conv1d", g_conv1d},
+    {"nn.conv1d_transpose", g_conv1d_transpose},
+    {"nn.upsampling", g_upsampling},
+    {"nn.adaptive_avg_pool2d", g_adaptive_avg_pool2d},
+    {"nn.lrn", g_lrn},
     {"nn.conv2d", g_conv2d},
     {"nn.conv2d_transpose", g_conv2d_transpose},
     {"nn.conv2d_backward_weight", g_conv2d_backward_weight},

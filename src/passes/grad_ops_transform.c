@@ -491,6 +491,359 @@ static bool g_trilu(GradBuilder *b, Expr **d) {
     return true;
 }
 
+/* ---- identities, dynamic-shape variants -------------------------------------------------------
+ */
+
+/* annotation.stop_fusion, annotation.checkpoint, debug: the identity */
+static bool g_identity(GradBuilder *b, Expr **d) {
+    d[0] = G;
+    return true;
+}
+
+/* ---- einsum -----------------------------------------------------------------------------------
+ */
+
+#define EIN_MAX 16 /* operands handled */
+
+/* The labels of one term (letters only): false on anything else. */
+static bool ein_term(const char **p, char *lab, uint32_t *n) {
+    *n = 0;
+    for (; **p && **p != ',' && **p != '-'; (*p)++) {
+        char c = **p;
+        if (c == ' ') continue;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) || *n == MAXR) return false;
+        lab[(*n)++] = c;
+    }
+    return true;
+}
+
+static bool ein_has(const char *lab, uint32_t n, char c) {
+    for (uint32_t i = 0; i < n; i++)
+        if (lab[i] == c) return true;
+    return false;
+}
+
+/* einsum: the adjoint of operand i is the einsum of the adjoint and the other operands to i's
+ * labels; labels only operand i has (summed in it alone) are broadcast back. Needs an explicit
+ * "->", no "..." and no label repeated within a term (diagonals). */
+static bool g_einsum(GradBuilder *b, Expr **d) {
+    const char *eq = attr_str(&b->rc, "equation"), *p = eq;
+    TupleType *tt = AS_TUPLE_TYPE(b->g->arg_types[0]);
+    uint32_t k = tt->n, n[EIN_MAX + 1];
+    char lab[EIN_MAX + 1][MAXR];
+    if (k > EIN_MAX)
+        return grad_fail(b, "einsum of more than %d operands has no gradient", EIN_MAX);
+    for (uint32_t i = 0; i <= k; i++) {
+        if (!ein_term(&p, lab[i], &n[i]))
+            return grad_fail(b, "equation \"%s\": the gradient handles letters only (no \"...\")",
+                             eq);
+        for (uint32_t a = 0; a < n[i]; a++)
+            if (ein_has(lab[i], a, lab[i][a]))
+                return grad_fail(b, "equation \"%s\" repeats a label in one term (no gradient)",
+                                 eq);
+        if (i + 1 < k) {
+            if (*p != ',') return grad_fail(b, "equation \"%s\": unexpected operand count", eq);
+            p++;
+        } else if (i + 1 == k) {
+            if (p[0] != '-' || p[1] != '>')
+                return grad_fail(b, "equation \"%s\": the gradient needs an explicit \"->\"", eq);
+            p += 2;
+        }
+    }
+    Expr **parts = arena_array(&b->ctx->arena, k, sizeof *parts);
+    Expr **ops = arena_array(&b->ctx->arena, k, sizeof *ops);
+    for (uint32_t i = 0; i < k; i++) {
+        StrBuf s = {0};
+        for (uint32_t a = 0; a < n[k]; a++)
+            sb_printf(&s, "%c", lab[k][a]);
+        ops[0] = G;
+        uint32_t m = 1;
+        for (uint32_t j = 0; j < k; j++) {
+            if (j == i) continue;
+            sb_printf(&s, ",");
+            for (uint32_t a = 0; a < n[j]; a++)
+                sb_printf(&s, "%c", lab[j][a]);
+            ops[m++] = ir_tuple_get_item_new(b->ctx, X, j, b->span);
+        }
+        sb_printf(&s, "->");
+        bool kept[MAXR], all = true;
+        for (uint32_t a = 0; a < n[i]; a++) {
+            char c = lab[i][a];
+            kept[a] = ein_has(lab[k], n[k], c);
+            for (uint32_t j = 0; j < k && !kept[a]; j++)
+                kept[a] = j != i && ein_has(lab[j], n[j], c);
+            if (kept[a]) sb_printf(&s, "%c", c);
+            all = all && kept[a];
+        }
+        Expr *e = grad_op1a(b, "einsum", ir_tuple_new(b->ctx, m, ops, b->span),
+                            grad_attrs(b, 1, "equation", grad_as(b, sb_cstr(&s))));
+        sb_free(&s);
+        if (!all) {
+            Expr *xi = ir_tuple_get_item_new(b->ctx, X, i, b->span);
+            for (uint32_t a = 0; a < n[i]; a++) /* ascending: each lands at its position */
+                if (!kept[a])
+                    e = grad_op1a(b, "expand_dims", e, grad_attrs(b, 1, "axis", grad_ai(b, a)));
+            e = grad_op2(b, "broadcast_to_like", e, xi);
+        }
+        parts[i] = e;
+    }
+    d[0] = ir_tuple_new(b->ctx, k, parts, b->span);
+    return true;
+}
+
+/* ---- scans and sorts --------------------------------------------------------------------------
+ */
+
+/* cumprod: y_i = prod_{j <= i} x_j (j < i exclusive), so dx_j = sum_{i >= j} g_i y_i / x_j: the
+ * reversed cumsum of g y over x (defined for nonzero x, as prod's gradient) */
+static bool g_cumprod(GradBuilder *b, Expr **d) {
+    bool flat = attr_is_none(&b->rc, "axis");
+    int64_t axis = flat ? 0 : attr_int(&b->rc, "axis");
+    const Attrs *ra = grad_attrs(b, 1, "axis", grad_ai(b, axis));
+    Expr *h = grad_op1a(b, "reverse", grad_mul(b, G, b->g->out), ra);
+    h = grad_op1a(
+        b, "cumsum", h,
+        grad_attrs(b, 2, "axis", grad_ai(b, axis), "exclusive", grad_attr_same(b, "exclusive")));
+    h = grad_op1a(b, "reverse", h, ra);
+    if (flat) h = grad_op2(b, "reshape_like", h, X);
+    d[0] = grad_div(b, grad_op2(b, "cast_like", h, X), X);
+    return true;
+}
+
+/* scatter-add g back to the positions idx (along axis) came from */
+static Expr *unsort(GradBuilder *b, Expr *g, Expr *idx, int64_t axis) {
+    Expr *a[3] = {grad_op1(b, "zeros_like", X), idx, g};
+    return grad_call(b, "scatter_elements", 3, a,
+                     grad_attrs(b, 2, "axis", grad_ai(b, axis), "reduction", grad_as(b, "add")));
+}
+
+/* sort: y = gather(x, argsort(x)) along axis (ties are measure zero) */
+static bool g_sort(GradBuilder *b, Expr **d) {
+    int64_t axis = attr_int(&b->rc, "axis");
+    if (axis < 0) axis += grad_arg_tensor(b, 0)->ndim;
+    Expr *idx = grad_op1a(b, "argsort", X,
+                          grad_attrs(b, 3, "axis", grad_ai(b, axis), "is_ascend",
+                                     grad_attr_same(b, "is_ascend"), "dtype", grad_as(b, "int64")));
+    d[0] = unsort(b, G, idx, axis);
+    return true;
+}
+
+/* topk: the values' adjoint scatters back to their indices (the indices get none) */
+static bool g_topk(GradBuilder *b, Expr **d) {
+    int64_t axis = attr_int(&b->rc, "axis");
+    if (axis < 0) axis += grad_arg_tensor(b, 0)->ndim;
+    const char *rt = attr_str(&b->rc, "ret_type");
+    Expr *gv, *idx;
+    if (strcmp(rt, "both") == 0) {
+        gv = ir_tuple_get_item_new(b->ctx, G, 0, b->span);
+        idx = ir_tuple_get_item_new(b->ctx, b->g->out, 1, b->span);
+    } else { /* "values" ("indices" has an integer result: no gradient reaches here) */
+        gv = G;
+        idx = grad_op1a(b, "topk", X,
+                        grad_attrs(b, 5, "k", grad_attr_same(b, "k"), "axis", grad_ai(b, axis),
+                                   "ret_type", grad_as(b, "indices"), "is_ascend",
+                                   grad_attr_same(b, "is_ascend"), "dtype", grad_as(b, "int64")));
+    }
+    d[0] = unsort(b, gv, idx, axis);
+    return true;
+}
+
+/* ---- windows, diagonals, grids, advanced indexing ---------------------------------------------
+ */
+
+#define WIN_MAX 256 /* window positions handled by sliding_window's gradient */
+
+/* sliding_window: result[..., n..., w...] = x[..., n * stride + w]; for each window offset w,
+ * the slice of the adjoint at w is scattered back with a strided unslice */
+static bool g_sliding_window(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0), *y = grad_out_tensor(b);
+    if (!grad_need_static(b, x, "data")) return false;
+    int64_t axis = attr_int(&b->rc, "axis");
+    if (axis < 0) axis += x->ndim;
+    const int64_t *win, *str;
+    attr_ints(&b->rc, "window_shape", &win);
+    attr_ints(&b->rc, "strides", &str);
+    uint32_t nd = x->ndim, m = nd - (uint32_t)axis;
+    int64_t total = 1;
+    for (uint32_t i = 0; i < m; i++)
+        total *= win[i];
+    if (total > WIN_MAX)
+        return grad_fail(b, "window_shape with %lld positions: the gradient handles %d at most",
+                         (long long)total, WIN_MAX);
+    Expr *sum = NULL;
+    for (int64_t t = 0; t < total; t++) {
+        int64_t w[MAXR], rest = t;
+        for (uint32_t i = m; i-- > 0;) {
+            w[i] = rest % win[i];
+            rest /= win[i];
+        }
+        int64_t bg[MAXR], en[MAXR], ax[MAXR], first[MAXR], step[MAXR], cnt[MAXR];
+        for (uint32_t i = 0; i < m; i++)
+            bg[i] = w[i], en[i] = w[i] + 1, ax[i] = nd + i;
+        Expr *h = grad_op1a(b, "strided_slice", G,
+                            grad_attrs(b, 3, "begin", grad_ais(b, m, bg), "end", grad_ais(b, m, en),
+                                       "axes", grad_ais(b, m, ax)));
+        h = grad_reshape(b, h, nd, y->shape);
+        for (uint32_t i = 0; i < nd; i++)
+            first[i] = 0, step[i] = 1, cnt[i] = x->shape[i];
+        for (uint32_t i = 0; i < m; i++) {
+            first[axis + i] = w[i];
+            step[axis + i] = str[i];
+            cnt[axis + i] = y->shape[axis + i];
+        }
+        h = unslice(b, h, x, first, step, cnt);
+        sum = sum ? grad_add(b, sum, h) : h;
+    }
+    d[0] = sum;
+    return true;
+}
+
+/* matrix_set_diag(input, diagonal): the input's adjoint is g with those diagonals zeroed; the
+ * diagonal's gathers g where each of its elements landed, found by setting the element numbers
+ * 0..n-1 as a diagonal of a -1 matrix (so padding elements, which land nowhere, get 0) */
+static bool g_matrix_set_diag(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0), *dg = grad_arg_tensor(b, 1);
+    if (!grad_need_static(b, x, "input") || !grad_need_static(b, dg, "diagonal")) return false;
+    Expr *dv = b->g->args[1];
+    d[0] = grad_op2a(b, "matrix_set_diag", G, grad_op1(b, "zeros_like", dv), b->g->call->attrs);
+    int64_t nd = grad_numel(dg), ni = grad_numel(x);
+    int64_t *ids = arena_array(&b->ctx->arena, (size_t)nd + 1, sizeof *ids);
+    for (int64_t i = 0; i < nd; i++)
+        ids[i] = i;
+    Expr *idc =
+        grad_op2(b, "cast_like",
+                 ir_constant_new(b->ctx, RLY_DTYPE_I64, dg->ndim, dg->shape, ids, b->span), dv);
+    grad_begin(b);
+    Expr *pos = grad_op2a(
+        b, "matrix_set_diag",
+        grad_sub(b, zeros_of(b, x->ndim, x->shape, x->dtype), grad_scalar(b, x->dtype, 1)), idc,
+        b->g->call->attrs);
+    pos = grad_let(b, grad_reshape(b, pos, 1, &ni));
+    Expr *w[3] = {grad_op2(b, "greater_equal", pos, grad_scalar(b, x->dtype, 0)), pos,
+                  grad_scalar(b, x->dtype, (double)nd)};
+    Expr *idx = grad_op1a(b, "cast", grad_call(b, "where", 3, w, NULL),
+                          grad_attrs(b, 1, "dtype", grad_as(b, "int64")));
+    int64_t n1 = nd + 1, zero = 0;
+    Expr *a[3] = {zeros_of(b, 1, &n1, x->dtype), idx, grad_reshape(b, G, 1, &ni)};
+    Expr *sc = grad_call(b, "scatter_elements", 3, a,
+                         grad_attrs(b, 2, "axis", grad_ai(b, 0), "reduction", grad_as(b, "add")));
+    sc = slice_axis(b, sc, zero, 0, nd);
+    d[1] = grad_end(b, grad_reshape(b, sc, dg->ndim, dg->shape));
+    return true;
+}
+
+/* meshgrid: grid k repeats x_k along its axis (k; with "xy" the first two swap); sum the rest */
+static bool g_meshgrid(GradBuilder *b, Expr **d) {
+    TupleType *tt = AS_TUPLE_TYPE(b->g->arg_types[0]);
+    bool xy = strcmp(attr_str(&b->rc, "indexing"), "xy") == 0;
+    Expr **parts = arena_array(&b->ctx->arena, tt->n, sizeof *parts);
+    for (uint32_t k = 0; k < tt->n; k++) {
+        Expr *gk = ir_tuple_get_item_new(b->ctx, G, k, b->span);
+        int64_t ax = xy && tt->n >= 2 && k < 2 ? 1 - k : k;
+        parts[k] = tt->n == 1 ? gk : grad_sum(b, gk, 1, &ax, false, true);
+    }
+    d[0] = ir_tuple_new(b->ctx, tt->n, parts, b->span);
+    return true;
+}
+
+/* adv_index((data, i_1..i_k)): data[i_1, ..., i_k] with the indices broadcast; scatter-add the
+ * adjoint back with scatter_nd over the stacked (wrapped) indices; the indices get zeros */
+static bool g_adv_index(GradBuilder *b, Expr **d) {
+    TupleType *tt = AS_TUPLE_TYPE(b->g->arg_types[0]);
+    TensorType *x = AS_TENSOR_TYPE(tt->fields[0]), *y = grad_out_tensor(b);
+    if (!grad_need_static(b, x, "data") || !grad_need_static(b, y, "the result")) return false;
+    uint32_t k = tt->n - 1, bn = y->ndim - (x->ndim - k);
+    Expr **parts = arena_array(&b->ctx->arena, tt->n, sizeof *parts);
+    Expr *data = ir_tuple_get_item_new(b->ctx, X, 0, b->span);
+    if (k == 0) {
+        parts[0] = G;
+    } else {
+        Expr **rows = arena_array(&b->ctx->arena, k, sizeof *rows);
+        const Attrs *i64 = grad_attrs(b, 1, "dtype", grad_as(b, "int64"));
+        for (uint32_t j = 0; j < k; j++) {
+            Expr *ij = grad_op1a(b, "cast", ir_tuple_get_item_new(b->ctx, X, j + 1, b->span), i64);
+            ij = grad_op2(b, "floor_mod", ij,
+                          ir_scalar_i64(b->ctx, RLY_DTYPE_I64, x->shape[j], b->span));
+            rows[j] = grad_op1a(b, "broadcast_to", ij,
+                                grad_attrs(b, 1, "shape", grad_ais(b, bn, y->shape)));
+        }
+        Expr *idx = grad_op1a(b, "stack", ir_tuple_new(b->ctx, k, rows, b->span),
+                              grad_attrs(b, 1, "axis", grad_ai(b, 0)));
+        Expr *a[3] = {grad_op1(b, "zeros_like", data), idx, G};
+        parts[0] = grad_call(b, "scatter_nd", 3, a, grad_attrs(b, 1, "mode", grad_as(b, "add")));
+    }
+    for (uint32_t j = 1; j < tt->n; j++)
+        parts[j] = grad_op1(b, "zeros_like", ir_tuple_get_item_new(b->ctx, X, j, b->span));
+    d[0] = ir_tuple_new(b->ctx, tt->n, parts, b->span);
+    return true;
+}
+
+/* sequence_mask: the adjoint masked the same way, with 0 */
+static bool g_sequence_mask(GradBuilder *b, Expr **d) {
+    d[0] =
+        grad_op2a(b, "sequence_mask", G, b->g->args[1],
+                  grad_attrs(b, 2, "mask_value", grad_af(b, 0), "axis", grad_attr_same(b, "axis")));
+    return true;
+}
+
+/* sparse_to_dense(indices, values, default): the values gather the adjoint at their indices
+ * (gather_nd wants them as rows: (N, r) transposed, (N,) or a scalar as one row); the default
+ * collects it everywhere else (indices are taken as distinct) */
+static bool g_sparse_to_dense(GradBuilder *b, Expr **d) {
+    Expr *ind = b->g->args[0], *vals = b->g->args[1], *def = b->g->args[2];
+    TensorType *it = grad_arg_tensor(b, 0);
+    Expr *rows = it->ndim == 2
+                     ? grad_op1(b, "transpose", ind)
+                     : grad_op1a(b, "expand_dims", ind, grad_attrs(b, 1, "axis", grad_ai(b, 0)));
+    d[1] = grad_op2(b, "collapse_sum_like", grad_op2(b, "gather_nd", G, rows), vals);
+    Expr *a[3] = {ind, grad_op1(b, "zeros_like", vals), grad_op1(b, "ones_like", def)};
+    Expr *rest = grad_call(b, "sparse_to_dense", 3, a, b->g->call->attrs);
+    d[2] = grad_sum(b, grad_mul(b, G, rest), 0, NULL, false, false);
+    return true;
+}
+
+/* ---- det --------------------------------------------------------------------------------------
+ */
+
+/* det: d det / d x_ij is the cofactor C_ij = (-1)^(i + j) det(minor_ij), so the adjoint is
+ * g C (= g det x^-T where x is invertible, and right for singular x too). The minors are taken
+ * at once with a constant index over the flattened matrix and their determinants with det, so
+ * the gradient can be differentiated again. */
+static bool g_det(GradBuilder *b, Expr **d) {
+    TensorType *x = grad_arg_tensor(b, 0);
+    uint32_t r = x->ndim;
+    int64_t n = x->shape[r - 1];
+    if (!dim_known(n)) return grad_fail(b, "the gradient needs a static matrix size");
+    Expr *gb = grad_op1a(b, "expand_dims", G,
+                         grad_attrs(b, 2, "axis", grad_ai(b, -1), "num_newaxis", grad_ai(b, 2)));
+    if (n == 1) {
+        d[0] = grad_op2(b, "broadcast_to_like", gb, X);
+        return true;
+    }
+    int64_t nm = n - 1;
+    int64_t *idx = arena_array(&b->ctx->arena, (size_t)(n * n * nm * nm), sizeof *idx);
+    int64_t *sign = arena_array(&b->ctx->arena, (size_t)(n * n), sizeof *sign);
+    for (int64_t i = 0, f = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            sign[i * n + j] = (i + j) % 2 ? -1 : 1;
+            for (int64_t p = 0; p < nm; p++)
+                for (int64_t q = 0; q < nm; q++)
+                    idx[f++] = (p < i ? p : p + 1) * n + (q < j ? q : q + 1);
+        }
+    int64_t flat[MAXR], ishape[4] = {n, n, nm, nm}, sshape[2] = {n, n};
+    for (uint32_t i = 0; i + 2 < r; i++)
+        flat[i] = 0; /* copy the batch dims */
+    flat[r - 2] = n * n;
+    Expr *xf = grad_reshape(b, X, r - 1, flat);
+    Expr *minors =
+        grad_op2a(b, "take", xf, ir_constant_new(b->ctx, RLY_DTYPE_I64, 4, ishape, idx, b->span),
+                  grad_attrs(b, 1, "axis", grad_ai(b, -1)));
+    Expr *sg = grad_op2(b, "cast_like",
+                        ir_constant_new(b->ctx, RLY_DTYPE_I64, 2, sshape, sign, b->span), X);
+    d[0] = grad_mul(b, gb, grad_mul(b, grad_op1(b, "det", minors), sg));
+    return true;
+}
+
 const GradDef grad_transform_table[] = {
     {"reshape", g_reshape},
     {"reshape_like", g_reshape},
@@ -525,6 +878,24 @@ const GradDef grad_transform_table[] = {
     {"trilu", g_trilu},
     {"one_hot", g_one_hot},
     {"arange", g_arange},
+    {"annotation.stop_fusion", g_identity},
+    {"annotation.checkpoint", g_identity},
+    {"debug", g_identity},
+    {"dyn.reshape", g_reshape},
+    {"dyn.squeeze", g_reshape},
+    {"dyn.expand_dims", g_reshape},
+    {"dyn.broadcast_to", g_broadcast_to},
+    {"einsum", g_einsum},
+    {"cumprod", g_cumprod},
+    {"sort", g_sort},
+    {"topk", g_topk},
+    {"sliding_window", g_sliding_window},
+    {"matrix_set_diag", g_matrix_set_diag},
+    {"meshgrid", g_meshgrid},
+    {"adv_index", g_adv_index},
+    {"sequence_mask", g_sequence_mask},
+    {"sparse_to_dense", g_sparse_to_dense},
+    {"det", g_det},
     /* zero gradients */
     {"zeros", NULL},
     {"ones", NULL},
