@@ -118,7 +118,7 @@ RLY_API rly_status rly_module_infer(rly_module *mod);
  * defines @out_name (NULL: "main") as the gradient of @entry (NULL: "main"), a function
  * fn(T1..Tn) -> (R, (T1..Tn)) returning @entry's result and the gradient of the sum of its
  * floating-point result elements with respect to every parameter. mode "higher" (NULL) takes the
- * whole language (closures, references, ADTs, recursion, globals, which get @<name>_grad twins);
+ * whole language (closures, references, ADTs, recursion, globals, which get @<name>_rev twins);
  * "first" takes dataflow programs and emits a plain dataflow program. An operator without a
  * gradient is an error at each use, all reported. */
 RLY_API rly_status rly_module_gradient(rly_module *mod, const char *entry, const char *mode,

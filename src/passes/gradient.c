@@ -8,7 +8,7 @@
  * with a fresh zero adjoint, and replaces bp with a closure that reads y's adjoint, builds the
  * arguments' adjoints with the operator's gradient (grad.h), adds them into the arguments'
  * adjoint references, then runs the previous bp. Closures capture bp; a global function @g
- * becomes @g_grad with bp as an extra last parameter (recursion and mutual recursion follow);
+ * becomes @g_rev with bp as an extra last parameter (recursion and mutual recursion follow);
  * if and match branch on forward values; references hold lifted values. The driver lifts the
  * parameters, runs the lifted entry, seeds the adjoint of every floating-point result tensor
  * with ones, runs bp, and returns the result with the parameters' adjoints. Since the output is
@@ -45,14 +45,15 @@ typedef struct AD {
     Block *blk;
     Var *bp;             /* the backpropagator of the function being transformed */
     PtrMap vars;         /* original Var -> atom */
-    PtrMap globals;      /* original GlobalVar -> its _grad GlobalVar */
-    PtrVec pending;      /* original GlobalVars whose _grad is still to build */
+    PtrMap globals;      /* original GlobalVar -> its _rev GlobalVar */
+    PtrVec pending;      /* original GlobalVars whose _rev is still to build */
     PtrMap adt_ok;       /* TypeData -> (void*)1 liftable, (void*)2 not */
     StrMap missing;      /* op names without a gradient (reported once in the summary) */
     StrBuf missing_list; /* "a, b, c" */
     uint32_t n_missing;
     bool failed;
     Type *unit;
+    const char *out_name; /* the gradient's name: twins must not take it */
 } AD;
 
 /* ==== helpers ================================================================================ */
@@ -338,7 +339,7 @@ static void accumulate(AD *ad, Expr *l, Type *t, Expr *d, Span sp) {
 }
 
 static Expr *ho_scope(AD *ad, Expr *e);
-static Expr *ho_function(AD *ad, Function *f, Var *self, Var *self_new);
+static Expr *ho_function(AD *ad, Function *f);
 static GlobalVar *ho_global(AD *ad, GlobalVar *gv);
 
 /* y = op(args) on lifted atoms la[]. */
@@ -398,7 +399,7 @@ out:
     return res;
 }
 
-/* A global used as a value: fn(p..) { @g_grad(p.., bp) }. */
+/* A global used as a value: fn(p..) { @g_rev(p.., bp) }. */
 static Expr *ho_global_value(AD *ad, GlobalVar *gv, Span sp) {
     FuncDef *d = ir_module_def_of(ad->m, gv);
     if (d == NULL || d->func == NULL) {
@@ -571,7 +572,7 @@ static Expr *ho_node(AD *ad, Expr *e) {
         free(cl);
         return r;
     }
-    case EXPR_FUNCTION: return emit(ad, "f", ho_function(ad, AS_FUNCTION(e), NULL, NULL));
+    case EXPR_FUNCTION: return emit(ad, "f", ho_function(ad, AS_FUNCTION(e)));
     default: fail(ad, sp, "cannot differentiate this expression"); return NULL;
     }
 }
@@ -580,8 +581,7 @@ static Expr *ho_node(AD *ad, Expr *e) {
  * let chains. */
 static Expr *ho_walk(AD *ad, Expr *root) {
     FrameVec st = {0};
-    Frame f0 = {root, 0};
-    vec_push(&st, f0);
+    pushf(&st, root);
     Expr *result = NULL;
     while (st.len && !ad->failed) {
         size_t top = st.len - 1;
@@ -603,23 +603,20 @@ static Expr *ho_walk(AD *ad, Expr *root) {
                     if (t == NULL) break;
                     Var *nv = ir_var_new(ad->ctx, l->var->name, t, l->var->base.span);
                     ptrmap_put(&ad->vars, l->var, nv);
-                    Expr *fn = ho_function(ad, AS_FUNCTION(l->value), l->var, nv);
+                    Expr *fn = ho_function(ad, AS_FUNCTION(l->value));
                     if (fn == NULL) break;
                     Bind b = {nv, fn};
                     vec_push(&ad->blk->binds, b);
                     st.data[top].state = 2;
-                    Frame fb = {l->body, 0};
-                    vec_push(&st, fb);
+                    pushf(&st, l->body);
                 } else {
                     st.data[top].state = 1;
-                    Frame fv = {l->value, 0};
-                    vec_push(&st, fv);
+                    pushf(&st, l->value);
                 }
             } else if (state == 1) {
                 ptrmap_put(&ad->vars, l->var, done(ad, l->value));
                 st.data[top].state = 2;
-                Frame fb = {l->body, 0};
-                vec_push(&st, fb);
+                pushf(&st, l->body);
             } else {
                 ptrmap_put(&ad->blk->memo, e, done(ad, l->body));
                 st.len--;
@@ -652,10 +649,8 @@ static Expr *ho_scope(AD *ad, Expr *e) {
     return pop_block(ad, r, e->span);
 }
 
-/* fn(p..) { body } with lifted parameters; bp is captured. self/self_new: a let-rec binding. */
-static Expr *ho_function(AD *ad, Function *f, Var *self, Var *self_new) {
-    (void)self;
-    (void)self_new;
+/* fn(p..) { body } with lifted parameters; bp is captured. */
+static Expr *ho_function(AD *ad, Function *f) {
     Span sp = f->base.span;
     Var **ps = sup_calloc(f->n_params + 1, sizeof *ps);
     Expr *r = NULL;
@@ -677,30 +672,32 @@ static Expr *ho_function(AD *ad, Function *f, Var *self, Var *self_new) {
     return r;
 }
 
-/* A fresh global name "<base><suffix>" (then _2, _3, ...). */
-static GlobalVar *fresh_global(Module *m, const char *base, const char *suffix, Span sp) {
+/* A fresh global name "<base><suffix>" (then _2, _3, ...), neither defined nor the name the
+ * gradient itself will get. */
+static GlobalVar *fresh_global(AD *ad, const char *base, const char *suffix, Span sp) {
     StrBuf sb = {0};
     sb_printf(&sb, "%s%s", base, suffix);
-    for (int k = 2; ir_module_lookup(m, sb.data, sb.len); k++) {
+    for (int k = 2; ir_module_lookup(ad->m, sb.data, sb.len) || strcmp(sb.data, ad->out_name) == 0;
+         k++) {
         sb.len = 0;
         sb_printf(&sb, "%s%s_%d", base, suffix, k);
     }
-    GlobalVar *g = ir_module_global(m, sb.data, sb.len, sp);
+    GlobalVar *g = ir_module_global(ad->m, sb.data, sb.len, sp);
     sb_free(&sb);
     return g;
 }
 
-/* The _grad twin of a global (built later, from ad->pending). */
+/* The _rev twin of a global (built later, from ad->pending). */
 static GlobalVar *ho_global(AD *ad, GlobalVar *gv) {
     GlobalVar *g = ptrmap_get(&ad->globals, gv);
     if (g) return g;
-    g = fresh_global(ad->m, gv->name, "_rev", gv->base.span);
+    g = fresh_global(ad, gv->name, "_rev", gv->base.span);
     ptrmap_put(&ad->globals, gv, g);
     vec_push(&ad->pending, gv);
     return g;
 }
 
-/* Build @g_grad(p.., bp) for a pending global. */
+/* Build @g_rev(p.., bp) for a pending global. */
 static void ho_build_global(AD *ad, GlobalVar *gv) {
     FuncDef *d = ir_module_def_of(ad->m, gv);
     if (d == NULL || d->func == NULL) {
@@ -738,7 +735,7 @@ static void ho_build_global(AD *ad, GlobalVar *gv) {
     ad->blk = saved_blk;
 }
 
-/* fn(x..) { lift x; r = @entry_grad(x'.., bp); seed; bp(); (r, grads) } */
+/* fn(x..) { lift x; r = @entry_rev(x'.., bp); seed; bp(); (r, grads) } */
 static Function *ho_driver(AD *ad, GlobalVar *entry, Function *f) {
     Span sp = f->base.span;
     Ctx *ctx = ad->ctx;
@@ -844,6 +841,16 @@ static Adj *adj_of(FO *fo, Expr *src) {
     return a;
 }
 
+/* Give a tuple's Adj its per-field Adjs (once). */
+static void adj_fields(FO *fo, Adj *a, TupleType *tt) {
+    if (a->f) return;
+    a->n = tt->n;
+    a->f = sup_calloc(tt->n + 1, sizeof *a->f);
+    vec_push(&fo->adjs, a->f); /* freed with the Adjs */
+    for (uint32_t i = 0; i < tt->n; i++)
+        a->f[i] = adj_new(fo);
+}
+
 static void adj_add(FO *fo, Adj *a, Type *t, Expr *d, Span sp) {
     AD *ad = fo->ad;
     if (t->kind == TYPE_TENSOR) {
@@ -853,13 +860,7 @@ static void adj_add(FO *fo, Adj *a, Type *t, Expr *d, Span sp) {
         return;
     }
     TupleType *tt = AS_TUPLE_TYPE(t);
-    if (a->f == NULL) {
-        a->n = tt->n;
-        a->f = sup_calloc(tt->n + 1, sizeof *a->f);
-        vec_push(&fo->adjs, a->f); /* freed with the Adjs */
-        for (uint32_t i = 0; i < tt->n; i++)
-            a->f[i] = adj_new(fo);
-    }
+    adj_fields(fo, a, tt);
     if (d->kind != EXPR_TUPLE) d = emit(ad, "d", d);
     for (uint32_t i = 0; i < tt->n; i++)
         if (has_float(tt->fields[i])) adj_add(fo, a->f[i], tt->fields[i], get(ad, d, i, sp), sp);
@@ -893,8 +894,7 @@ static bool fo_tape(FO *fo, Expr *root) {
     AD *ad = fo->ad;
     FrameVec st = {0};
     PtrMap seen = {0};
-    Frame f0 = {root, 0};
-    vec_push(&st, f0);
+    pushf(&st, root);
     while (st.len) {
         size_t top = st.len - 1;
         Expr *e = st.data[top].e;
@@ -913,13 +913,11 @@ static bool fo_tape(FO *fo, Expr *root) {
                     continue;
                 }
                 st.data[top].state = 1;
-                Frame fv = {l->value, 0};
-                vec_push(&st, fv);
+                pushf(&st, l->value);
             } else if (state == 1) {
                 ptrmap_put(&fo->alias, l->var, fo_src(fo, l->value));
                 st.data[top].state = 2;
-                Frame fb = {l->body, 0};
-                vec_push(&st, fb);
+                pushf(&st, l->body);
             } else {
                 ptrmap_put(&fo->alias, e, fo_src(fo, l->body));
                 st.len--;
@@ -995,14 +993,7 @@ static void fo_back(FO *fo, Expr *e, Expr *dv) {
         Type *tt = type_of(g->tuple);
         if (src->kind == EXPR_CONSTANT) return;
         Adj *a = adj_of(fo, src);
-        if (a->f == NULL) { /* allocate the fields */
-            TupleType *t = AS_TUPLE_TYPE(tt);
-            a->n = t->n;
-            a->f = sup_calloc(t->n + 1, sizeof *a->f);
-            vec_push(&fo->adjs, a->f);
-            for (uint32_t i = 0; i < t->n; i++)
-                a->f[i] = adj_new(fo);
-        }
+        adj_fields(fo, a, AS_TUPLE_TYPE(tt));
         adj_add(fo, a->f[g->index], AS_TUPLE_TYPE(tt)->fields[g->index], dv, sp);
         return;
     }
@@ -1170,9 +1161,9 @@ bool pass_gradient(Module *m, const char *entry, GradMode mode, const char *out_
     }
     if (!ok) return false;
 
-    ir_module_global(m, out_name, strlen(out_name), f->base.span); /* reserve the name */
     AD ad = {0};
     ad.m = m;
+    ad.out_name = out_name;
     ad.ctx = ctx;
     ad.unit = ir_type_tuple(ctx, 0, NULL);
     Function *g = NULL;

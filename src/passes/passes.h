@@ -14,7 +14,7 @@ typedef enum GradMode {
  * fn(T1..Tn) -> R without type parameters whose parameters and result are tensors or (nested)
  * tuples of tensors. Defines @out_name : fn(T1..Tn) -> (R, (T1..Tn)), the value and the
  * gradient of the sum of every floating-point element of R with respect to every input
- * (replacing a function of that name); the higher-order mode also adds @<g>_grad for every
+ * (replacing a function of that name); the higher-order mode also adds @<g>_rev for every
  * global it reaches. Re-runs type inference over m. Returns false after reporting every
  * problem into ctx->diags (each use of an operator without a gradient, each construct the
  * first-order mode does not take, at its span). */

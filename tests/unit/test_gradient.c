@@ -225,6 +225,10 @@ done:
     rly_ctx_free(ctx);
 }
 
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static void run_dir(const char *dir) {
     DIR *dp = opendir(dir);
     CHECK(dp != NULL, "cannot open %s", dir);
@@ -236,8 +240,7 @@ static void run_dir(const char *dir) {
         if (l > 4 && strcmp(de->d_name + l - 4, ".rly") == 0) vec_push(&names, strdup(de->d_name));
     }
     closedir(dp);
-    qsort(names.data, names.len, sizeof(char *),
-          (int (*)(const void *, const void *))(void *)strcmp);
+    qsort(names.data, names.len, sizeof(char *), cmp_names);
     for (size_t i = 0; i < names.len; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, (char *)names.data[i]);

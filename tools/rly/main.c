@@ -75,22 +75,33 @@ static int print_module(rly_ctx *ctx, rly_module *mod, const char *out_path) {
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* The FILE argument of `rly CMD`: takes a (a path or "-") into *in when it is the first such
+ * argument; otherwise reports it as unexpected and gives 2 (the usage exit status). */
+static int file_arg(const char *cmd, const char *a, const char **in) {
+    if (*in == NULL && (a[0] != '-' || strcmp(a, "-") == 0)) {
+        *in = a;
+        return 0;
+    }
+    fprintf(stderr, "rly %s: unexpected argument '%s'\n", cmd, a);
+    return 2;
+}
+
+/* 0 when FILE was given; otherwise reports it and gives 2. */
+static int need_file(const char *cmd, const char *in) {
+    if (in) return 0;
+    fprintf(stderr, "rly %s: missing FILE (use - for standard input)\n", cmd);
+    return 2;
+}
+
 static int cmd_print(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             out = argv[++i];
-        else if (in == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
-            in = argv[i];
-        else {
-            fprintf(stderr, "rly print: unexpected argument '%s'\n", argv[i]);
+        else if (file_arg("print", argv[i], &in))
             return 2;
-        }
     }
-    if (in == NULL) {
-        fputs("rly print: missing FILE (use - for standard input)\n", stderr);
-        return 2;
-    }
+    if (need_file("print", in)) return 2;
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
     rly_module *mod;
@@ -117,17 +128,10 @@ static int cmd_check(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--prelude") == 0)
             prelude = 1;
-        else if (in == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
-            in = argv[i];
-        else {
-            fprintf(stderr, "rly check: unexpected argument '%s'\n", argv[i]);
+        else if (file_arg("check", argv[i], &in))
             return 2;
-        }
     }
-    if (in == NULL) {
-        fputs("rly check: missing FILE (use - for standard input)\n", stderr);
-        return 2;
-    }
+    if (need_file("check", in)) return 2;
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
     rly_module *mod = NULL;
@@ -213,17 +217,11 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "rly run: --fill takes random, zeros or ones, not '%s'\n", m);
                 return 2;
             }
-        } else if (in == NULL && (a[0] != '-' || strcmp(a, "-") == 0)) {
-            in = a;
-        } else {
-            fprintf(stderr, "rly run: unexpected argument '%s'\n", a);
+        } else if (file_arg("run", a, &in)) {
             return 2;
         }
     }
-    if (in == NULL) {
-        fputs("rly run: missing FILE (use - for standard input)\n", stderr);
-        return 2;
-    }
+    if (need_file("run", in)) return 2;
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
     rly_module *mod = NULL;
@@ -264,17 +262,11 @@ static int cmd_grad(int argc, char **argv) {
             g_input_shapes = argv[++i];
         } else if (strcmp(a, "-o") == 0 && has) {
             out = argv[++i];
-        } else if (in == NULL && (a[0] != '-' || strcmp(a, "-") == 0)) {
-            in = a;
-        } else {
-            fprintf(stderr, "rly grad: unexpected argument '%s'\n", a);
+        } else if (file_arg("grad", a, &in)) {
             return 2;
         }
     }
-    if (in == NULL) {
-        fputs("rly grad: missing FILE (use - for standard input)\n", stderr);
-        return 2;
-    }
+    if (need_file("grad", in)) return 2;
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
     rly_module *mod = NULL;
