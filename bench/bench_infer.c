@@ -15,14 +15,10 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "bench.h"
+
 #include "frontend/text/text.h"
 #include "types/types.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* 4 nodes per block: 4 calls (the variables and operators are shared nodes) */
 static void gen_deep(StrBuf *sb, long n) {
@@ -94,9 +90,9 @@ static double run(const char *text, size_t *nodes, bool *ok) {
     for (size_t i = 0; i < m->funcs.len; i++)
         ir_visit(&v, &m->funcs.data[i].func->base);
     *nodes = n_nodes;
-    double t0 = now();
+    double t0 = bench_now();
     bool good = ty_infer_module(m);
-    double t = now() - t0;
+    double t = bench_now() - t0;
     if (!good) {
         StrBuf d = {0};
         diags_render(&ctx->diags, 0, &d);
@@ -109,23 +105,9 @@ static double run(const char *text, size_t *nodes, bool *ok) {
 }
 
 int main(int argc, char **argv) {
-    int reps = 3;
+    int reps;
     long sizes[16];
-    int n_sizes = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-r") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (n_sizes < 16)
-            sizes[n_sizes++] = atol(argv[i]);
-    }
-    if (n_sizes == 0) {
-        sizes[0] = 100000;
-        sizes[1] = 1000000;
-        n_sizes = 2;
-    }
-#ifndef NDEBUG
-    printf("warning: not a release build; figures mean little\n");
-#endif
+    int n_sizes = bench_sizes(argc, argv, &reps, sizes);
     bool ok = true;
     const char *names[2] = {"deep", "wide"};
     double first[2] = {0, 0}, last[2] = {0, 0};

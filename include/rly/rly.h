@@ -151,7 +151,14 @@ typedef struct rly_run_options {
     unsigned seed;          /* for RLY_FILL_RANDOM */
     const char *output_npz; /* NULL: render the result as text into *text */
     int max_print;          /* tensors with more elements print summarized (0: 1000) */
+    /* Limits; exceeding one ends the run with an error naming it and the expression being run.
+     * 0 means the default; RLY_NO_LIMIT means none. */
+    uint64_t max_memory; /* bytes of values live at once, inputs included (default: a quarter
+                            of physical memory) */
+    uint64_t max_depth;  /* non-tail Relay calls active at once (default: 10^7) */
+    double timeout;      /* seconds of wall-clock time (0: none); checked between operations */
 } rly_run_options;
+#define RLY_NO_LIMIT UINT64_MAX
 
 /* Run the module; on success *text (when output_npz is NULL) is the rendered result, to be freed
  * with rly_free. Errors (bad inputs, a runtime error at a source span) are RLY_STATUS_ERROR or
@@ -171,7 +178,8 @@ RLY_API rly_dtype rly_type_dtype(const rly_type *t); /* of a tensor type */
 RLY_API int rly_type_ndim(const rly_type *t);        /* of a tensor type */
 /* Dimension i of a tensor type: its size, RLY_DIM_ANY or RLY_DIM_SYMBOLIC. */
 RLY_API int64_t rly_type_dim(const rly_type *t, int i);
-/* The tensor type (dtype, shape[0..ndim)); dims may be RLY_DIM_ANY. NULL on bad arguments. */
+/* The tensor type (dtype, shape[0..ndim)); dims may be RLY_DIM_ANY. NULL on bad arguments,
+ * including a shape past the limit (each dim and the product of the known nonzero dims <= 2^62). */
 RLY_API const rly_type *rly_type_tensor(rly_ctx *ctx, rly_dtype dt, int ndim, const int64_t *shape);
 
 /* The type relation of a user operator: given the argument types (all known; tensors or tuples),

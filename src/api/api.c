@@ -328,15 +328,14 @@ RLY_API const rly_type *rly_type_tensor(rly_ctx *ctx, rly_dtype dt, int ndim,
         return NULL;
     for (int i = 0; i < ndim; i++)
         if (shape[i] < RLY_DIM_ANY) return NULL;
+    char why[128];
+    if (sup_shape_check((uint32_t)ndim, shape, true, why, sizeof why) != NULL) return NULL;
     return (const rly_type *)ir_type_tensor(ctx, dt, (uint32_t)ndim, shape);
 }
 
+/* No unknown (or error) anywhere in t: the construction-time flags say so without a walk. */
 static bool type_known(const Type *t) {
-    if (t->kind == TYPE_INCOMPLETE) return false;
-    if (t->kind == TYPE_TUPLE)
-        for (uint32_t i = 0; i < ((const TupleType *)t)->n; i++)
-            if (!type_known(((const TupleType *)t)->fields[i])) return false;
-    return true;
+    return (t->flags & (TYPE_HAS_INCOMPLETE | TYPE_HAS_ERROR)) == 0 && t->kind != TYPE_INCOMPLETE;
 }
 
 /* The relation of every user operator: defers until the arguments are known, then calls the

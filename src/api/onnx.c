@@ -214,7 +214,8 @@ rly_status rly_onnx_info(const char *path, char **text) {
             counts.data[k - 1].n++;
         }
     }
-    qsort(counts.data, counts.len, sizeof(OpCount), by_count);
+    if (counts.len > 1)
+        qsort(counts.data, counts.len, sizeof(OpCount), by_count); /* data may be NULL */
     sb_printf(&sb, "nodes: %u\noperators:\n", n_nodes);
     uint32_t n_unsup = 0;
     for (size_t i = 0; i < counts.len; i++) {

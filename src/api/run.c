@@ -16,24 +16,53 @@ typedef struct Binder {
     uint64_t rng;
 } Binder;
 
-/* Does a given input name denote parameter `param`? Equal, or equal after the ONNX importer's
- * renaming (characters outside [A-Za-z0-9_] become '_', a 'v' prefix when the name does not
- * start with a letter or '_'), so npz files keyed by ONNX names bind. */
-static bool name_eq(const char *param, const char *given) {
-    if (strcmp(param, given) == 0) return true;
-    const char *p = param, *g = given;
+/* The ONNX names of f's parameters, when the ONNX importer recorded them (attribute
+ * onnx_input_names: one string per parameter, present when some Relay name differs from its
+ * ONNX name); NULL otherwise. */
+static const AttrValue *onnx_names(const Function *f) {
+    const AttrValue *a = f->attrs ? ir_attrs_get(f->attrs, "onnx_input_names") : NULL;
+    if (a == NULL || a->kind != ATTR_LIST || a->list.n != f->n_params) return NULL;
+    for (uint32_t i = 0; i < a->list.n; i++)
+        if (a->list.items[i]->kind != ATTR_STR) return NULL;
+    return a;
+}
+
+/* How well a given input name denotes parameter p of f: 2 when it is the parameter's name or
+ * the ONNX name the importer recorded for it (the importer keeps both injective, so an exact
+ * name never denotes two parameters); 1 when f records no ONNX names and the name equals the
+ * parameter's after the importer's old renaming (characters outside [A-Za-z0-9_] become '_',
+ * a 'v' prefix when the name does not start with a letter or '_'), for modules imported before
+ * the names were recorded; 0 otherwise. */
+static int name_match(const Function *f, uint32_t p, const char *given) {
+    const char *param = f->params[p]->name;
+    if (strcmp(param, given) == 0) return 2;
+    const AttrValue *names = onnx_names(f);
+    if (names != NULL) return strcmp(names->list.items[p]->s, given) == 0 ? 2 : 0;
+    const char *q = param, *g = given;
     bool letter = (*g >= 'a' && *g <= 'z') || (*g >= 'A' && *g <= 'Z') || *g == '_';
     if (!letter) {
-        if (*p != 'v') return false;
-        p++;
+        if (*q != 'v') return 0;
+        q++;
     }
-    for (; *g; g++, p++) {
+    for (; *g; g++, q++) {
         char c = *g;
         bool ok =
             c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (*p != (ok ? c : '_')) return false;
+        if (*q != (ok ? c : '_')) return 0;
     }
-    return *p == '\0';
+    return *q == '\0';
+}
+
+/* The index of the given name (of n) that best denotes parameter p of f (an exact name before
+ * a renamed one; the last of equals), or -1. */
+static long best_name(const Function *f, uint32_t p, const char *const *names, size_t n) {
+    long best = -1;
+    int best_m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int m = name_match(f, p, names[i]);
+        if (m > 0 && m >= best_m) best = (long)i, best_m = m;
+    }
+    return best;
 }
 
 static const char *type_text(Ctx *ctx, Type *t, StrBuf *sb) {
@@ -45,9 +74,13 @@ static const char *type_text(Ctx *ctx, Type *t, StrBuf *sb) {
 /* "x: Tensor[(2, 3), float32], y: ..." for messages. */
 static void describe_params(Ctx *ctx, const Function *f, StrBuf *out) {
     StrBuf t = {0};
+    const AttrValue *names = onnx_names(f);
     for (uint32_t i = 0; i < f->n_params; i++) {
         Var *p = f->params[i];
-        sb_printf(out, "%s%s: %s", i ? ", " : "", p->name,
+        sb_printf(out, "%s%s", i ? ", " : "", p->name);
+        if (names && strcmp(names->list.items[i]->s, p->name) != 0)
+            sb_printf(out, " (ONNX '%s')", names->list.items[i]->s);
+        sb_printf(out, ": %s",
                   type_text(ctx, p->base.checked_type ? p->base.checked_type : p->ann, &t));
     }
     sb_free(&t);
@@ -90,13 +123,6 @@ static bool fits(Binder *b, const TensorType *tt, const NpyArray *a, StrBuf *why
     return true;
 }
 
-static Value *tensor_from_npy(const NpyArray *a, char *err, size_t errlen) {
-    RtTensor *t = rt_tensor_new(a->dtype, a->ndim, a->shape, err, errlen);
-    if (t == NULL) return NULL;
-    if (a->nbytes) memcpy(rt_tensor_data(t), a->data, a->nbytes);
-    return &t->hdr;
-}
-
 static uint64_t next_rand(Binder *b) {
     b->rng ^= b->rng << 13;
     b->rng ^= b->rng >> 7;
@@ -104,7 +130,53 @@ static uint64_t next_rand(Binder *b) {
     return b->rng;
 }
 
-/* A generated value of type t (tensors and tuples of them); NULL with a message otherwise. */
+/* Generated inputs and written outputs are bounded: a tuple type (or value) is a DAG whose tree
+ * can be exponentially larger, and it may nest deeply. */
+enum { FILL_MAX_TENSORS = 1000000, FILL_MAX_DEPTH = 1000 };
+
+typedef struct FillSize {
+    PtrMap tensors, depth; /* per tuple-type node: tensors in a value of it, nesting (+1 each) */
+} FillSize;
+
+static void fill_size_post(void *st, Type *t) {
+    FillSize *fs = st;
+    if (t->kind != TYPE_TUPLE) return;
+    uint64_t n = 0, d = 0;
+    TupleType *tt = AS_TUPLE_TYPE(t);
+    for (uint32_t i = 0; i < tt->n; i++) {
+        Type *f = tt->fields[i];
+        uint64_t fn = f->kind == TYPE_TUPLE ? (uintptr_t)ptrmap_get(&fs->tensors, f) - 1 : 1;
+        uint64_t fd = f->kind == TYPE_TUPLE ? (uintptr_t)ptrmap_get(&fs->depth, f) - 1 : 0;
+        n = n + fn > FILL_MAX_TENSORS ? FILL_MAX_TENSORS + 1 : n + fn;
+        d = fd > d ? fd : d;
+    }
+    ptrmap_put(&fs->tensors, t, (void *)(uintptr_t)(n + 1));
+    ptrmap_put(&fs->depth, t, (void *)(uintptr_t)(d + 2));
+}
+
+static bool fill_pre(void *st, Type *t) { return (void)st, t->kind == TYPE_TUPLE; }
+
+/* Whether a value of type t is small enough to generate; the reason in why otherwise. */
+static bool fill_fits(Type *t, StrBuf *why) {
+    if (t == NULL || t->kind != TYPE_TUPLE) return true;
+    FillSize fs = {0};
+    PtrMap seen = {0};
+    ir_type_visit(t, &seen, fill_pre, fill_size_post, &fs);
+    uint64_t n = (uintptr_t)ptrmap_get(&fs.tensors, t) - 1,
+             d = (uintptr_t)ptrmap_get(&fs.depth, t) - 1;
+    ptrmap_free(&seen);
+    ptrmap_free(&fs.tensors);
+    ptrmap_free(&fs.depth);
+    if (n > FILL_MAX_TENSORS)
+        sb_printf(why, "a value of this type holds more than %d tensors", FILL_MAX_TENSORS);
+    else if (d > FILL_MAX_DEPTH)
+        sb_printf(why, "its tuples nest %llu deep (at most %d)", (unsigned long long)d,
+                  FILL_MAX_DEPTH);
+    return n <= FILL_MAX_TENSORS && d <= FILL_MAX_DEPTH;
+}
+
+/* A generated value of type t (tensors and tuples of them); NULL with a message otherwise.
+ * Recursive over tuple nesting, which fill_fits bounds. */
 static Value *fill_value(Binder *b, Type *t, rly_fill fill, StrBuf *why) {
     if (t != NULL && t->kind == TYPE_TUPLE) {
         TupleType *tt = AS_TUPLE_TYPE(t);
@@ -169,6 +241,11 @@ static bool flatten(const Value *v, PtrVec *out, StrBuf *why) {
     bool ok = true;
     while (st.len > 0 && ok) {
         const Value *x = vec_pop(&st);
+        if (out->len > FILL_MAX_TENSORS) { /* a value with shared parts flattens as a tree */
+            sb_printf(why, "the result holds more than %d tensors", FILL_MAX_TENSORS);
+            ok = false;
+            break;
+        }
         switch (x->kind) {
         case VAL_TENSOR: vec_push(out, (void *)x); break;
         case VAL_TUPLE:
@@ -230,20 +307,22 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
     Binder b = {.ctx = ctx,
                 .rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)o->seed * 0x2545F4914F6CDD1Dull};
     if (b.rng == 0) b.rng = 1;
-    Npz z = {0};
+    NpzReader *zr = NULL, *single = NULL; /* nothing is decoded until a parameter wants it */
+    size_t zn = 0;
     char err[512];
     StrBuf why = {0}, expect = {0}, ty = {0};
     rly_status st = RLY_STATUS_OK;
     describe_params(ctx, f, &expect);
-    if (o->inputs_npz && !rt_npz_load(o->inputs_npz, &z, err, sizeof err)) {
+    if (o->inputs_npz && !rt_npz_open(o->inputs_npz, false, &zr, err, sizeof err)) {
         st = api_fail(RLY_STATUS_IO, "%s", err);
         goto out;
     }
+    zn = zr ? rt_npz_count(zr) : 0;
     /* Every given name must be a parameter. */
-    for (size_t i = 0; i < z.n + (size_t)o->n_inputs; i++) {
-        const char *nm = i < z.n ? z.items[i].name : o->input_names[i - z.n];
+    for (size_t i = 0; i < zn + (size_t)o->n_inputs; i++) {
+        const char *nm = i < zn ? rt_npz_name(zr, i) : o->input_names[i - zn];
         uint32_t p = 0;
-        while (p < f->n_params && !name_eq(f->params[p]->name, nm))
+        while (p < f->n_params && !name_match(f, p, nm))
             p++;
         if (p == f->n_params) {
             st = api_fail(RLY_STATUS_ERROR, "input '%s' is not a parameter of @%s; it expects %s",
@@ -254,33 +333,46 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
     for (uint32_t p = 0; p < f->n_params; p++) {
         Var *v = f->params[p];
         Type *t = v->base.checked_type;
-        NpyArray single = {0};
-        const NpyArray *a = NULL;
-        for (int i = o->n_inputs; i-- > 0 && a == NULL;)
-            if (name_eq(v->name, o->input_names[i])) {
-                if (!rt_npy_load(o->input_paths[i], &single, err, sizeof err)) {
-                    st = api_fail(RLY_STATUS_IO, "input %s: %s", v->name, err);
-                    goto out;
-                }
-                a = &single;
+        NpzReader *src = NULL; /* the file holding this parameter's array, and its member */
+        size_t member = 0;
+        long gi = best_name(f, p, o->input_names, (size_t)o->n_inputs);
+        if (gi >= 0) {
+            if (!rt_npz_open(o->input_paths[gi], true, &single, err, sizeof err)) {
+                st = api_fail(RLY_STATUS_IO, "input %s: %s", v->name, err);
+                goto out;
             }
-        if (a == NULL) a = rt_npz_find(&z, v->name);
-        for (size_t i = 0; i < z.n && a == NULL; i++)
-            if (name_eq(v->name, z.items[i].name)) a = &z.items[i].arr;
-        if (a != NULL) {
+            src = single;
+        }
+        for (size_t i = 0; i < zn && src == NULL; i++) /* an exact name first */
+            if (name_match(f, p, rt_npz_name(zr, i)) == 2) src = zr, member = i;
+        for (size_t i = 0; i < zn && src == NULL; i++)
+            if (name_match(f, p, rt_npz_name(zr, i))) src = zr, member = i;
+        if (src != NULL) {
+            NpyArray hdr;
+            RtTensor *tensor = NULL;
             why.len = 0;
-            if (t == NULL || t->kind != TYPE_TENSOR) {
+            if (!rt_npz_header(src, member, &hdr, err, sizeof err)) {
+                st = api_fail(RLY_STATUS_IO, "input %s: %s", v->name, err);
+            } else if (t == NULL || t->kind != TYPE_TENSOR) {
                 st = api_fail(RLY_STATUS_ERROR,
                               "input %s: the parameter has type %s, which a .npy array cannot "
                               "give; @%s expects %s",
                               v->name, type_text(ctx, t, &ty), entry, sb_cstr(&expect));
-            } else if (!fits(&b, AS_TENSOR_TYPE(t), a, &why)) {
+            } else if (!fits(&b, AS_TENSOR_TYPE(t), &hdr, &why)) {
                 st = api_fail(RLY_STATUS_ERROR, "input %s: %s; @%s expects %s", v->name,
                               sb_cstr(&why), entry, sb_cstr(&expect));
-            } else if ((args[p] = tensor_from_npy(a, err, sizeof err)) == NULL) {
+            } else if ((tensor = rt_tensor_new(hdr.dtype, hdr.ndim, hdr.shape, err, sizeof err)) ==
+                       NULL) {
                 st = api_fail(RLY_STATUS_ERROR, "input %s: %s", v->name, err);
+            } else if (!rt_npz_read(src, member, rt_tensor_data(tensor), hdr.nbytes, err,
+                                    sizeof err)) {
+                st = api_fail(RLY_STATUS_IO, "input %s: %s", v->name, err);
+                rt_release(&tensor->hdr);
+            } else {
+                args[p] = &tensor->hdr;
             }
-            rt_npy_free(&single);
+            rt_npz_close(single);
+            single = NULL;
             if (st != RLY_STATUS_OK) goto out;
         }
     }
@@ -293,7 +385,9 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
             goto out;
         }
         why.len = 0;
-        args[p] = fill_value(&b, v->base.checked_type, o->fill, &why);
+        args[p] = fill_fits(v->base.checked_type, &why)
+                      ? fill_value(&b, v->base.checked_type, o->fill, &why)
+                      : NULL;
         if (args[p] == NULL) {
             st = api_fail(RLY_STATUS_ERROR, "cannot generate input %s of type %s: %s", v->name,
                           type_text(ctx, v->base.checked_type, &ty), sb_cstr(&why));
@@ -301,7 +395,8 @@ static rly_status bind_inputs(Ctx *ctx, const Function *f, const char *entry,
         }
     }
 out:
-    rt_npz_free(&z);
+    rt_npz_close(zr);
+    rt_npz_close(single);
     sb_free(&why);
     sb_free(&expect);
     sb_free(&ty);
@@ -324,6 +419,12 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
         goto out;
     }
     it = ev_new(mod);
+    RtLimits lim = rt_limits_default();
+    if (opts->max_memory != 0)
+        lim.max_memory = opts->max_memory == RLY_NO_LIMIT ? 0 : opts->max_memory;
+    if (opts->max_depth != 0) lim.max_depth = opts->max_depth == RLY_NO_LIMIT ? 0 : opts->max_depth;
+    lim.timeout = opts->timeout > 0 ? opts->timeout : 0;
+    ev_set_limits(it, &lim);
     if (mod->is_expr) {
         result = ev_eval_module_expr(it);
     } else {
@@ -340,7 +441,9 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
         }
         n_args = d->func->n_params;
         args = sup_calloc(n_args ? n_args : 1, sizeof *args);
+        RtMemAccount *prev = rt_mem_swap(ev_account(it)); /* inputs count against the limit */
         st = bind_inputs(ctx, d->func, entry, opts, args);
+        rt_mem_swap(prev);
         if (st != RLY_STATUS_OK) goto out;
         result = ev_call_global(it, entry, n_args, args);
     }

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/kernel.h"
 #include "ops/ops.h"
@@ -76,6 +77,12 @@ struct Interp {
     PtrVec k_out;  /* DLTensor* per output */
     PtrVec k_outv; /* RtTensor* per output */
     char err[1024];
+    /* limits (ev_set_limits) */
+    RtLimits limits;
+    RtMemAccount mem;     /* charged while a run is in progress */
+    uint64_t depth;       /* TASK_RETURN tasks on the stack: non-tail calls active */
+    uint64_t deadline_ns; /* CLOCK_MONOTONIC end of the run; 0: none */
+    uint32_t tick;        /* steps since the last poll of time and memory */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -88,6 +95,61 @@ static void fail(Interp *it, Span span, const char *fmt, ...) {
     va_start(ap, fmt);
     diag_add(&it->ctx->diags, DIAG_ERROR, span, fmt, ap);
     va_end(ap);
+}
+
+/* ---- limits ----------------------------------------------------------------------------------
+ * The depth limit is checked on every non-tail call; time and memory are polled every
+ * POLL_STEPS steps (a kernel call is one step, so a single long kernel is not interrupted; a
+ * tensor allocation that would pass the memory limit fails at once in rt_tensor_new). */
+
+enum { POLL_STEPS = 1024 };
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Where the program is: a note naming the running global (or a closure). */
+static void note_where(Interp *it, Span span) {
+    if (it->fn == NULL || it->fn->fn == NULL) return;
+    for (size_t i = 0; i < it->m->funcs.len; i++)
+        if (it->m->funcs.data[i].func == it->fn->fn) {
+            diag_note(&it->ctx->diags, span, "while running @%s (call depth %llu)",
+                      it->m->funcs.data[i].gvar->name, (unsigned long long)it->depth);
+            return;
+        }
+    diag_note(&it->ctx->diags, span, "while running a local function (call depth %llu)",
+              (unsigned long long)it->depth);
+}
+
+/* The span of the innermost expression being evaluated. */
+static Span current_span(Interp *it) {
+    for (size_t i = it->tasks.len; i-- > 0;)
+        if (it->tasks.data[i].kind == TASK_EVAL) return it->tasks.data[i].e->span;
+    return SPAN_NONE;
+}
+
+static uint64_t stack_bytes(const Interp *it) {
+    return (uint64_t)it->tasks.cap * sizeof(Task) +
+           (uint64_t)(it->vals.cap + it->slots.cap) * sizeof(void *);
+}
+
+static void poll_limits(Interp *it) {
+    it->tick = 0;
+    if (it->deadline_ns != 0 && now_ns() >= it->deadline_ns) {
+        Span sp = current_span(it);
+        fail(it, sp, "time limit of %g s exceeded (--timeout)", it->limits.timeout);
+        note_where(it, sp);
+        return;
+    }
+    uint64_t used = it->mem.live + stack_bytes(it);
+    if (it->limits.max_memory != 0 && used > it->limits.max_memory) {
+        Span sp = current_span(it);
+        fail(it, sp, "memory limit of %llu bytes exceeded (--max-memory): %llu bytes in use",
+             (unsigned long long)it->limits.max_memory, (unsigned long long)used);
+        note_where(it, sp);
+    }
 }
 
 /* ---- side tables ---------------------------------------------------------------------------- */
@@ -361,6 +423,14 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
     bool memo = cn->slot >= 0 && cn->owner == it->fn;
     it->tasks.len--; /* the call task */
     bool tail = !memo && it->tasks.len > 0 && vec_last(&it->tasks).kind == TASK_RETURN;
+    if (!tail && it->limits.max_depth != 0 && it->depth >= it->limits.max_depth) {
+        fail(it, call->span, "call depth limit of %llu exceeded (--max-depth)",
+             (unsigned long long)it->limits.max_depth);
+        note_where(it, call->span);
+        for (uint32_t i = 0; i < n; i++)
+            rt_release(args[i]);
+        return;
+    }
     /* Captured values first (they are read from the closure, not the frame). */
     if (tail) {
         for (size_t i = it->base; i < it->slots.len; i++)
@@ -373,6 +443,7 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
         }
         Task r = {.kind = TASK_RETURN, .fn = it->fn, .base = it->base};
         vec_push(&it->tasks, r);
+        it->depth++;
         it->base = (uint32_t)it->slots.len;
     }
     it->fn = fi;
@@ -715,6 +786,7 @@ static void step(Interp *it) {
         it->fn = t->fn;
         it->base = t->base;
         it->tasks.len--;
+        it->depth--;
         vec_push(&it->vals, v);
         return;
     }
@@ -879,8 +951,10 @@ static void step(Interp *it) {
 
 /* Run the machine until the task stack is back at `floor`. */
 static Value *run(Interp *it, size_t floor) {
-    while (it->tasks.len > floor && !it->failed)
+    while (it->tasks.len > floor && !it->failed) {
         step(it);
+        if (++it->tick >= POLL_STEPS) poll_limits(it);
+    }
     if (it->failed) {
         /* Unwind: release every value and frame this run created. */
         it->tasks.len = floor;
@@ -898,6 +972,19 @@ static void reset(Interp *it) {
     it->fn = NULL;
     it->base = 0;
     it->letrec = NULL;
+    it->depth = 0;
+}
+
+/* Start a run: its account current, its clock started. Returns the account to restore. */
+static RtMemAccount *run_begin(Interp *it) {
+    it->tick = 0;
+    it->mem.limit = it->limits.max_memory;
+    it->deadline_ns = 0;
+    if (it->limits.timeout > 0) {
+        double ns = it->limits.timeout * 1e9;
+        it->deadline_ns = now_ns() + (ns > 1e18 ? (uint64_t)1e18 : (uint64_t)ns);
+    }
+    return rt_mem_swap(&it->mem);
 }
 
 /* ---- entry points -------------------------------------------------------------------------------
@@ -909,8 +996,16 @@ Interp *ev_new(Module *m) {
     it->ctx = m->ctx;
     arena_init(&it->arena);
     rt_heap_init(&it->heap);
+    it->limits = rt_limits_default();
     node(it, m->ctx->next_id);
     return it;
+}
+
+void ev_set_limits(Interp *it, const RtLimits *limits) { it->limits = *limits; }
+
+RtMemAccount *ev_account(Interp *it) {
+    it->mem.limit = it->limits.max_memory;
+    return &it->mem;
 }
 
 void ev_free(Interp *it) {
@@ -946,9 +1041,11 @@ Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *cons
         fail(it, d->span, "@%s takes %u arguments, %u given", name, d->func->n_params, n_args);
         return NULL;
     }
+    RtMemAccount *prev = run_begin(it);
     /* A frame of its own under a return task, as if called. */
     Task r = {.kind = TASK_RETURN, .fn = NULL, .base = (uint32_t)it->slots.len};
     vec_push(&it->tasks, r);
+    it->depth = 1;
     it->base = (uint32_t)it->slots.len;
     it->fn = fi;
     for (uint32_t i = 0; i < fi->n_slots; i++)
@@ -958,6 +1055,7 @@ Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *cons
     push_eval(it, fi->body);
     Value *v = run(it, 0);
     reset(it);
+    rt_mem_swap(prev);
     return v;
 }
 
@@ -969,8 +1067,10 @@ Value *ev_eval_module_expr(Interp *it) {
 Value *ev_eval_closed(Interp *it, Expr *e) {
     it->failed = false;
     FnInfo *fi = fn_info(it, NULL, e);
+    RtMemAccount *prev = run_begin(it);
     Task r = {.kind = TASK_RETURN, .fn = NULL, .base = 0};
     vec_push(&it->tasks, r);
+    it->depth = 1;
     it->base = 0;
     it->fn = fi;
     for (uint32_t i = 0; i < fi->n_slots; i++)
@@ -978,6 +1078,7 @@ Value *ev_eval_closed(Interp *it, Expr *e) {
     push_eval(it, fi->body);
     Value *v = run(it, 0);
     reset(it);
+    rt_mem_swap(prev);
     return v;
 }
 
@@ -1040,11 +1141,17 @@ static void print_tensor(const RtTensor *t, size_t max_elems, StrBuf *out) {
     for (int32_t d = 0; d < t->t.ndim; d++)
         sb_printf(out, d ? ", %lld" : "%lld", (long long)t->shape[d]);
     sb_printf(out, "), %s] ", sup_dtype_name(rt_tensor_dtype(t)));
-    /* Rank is bounded (K_MAX_DIMS): this recursion is over dimensions, not program size. */
-    print_dims(t, 0, 0, (size_t)k_numel(&t->t) > max_elems, out);
+    /* Rank is bounded (K_MAX_DIMS): this recursion is over dimensions, not program size. An
+     * empty tensor prints as numpy's `[]`: its other dims may be huge (up to 2^62). */
+    int64_t n = k_numel(&t->t);
+    if (n == 0)
+        sb_puts(out, "[]");
+    else
+        print_dims(t, 0, 0, (size_t)n > max_elems, out);
 }
 
 void ev_print_value(const Value *root, size_t max_elems, StrBuf *out) {
+    size_t start = out->len;
     /* An explicit stack of (value, next field) pairs. */
     typedef struct {
         const Value *v;
@@ -1097,6 +1204,10 @@ void ev_print_value(const Value *root, size_t max_elems, StrBuf *out) {
             continue;
         }
         if (top->i > 0) sb_puts(out, ", ");
+        if (out->len - start > EV_PRINT_MAX) { /* a value with shared parts prints as a tree */
+            sb_puts(out, "... (printing stopped after 4 MB)");
+            break;
+        }
         Item next = {fields[top->i++], 0};
         vec_push(&st, next);
     }

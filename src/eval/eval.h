@@ -26,6 +26,13 @@ typedef struct Interp Interp;
 Interp *ev_new(Module *m);
 void ev_free(Interp *it);
 
+/* Limits of every later run (ev_new starts with rt_limits_default()). Exceeding one ends the
+ * run with an error at the expression being evaluated, naming the limit. */
+void ev_set_limits(Interp *it, const RtLimits *limits);
+/* The account runs are charged to: make it current (rt_mem_swap) while allocating a run's
+ * inputs so they count against max_memory too. Its `peak` is the most a run has held. */
+RtMemAccount *ev_account(Interp *it);
+
 /* Call global `name` with the given arguments (borrowed). Returns an owned value, or NULL when
  * evaluation failed (diagnostics are in the module's context). */
 Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *const *args);
@@ -37,7 +44,10 @@ Value *ev_eval_closed(Interp *it, Expr *e);
 
 /* Structural text of a value: tensors summarized as numpy does (at most `max_elems` elements
  * before eliding with "..."), tuples as (a, b), constructor values as Cons(1, Nil), closures as
- * <closure>, references as ref(v). Iterative: deep lists print without recursion. */
+ * <closure>, references as ref(v). Iterative: deep lists print without recursion. A value that
+ * shares parts prints as the tree it stands for, which can be exponentially larger, so printing
+ * stops with "..." once the text passes EV_PRINT_MAX bytes. */
+#define EV_PRINT_MAX (4u << 20)
 void ev_print_value(const Value *v, size_t max_elems, StrBuf *out);
 
 #endif /* RLY_EVAL_H */

@@ -2,7 +2,9 @@
  * are matched at their binding sites (let, fn params, patterns, type params); globals,
  * constructors, ADTs and operators are matched by name, so two modules parsed from the same
  * text are equal. Expressions are compared with an explicit stack of node pairs and a memo
- * (a DAG is compared once per node); types and patterns are small and compared recursively. */
+ * (a DAG is compared once per node); types likewise (explicit stack, a memo of pairs: a type
+ * can be a DAG whose tree is exponentially larger); patterns are small and compared
+ * recursively. */
 #include "ir/ir.h"
 
 typedef struct Pair {
@@ -15,6 +17,8 @@ typedef struct Eq {
     PtrMap memo;             /* a -> b once the pair has been pushed */
     Vec(Pair) work;
     bool map_free_vars;
+    PtrMap type_memo;  /* pair of type ids -> 1 + the tvar_gen under which they were equal */
+    uint64_t tvar_gen; /* bumped whenever a TypeVar mapping changes */
 } Eq;
 
 static bool same_name(const char *a, const char *b) { return a == b || strcmp(a, b) == 0; }
@@ -35,14 +39,25 @@ static bool bind_tvars(Eq *q, uint32_t n, TypeVar **a, uint32_t m, TypeVar **b) 
     for (uint32_t i = 0; i < n; i++) {
         void *rb = ptrmap_get(&q->tvars_rev, b[i]);
         if (a[i]->tkind != b[i]->tkind || (rb != NULL && rb != a[i])) return false;
+        if (rb == NULL || ptrmap_get(&q->tvars, a[i]) != b[i]) q->tvar_gen++;
         ptrmap_put(&q->tvars, a[i], b[i]); /* (re)bound here, as bind_var does */
         ptrmap_put(&q->tvars_rev, b[i], a[i]);
     }
     return true;
 }
 
-static bool type_eq(Eq *q, Type *a, Type *b) {
-    if (a == NULL || b == NULL) return a == b;
+/* The children compared pairwise: ir_type_child's, then a function's constraints. */
+static uint32_t eq_n_children(Type *t) {
+    uint32_t n = ir_type_n_children(t);
+    return t->kind == TYPE_FUNC ? n + ((FuncType *)t)->n_constraints : n;
+}
+static Type *eq_child(Type *t, uint32_t i) {
+    uint32_t n = ir_type_n_children(t);
+    return i < n ? ir_type_child(t, i) : ((FuncType *)t)->constraints[i - n];
+}
+
+/* The node-local part of a type comparison (children are compared by type_eq's loop). */
+static bool type_node_eq(Eq *q, Type *a, Type *b) {
     if (a->kind != b->kind) return false;
     switch ((TypeKind)a->kind) {
     case TYPE_TENSOR: {
@@ -52,16 +67,11 @@ static bool type_eq(Eq *q, Type *a, Type *b) {
             if (!dims_equal(x->shape[i], y->shape[i])) return false;
         return true;
     }
-    case TYPE_TUPLE: {
-        TupleType *x = (TupleType *)a, *y = (TupleType *)b;
-        return types_eq(q, x->n, x->fields, y->n, y->fields);
-    }
+    case TYPE_TUPLE: return ((TupleType *)a)->n == ((TupleType *)b)->n;
     case TYPE_FUNC: {
         FuncType *x = (FuncType *)a, *y = (FuncType *)b;
-        return bind_tvars(q, x->n_tparams, x->tparams, y->n_tparams, y->tparams) &&
-               types_eq(q, x->n_params, x->params, y->n_params, y->params) &&
-               type_eq(q, x->ret, y->ret) &&
-               types_eq(q, x->n_constraints, x->constraints, y->n_constraints, y->constraints);
+        return x->n_params == y->n_params && x->n_constraints == y->n_constraints &&
+               bind_tvars(q, x->n_tparams, x->tparams, y->n_tparams, y->tparams);
     }
     case TYPE_VAR: {
         void *m = ptrmap_get(&q->tvars, a);
@@ -69,20 +79,73 @@ static bool type_eq(Eq *q, Type *a, Type *b) {
         return a == b && !ptrmap_has(&q->tvars_rev, b);
     }
     case TYPE_GLOBAL_VAR: return same_name(((GlobalTypeVar *)a)->name, ((GlobalTypeVar *)b)->name);
-    case TYPE_CALL: {
-        TypeCall *x = (TypeCall *)a, *y = (TypeCall *)b;
-        return type_eq(q, x->func, y->func) && types_eq(q, x->n_args, x->args, y->n_args, y->args);
-    }
-    case TYPE_REF: return type_eq(q, ((RefType *)a)->value, ((RefType *)b)->value);
+    case TYPE_CALL: return ((TypeCall *)a)->n_args == ((TypeCall *)b)->n_args;
+    case TYPE_REF: return true;
     case TYPE_INCOMPLETE: return ((IncompleteType *)a)->tkind == ((IncompleteType *)b)->tkind;
     case TYPE_RELATION: {
         TypeRelation *x = (TypeRelation *)a, *y = (TypeRelation *)b;
-        return same_name(x->name, y->name) && x->n_inputs == y->n_inputs &&
-               types_eq(q, x->n_args, x->args, y->n_args, y->args);
+        return same_name(x->name, y->name) && x->n_inputs == y->n_inputs && x->n_args == y->n_args;
     }
     case TYPE_KIND_COUNT: break;
     }
     return false;
+}
+
+typedef struct TFrame {
+    Type *a, *b;
+    uint32_t next, n;
+    uint64_t gen; /* tvar_gen when the pair was entered */
+} TFrame;
+
+#if UINTPTR_MAX > 0xffffffffu
+#define TYPE_PAIR_MEMO 1
+/* a's are all of one context and b's of one, so a pair of ids names a pair of nodes */
+static void *type_pair_key(Type *a, Type *b) {
+    return (void *)(uintptr_t)(((uint64_t)a->id << 32) | b->id); /* ids start at 1 */
+}
+#else
+#define TYPE_PAIR_MEMO 0 /* no room for two ids in a pointer key: no memo */
+#endif
+
+/* Iterative; a pair found equal is not compared again while no TypeVar mapping changes, so a
+ * DAG-shaped type costs its distinct pairs of nodes. */
+static bool type_eq(Eq *q, Type *a0, Type *b0) {
+    if (a0 == NULL || b0 == NULL) return a0 == b0;
+    Vec(TFrame) st = {0};
+    bool ok = true;
+    TFrame f0 = {a0, b0, 0, UINT32_MAX, 0};
+    vec_push(&st, f0);
+    while (st.len && ok) {
+        TFrame *f = &vec_last(&st);
+        if (f->n == UINT32_MAX) {
+#if TYPE_PAIR_MEMO
+            uintptr_t g = (uintptr_t)ptrmap_get(&q->type_memo, type_pair_key(f->a, f->b));
+            if (g == q->tvar_gen + 1) {
+                st.len--;
+                continue;
+            }
+#endif
+            f->gen = q->tvar_gen;
+            if (!type_node_eq(q, f->a, f->b) || eq_n_children(f->a) != eq_n_children(f->b)) {
+                ok = false;
+                break;
+            }
+            f->n = eq_n_children(f->a);
+        }
+        if (f->next < f->n) {
+            TFrame c = {eq_child(f->a, f->next), eq_child(f->b, f->next), 0, UINT32_MAX, 0};
+            f->next++;
+            vec_push(&st, c);
+            continue;
+        }
+#if TYPE_PAIR_MEMO
+        if (f->gen == q->tvar_gen) /* no mapping changed inside: the result stands */
+            ptrmap_put(&q->type_memo, type_pair_key(f->a, f->b), (void *)(uintptr_t)(f->gen + 1));
+#endif
+        st.len--;
+    }
+    vec_free(&st);
+    return ok;
 }
 
 static void push_pair(Eq *q, Expr *a, Expr *b) {
@@ -229,6 +292,7 @@ static void eq_free(Eq *q) {
     ptrmap_free(&q->tvars);
     ptrmap_free(&q->tvars_rev);
     ptrmap_free(&q->memo);
+    ptrmap_free(&q->type_memo);
     vec_free(&q->work);
 }
 

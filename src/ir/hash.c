@@ -5,22 +5,33 @@
 #include "ir/ir.h"
 
 typedef struct Hs {
-    PtrMap memo; /* Expr -> hash + 1 */
+    PtrMap memo;  /* Expr -> hash + 1 */
+    PtrMap types; /* Type -> hash + 1 (types are DAGs: each node is hashed once) */
 } Hs;
 
 static uint64_t hstr(const char *s) { return sup_hash_bytes(s, strlen(s), 7); }
 
-static uint64_t type_hash(Hs *h, Type *t);
+/* The children hashed: ir_type_child's, then a function's constraints. */
+static uint32_t h_n_children(Type *t) {
+    uint32_t n = ir_type_n_children(t);
+    return t->kind == TYPE_FUNC ? n + ((FuncType *)t)->n_constraints : n;
+}
+static Type *h_child(Type *t, uint32_t i) {
+    uint32_t n = ir_type_n_children(t);
+    return i < n ? ir_type_child(t, i) : ((FuncType *)t)->constraints[i - n];
+}
 
-static uint64_t types_hash(Hs *h, uint64_t acc, uint32_t n, Type **ts) {
+static uint64_t known(Hs *h, Type *t) { return (uint64_t)(uintptr_t)ptrmap_get(&h->types, t) - 1; }
+
+static uint64_t types_hash_known(Hs *h, uint64_t acc, uint32_t n, Type **ts) {
     acc = sup_hash_mix(acc, n);
     for (uint32_t i = 0; i < n; i++)
-        acc = sup_hash_mix(acc, type_hash(h, ts[i]));
+        acc = sup_hash_mix(acc, known(h, ts[i]));
     return acc;
 }
 
-static uint64_t type_hash(Hs *h, Type *t) {
-    if (t == NULL) return 0x51;
+/* The hash of t, whose children are hashed already. */
+static uint64_t type_node_hash(Hs *h, Type *t) {
     uint64_t acc = sup_hash_mix(0x7e, t->kind);
     switch ((TypeKind)t->kind) {
     case TYPE_TENSOR: {
@@ -28,28 +39,64 @@ static uint64_t type_hash(Hs *h, Type *t) {
         acc = sup_hash_mix(acc, x->dtype);
         return sup_hash_mix(acc, sup_hash_bytes(x->shape, x->ndim * sizeof(int64_t), x->ndim));
     }
-    case TYPE_TUPLE: return types_hash(h, acc, ((TupleType *)t)->n, ((TupleType *)t)->fields);
+    case TYPE_TUPLE: return types_hash_known(h, acc, ((TupleType *)t)->n, ((TupleType *)t)->fields);
     case TYPE_FUNC: {
         FuncType *f = (FuncType *)t;
         acc = sup_hash_mix(acc, f->n_tparams);
-        acc = types_hash(h, acc, f->n_params, f->params);
-        acc = sup_hash_mix(acc, type_hash(h, f->ret));
-        return types_hash(h, acc, f->n_constraints, f->constraints);
+        acc = types_hash_known(h, acc, f->n_params, f->params);
+        acc = sup_hash_mix(acc, known(h, f->ret));
+        return types_hash_known(h, acc, f->n_constraints, f->constraints);
     }
     case TYPE_VAR: return acc;
     case TYPE_GLOBAL_VAR: return sup_hash_mix(acc, hstr(((GlobalTypeVar *)t)->name));
     case TYPE_CALL: {
         TypeCall *c = (TypeCall *)t;
-        return types_hash(h, sup_hash_mix(acc, type_hash(h, c->func)), c->n_args, c->args);
+        return types_hash_known(h, sup_hash_mix(acc, known(h, c->func)), c->n_args, c->args);
     }
-    case TYPE_REF: return sup_hash_mix(acc, type_hash(h, ((RefType *)t)->value));
+    case TYPE_REF: return sup_hash_mix(acc, known(h, ((RefType *)t)->value));
     case TYPE_INCOMPLETE: return sup_hash_mix(acc, ((IncompleteType *)t)->tkind);
     case TYPE_RELATION: {
         TypeRelation *r = (TypeRelation *)t;
-        return types_hash(h, sup_hash_mix(acc, hstr(r->name)), r->n_args, r->args);
+        return types_hash_known(h, sup_hash_mix(acc, hstr(r->name)), r->n_args, r->args);
     }
     case TYPE_KIND_COUNT: break;
     }
+    return acc;
+}
+
+typedef struct TyFrame {
+    Type *t;
+    uint32_t next, n;
+} TyFrame;
+
+/* Iterative and memoized: a DAG-shaped type costs its number of nodes. */
+static uint64_t type_hash(Hs *h, Type *root) {
+    if (root == NULL) return 0x51;
+    if (ptrmap_has(&h->types, root)) return known(h, root);
+    Vec(TyFrame) st = {0};
+    TyFrame f0 = {root, 0, h_n_children(root)};
+    vec_push(&st, f0);
+    while (st.len) {
+        TyFrame *f = &vec_last(&st);
+        if (f->next < f->n) {
+            Type *c = h_child(f->t, f->next++);
+            if (!ptrmap_has(&h->types, c)) {
+                TyFrame cf = {c, 0, h_n_children(c)};
+                vec_push(&st, cf);
+            }
+            continue;
+        }
+        ptrmap_put(&h->types, f->t, (void *)(uintptr_t)(type_node_hash(h, f->t) + 1));
+        st.len--;
+    }
+    vec_free(&st);
+    return known(h, root);
+}
+
+static uint64_t types_hash(Hs *h, uint64_t acc, uint32_t n, Type **ts) {
+    acc = sup_hash_mix(acc, n);
+    for (uint32_t i = 0; i < n; i++)
+        acc = sup_hash_mix(acc, type_hash(h, ts[i]));
     return acc;
 }
 
@@ -171,7 +218,10 @@ static uint64_t expr_hash(Hs *h, Expr *root) {
     return result;
 }
 
-static void hs_free(Hs *h) { ptrmap_free(&h->memo); }
+static void hs_free(Hs *h) {
+    ptrmap_free(&h->memo);
+    ptrmap_free(&h->types);
+}
 
 uint64_t ir_expr_hash(Expr *e) {
     Hs h = {0};

@@ -11,8 +11,10 @@
  * - Var, GlobalVar, Constructor, TypeVar, GlobalTypeVar are compared by pointer; their names are
  *   hints for printing only.
  * - Every Expr, Pattern and Type has a dense per-context id (side tables are arrays by id).
- * - Nothing recurses over expression depth: use ir_rewrite / ir_visit (explicit stacks). Types
- *   and patterns are small and may be walked recursively. */
+ * - Nothing recurses over expression depth: use ir_rewrite / ir_visit (explicit stacks). Nothing
+ *   recurses over type depth either, and types are DAGs (interning shares equal parts, so a type
+ *   of n nodes may print as 2^n): walk them with ir_type_rewrite / ir_type_visit (explicit
+ *   stacks, each node once), never as trees. Patterns are small and may be walked recursively. */
 #ifndef RLY_IR_H
 #define RLY_IR_H
 
@@ -54,10 +56,29 @@ typedef enum TypeVarKind {
 } TypeVarKind;
 
 struct Type {
-    uint8_t kind; /* TypeKind */
+    uint8_t kind;  /* TypeKind */
+    uint8_t flags; /* TYPE_HAS_* / TYPE_IS_*: what the type mentions, set at construction */
+    uint16_t size; /* node count of the type written out as a tree, saturating at TYPE_SIZE_MAX */
     uint32_t id;
     uint64_t hash; /* structural hash for interning (identity nodes: from id) */
 };
+
+/* Type.flags, computed from the children (ir_type_child) when a node is built, so a walk can
+ * skip a part that cannot matter (a type without TYPE_HAS_INCOMPLETE needs no resolving). */
+enum {
+    TYPE_HAS_INCOMPLETE = 1, /* an IncompleteType other than an error type occurs */
+    TYPE_HAS_ERROR = 2,      /* an error type (ir_type_error_new) occurs */
+    TYPE_HAS_VAR = 4,        /* a TypeVar occurs */
+    TYPE_HAS_ADT = 8,        /* a GlobalTypeVar or TypeCall occurs */
+    TYPE_IS_DATA = 16,       /* a tensor, or a tuple whose fields are all data */
+    TYPE_HAS_FLOAT = 32,     /* a floating-point tensor, itself or in a tuple field (any depth) */
+    /* On an IncompleteType only, and the one flag set after construction: it has become a part
+     * of another type (set by type.c when that type is built) or another IncompleteType's
+     * binding (set by inference). Until then no other type can contain it: an occurs check
+     * against it needs no walk. */
+    TYPE_PLACED = 64,
+};
+#define TYPE_SIZE_MAX 65535u
 
 /* Dimensions: d >= 0 is a constant; DIM_ANY is `?`; d <= DIM_SYM_BASE is the symbolic dimension
  * named ctx->dim_names[DIM_SYM_BASE - d] (interned per context, so equal names give equal dims). */
@@ -155,8 +176,43 @@ Type *ir_type_ref(Ctx *ctx, Type *value);
 TypeVar *ir_type_var_new(Ctx *ctx, const char *name, TypeVarKind kind);
 GlobalTypeVar *ir_global_type_var_new(Ctx *ctx, const char *name, TypeVarKind kind);
 Type *ir_type_incomplete_new(Ctx *ctx, TypeVarKind kind);
+/* An IncompleteType that stands for "already reported": flagged TYPE_HAS_ERROR (not
+ * TYPE_HAS_INCOMPLETE), as is every type built with it. */
+Type *ir_type_error_new(Ctx *ctx);
 Type *ir_type_relation_new(Ctx *ctx, const char *name, uint32_t n_args, Type *const *args,
                            uint32_t n_inputs, const Attrs *attrs);
+/* The children of a type node, in order: a tuple's fields; a function's parameters then its
+ * result (type parameters and constraints are not children); a TypeCall's callee then its
+ * arguments; a reference's value; a relation's arguments. Other kinds have none. */
+uint32_t ir_type_n_children(const Type *t);
+Type *ir_type_child(const Type *t, uint32_t i);
+/* t with its children replaced by kids[0..ir_type_n_children(t)) (interned); t itself when
+ * every kid is the same. Not for relations (they have identity). */
+Type *ir_type_with_children(Ctx *ctx, Type *t, Type *const *kids);
+
+/* The one traversal engine for types: an explicit stack (no recursion over type depth) and a
+ * memo, so a DAG-shaped type costs its number of distinct nodes, not its tree size.
+ * ir_type_rewrite rebuilds t bottom-up: each node is first offered to `pre` (optional), which
+ * returns the type that stands for it: NULL aborts the whole rewrite (the result is NULL); with
+ * *stop set the returned type is the node's result as it is; otherwise the returned type (the
+ * node itself, or another, such as what a bound IncompleteType resolves to) has its children
+ * rewritten and is rebuilt with them (a relation, an identity node, is never rebuilt: it stays
+ * as it is). The memo (node -> result) is kept between calls, so a
+ * caller may rewrite many types sharing parts and free it once (ptrmap_free(&rw->memo)). */
+typedef struct TypeRewriter TypeRewriter;
+struct TypeRewriter {
+    Ctx *ctx;
+    Type *(*pre)(TypeRewriter *rw, Type *t, bool *stop);
+    PtrMap memo;
+    void *state;
+};
+Type *ir_type_rewrite(TypeRewriter *rw, Type *t);
+/* Visit every node reachable from t that is not yet in `seen` (which it adds them to; the caller
+ * frees it), children before parents. pre (optional) returning false skips the node's
+ * children (post still runs); post may be NULL. */
+void ir_type_visit(Type *t, PtrMap *seen, bool (*pre)(void *st, Type *t),
+                   void (*post)(void *st, Type *t), void *st);
+
 /* The symbolic dimension named `name` (interned per context). */
 int64_t ir_dim_sym(Ctx *ctx, const char *name, size_t len);
 const char *ir_dim_sym_name(const Ctx *ctx, int64_t dim);
@@ -586,8 +642,13 @@ typedef struct PrintOptions {
  * are printed as meta[relay.Constant][i]: their indexes are those of m->meta, and constants not
  * yet there are appended to it in order of first print. */
 void ir_print_module(Module *m, const PrintOptions *opts, StrBuf *out);
-/* Print a type (`Tensor[(1, 2), float32]`, `(int32, bool)`, `List[A]`, ...). */
+/* Print a type (`Tensor[(1, 2), float32]`, `(int32, bool)`, `List[A]`, ...), for messages: a
+ * type longer than IR_PRINT_TYPE_MAX characters (a DAG-shaped type prints exponentially long)
+ * is cut there and ends with `...`. ir_print_type_max: the same with a given limit (0: none,
+ * for text that must parse back). */
+#define IR_PRINT_TYPE_MAX 1000
 void ir_print_type(const Ctx *ctx, Type *t, StrBuf *out);
+void ir_print_type_max(const Ctx *ctx, Type *t, size_t max, StrBuf *out);
 /* The text of a scalar constant (`42`, `42i64`, `3f`, `True`, ...). */
 void ir_print_scalar(const Constant *c, StrBuf *out);
 

@@ -220,15 +220,6 @@ static void print_dim(const Ctx *ctx, int64_t d, StrBuf *out) {
         sb_printf(out, "%lld", (long long)d);
 }
 
-static void print_type(Printer *p, const Ctx *ctx, Type *t, StrBuf *out);
-
-static void print_types(Printer *p, const Ctx *ctx, uint32_t n, Type **ts, StrBuf *out) {
-    for (uint32_t i = 0; i < n; i++) {
-        if (i) sb_puts(out, ", ");
-        print_type(p, ctx, ts[i], out);
-    }
-}
-
 static void print_tparams(Printer *p, uint32_t n, TypeVar **tv, StrBuf *out) {
     if (n == 0) return;
     sb_putc(out, '[');
@@ -239,61 +230,122 @@ static void print_tparams(Printer *p, uint32_t n, TypeVar **tv, StrBuf *out) {
     sb_putc(out, ']');
 }
 
-static void print_type(Printer *p, const Ctx *ctx, Type *t, StrBuf *out) {
-    switch ((TypeKind)t->kind) {
-    case TYPE_TENSOR: {
-        TensorType *x = (TensorType *)t;
-        if (x->ndim == 0) {
-            sb_puts(out, sup_dtype_name(x->dtype));
-            return;
-        }
-        sb_puts(out, "Tensor[(");
-        for (uint32_t i = 0; i < x->ndim; i++) {
-            if (i) sb_puts(out, ", ");
-            print_dim(ctx, x->shape[i], out);
-        }
-        sb_printf(out, "), %s]", sup_dtype_name(x->dtype));
-        return;
-    }
-    case TYPE_TUPLE: {
-        TupleType *x = (TupleType *)t;
-        sb_putc(out, '(');
-        print_types(p, ctx, x->n, x->fields, out);
-        sb_puts(out, x->n == 1 ? ",)" : ")");
-        return;
-    }
-    case TYPE_FUNC: {
-        FuncType *f = (FuncType *)t;
-        sb_puts(out, "fn ");
-        print_tparams(p, f->n_tparams, f->tparams, out);
-        sb_putc(out, '(');
-        print_types(p, ctx, f->n_params, f->params, out);
-        sb_puts(out, ") -> ");
-        print_type(p, ctx, f->ret, out);
-        return;
-    }
-    case TYPE_VAR: sb_puts(out, tvar_name(p, (TypeVar *)t)); return;
-    case TYPE_GLOBAL_VAR: sb_puts(out, ((GlobalTypeVar *)t)->name); return;
-    case TYPE_CALL: {
-        TypeCall *c = (TypeCall *)t;
-        print_type(p, ctx, c->func, out);
-        sb_putc(out, '[');
-        print_types(p, ctx, c->n_args, c->args, out);
-        sb_putc(out, ']');
-        return;
-    }
-    case TYPE_REF:
-        sb_puts(out, "ref(");
-        print_type(p, ctx, ((RefType *)t)->value, out);
-        sb_putc(out, ')');
-        return;
-    case TYPE_INCOMPLETE:
-    case TYPE_RELATION:
-    case TYPE_KIND_COUNT: sb_putc(out, '_'); return;
+/* What is left to print: a type, or text. */
+typedef struct TyTask {
+    Type *t;
+    const char *s;
+} TyTask;
+typedef Vec(TyTask) TyTasks;
+
+static void ty_push(TyTasks *st, Type *t, const char *s) {
+    TyTask k = {t, s};
+    vec_push(st, k);
+}
+
+/* Push items[n-1] .. items[0] with ", " between them, so that they print in order. */
+static void ty_push_list(TyTasks *st, uint32_t n, Type **items) {
+    for (uint32_t i = n; i-- > 0;) {
+        ty_push(st, items[i], NULL);
+        if (i) ty_push(st, NULL, ", ");
     }
 }
 
-void ir_print_type(const Ctx *ctx, Type *t, StrBuf *out) { print_type(NULL, ctx, t, out); }
+/* Print t with an explicit stack (types nest arbitrarily deep); past `max` characters (0: no
+ * limit) the text is cut, at a character boundary, and ends with `...`: a DAG-shaped type can
+ * be exponentially longer than its node count. */
+static void print_type_max(Printer *p, const Ctx *ctx, Type *root, size_t max, StrBuf *out) {
+    size_t start = out->len;
+    TyTasks st = {0};
+    ty_push(&st, root, NULL);
+    while (st.len) {
+        TyTask k = vec_pop(&st);
+        if (k.s) {
+            sb_puts(out, k.s);
+        } else {
+            Type *t = k.t;
+            switch ((TypeKind)t->kind) {
+            case TYPE_TENSOR: {
+                TensorType *x = (TensorType *)t;
+                if (x->ndim == 0) {
+                    sb_puts(out, sup_dtype_name(x->dtype));
+                    break;
+                }
+                sb_puts(out, "Tensor[(");
+                for (uint32_t i = 0; i < x->ndim; i++) {
+                    if (i) sb_puts(out, ", ");
+                    print_dim(ctx, x->shape[i], out);
+                    if (max && out->len - start > max) break;
+                }
+                sb_printf(out, "), %s]", sup_dtype_name(x->dtype));
+                break;
+            }
+            case TYPE_TUPLE: {
+                TupleType *x = (TupleType *)t;
+                sb_putc(out, '(');
+                ty_push(&st, NULL, x->n == 1 ? ",)" : ")");
+                ty_push_list(&st, x->n, x->fields);
+                break;
+            }
+            case TYPE_FUNC: {
+                FuncType *f = (FuncType *)t;
+                sb_puts(out, "fn ");
+                print_tparams(p, f->n_tparams, f->tparams, out);
+                sb_putc(out, '(');
+                ty_push(&st, f->ret, NULL);
+                ty_push(&st, NULL, ") -> ");
+                ty_push_list(&st, f->n_params, f->params);
+                break;
+            }
+            case TYPE_VAR: sb_puts(out, tvar_name(p, (TypeVar *)t)); break;
+            case TYPE_GLOBAL_VAR: sb_puts(out, ((GlobalTypeVar *)t)->name); break;
+            case TYPE_CALL: {
+                TypeCall *c = (TypeCall *)t;
+                ty_push(&st, NULL, "]");
+                ty_push_list(&st, c->n_args, c->args);
+                ty_push(&st, NULL, "[");
+                ty_push(&st, c->func, NULL);
+                break;
+            }
+            case TYPE_REF:
+                sb_puts(out, "ref(");
+                ty_push(&st, NULL, ")");
+                ty_push(&st, ((RefType *)t)->value, NULL);
+                break;
+            case TYPE_INCOMPLETE:
+            case TYPE_RELATION:
+            case TYPE_KIND_COUNT: sb_putc(out, '_'); break;
+            }
+        }
+        if (max && out->len - start > max) {
+            size_t cut = start + max;
+            while (cut > start && ((unsigned char)out->data[cut] & 0xC0) == 0x80)
+                cut--; /* not inside a UTF-8 sequence */
+            out->len = cut;
+            sb_puts(out, "...");
+            break;
+        }
+    }
+    vec_free(&st);
+}
+
+static void print_type(Printer *p, const Ctx *ctx, Type *t, StrBuf *out) {
+    print_type_max(p, ctx, t, 0, out);
+}
+
+static void print_types(Printer *p, const Ctx *ctx, uint32_t n, Type **ts, StrBuf *out) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (i) sb_puts(out, ", ");
+        print_type(p, ctx, ts[i], out);
+    }
+}
+
+void ir_print_type(const Ctx *ctx, Type *t, StrBuf *out) {
+    print_type_max(NULL, ctx, t, IR_PRINT_TYPE_MAX, out);
+}
+
+void ir_print_type_max(const Ctx *ctx, Type *t, size_t max, StrBuf *out) {
+    print_type_max(NULL, ctx, t, max, out);
+}
 
 /* ---- expressions -------------------------------------------------------------------------- */
 
@@ -354,13 +406,35 @@ static void print_operand(Printer *p, Expr *e) {
     }
 }
 
+/* A string literal: `"`, `\\` and control characters escaped (\", \\, \n, \t, \xHH), so any
+ * string reads back as itself. Strings without them print as TVM prints them. */
+static void print_string(const char *s, StrBuf *out) {
+    sb_putc(out, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            sb_putc(out, '\\');
+            sb_putc(out, (char)c);
+        } else if (c == '\n') {
+            sb_puts(out, "\\n");
+        } else if (c == '\t') {
+            sb_puts(out, "\\t");
+        } else if (c < 0x20 || c == 0x7f) {
+            sb_printf(out, "\\x%02x", c);
+        } else {
+            sb_putc(out, (char)c);
+        }
+    }
+    sb_putc(out, '"');
+}
+
 static void print_attr_value(Printer *p, const AttrValue *a) {
     StrBuf *out = p->out;
     switch ((AttrKind)a->kind) {
     case ATTR_INT: print_int(a->i, a->dtype, out); return;
     case ATTR_FLOAT: print_float(a->f, a->dtype, out); return;
     case ATTR_BOOL: sb_puts(out, a->b ? "True" : "False"); return;
-    case ATTR_STR: sb_printf(out, "\"%s\"", a->s); return;
+    case ATTR_STR: print_string(a->s, out); return;
     case ATTR_NONE: sb_puts(out, "None"); return;
     case ATTR_TYPE: print_type(p, p->ctx, a->type, out); return;
     case ATTR_EXPR: print_operand(p, a->expr); return;
@@ -627,10 +701,13 @@ static void do_inline(Printer *p, Expr *e) {
     }
 }
 
+#define TYPE_COMMENT_MAX 8192 /* characters of one type comment */
+
 static void type_comment(Printer *p, Expr *e) {
     if (!p->show_types || e->checked_type == NULL) return;
     sb_puts(p->out, " /* ty=");
-    print_type(p, p->ctx, e->checked_type, p->out);
+    /* a comment: cut, as in messages, so a DAG-shaped type cannot make the output explode */
+    print_type_max(p, p->ctx, e->checked_type, TYPE_COMMENT_MAX, p->out);
     sb_puts(p->out, " */");
 }
 

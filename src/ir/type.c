@@ -1,6 +1,8 @@
 /* type.c - type nodes. Structural types (tensor, tuple, func, call, ref) are hash-consed in the
  * context's type table, so equal types are the same pointer; variables and relations have
- * identity. Also the symbolic dimension names. */
+ * identity. Each node carries flags and a saturating tree size computed from its children.
+ * Also the one traversal engine over types (ir_type_rewrite, ir_type_visit: explicit stacks,
+ * each node of a DAG once) and the symbolic dimension names. */
 #include <string.h>
 
 #include "ir/ir.h"
@@ -50,6 +52,63 @@ static bool type_same(const Type *a, const Type *b) {
     }
 }
 
+uint32_t ir_type_n_children(const Type *t) {
+    switch ((TypeKind)t->kind) {
+    case TYPE_TUPLE: return ((const TupleType *)t)->n;
+    case TYPE_FUNC: return ((const FuncType *)t)->n_params + 1;
+    case TYPE_CALL: return ((const TypeCall *)t)->n_args + 1;
+    case TYPE_REF: return 1;
+    case TYPE_RELATION: return ((const TypeRelation *)t)->n_args;
+    default: return 0;
+    }
+}
+
+Type *ir_type_child(const Type *t, uint32_t i) {
+    RLY_ASSERT(i < ir_type_n_children(t));
+    switch ((TypeKind)t->kind) {
+    case TYPE_TUPLE: return ((const TupleType *)t)->fields[i];
+    case TYPE_FUNC: {
+        const FuncType *f = (const FuncType *)t;
+        return i < f->n_params ? f->params[i] : f->ret;
+    }
+    case TYPE_CALL:
+        return i == 0 ? ((const TypeCall *)t)->func : ((const TypeCall *)t)->args[i - 1];
+    case TYPE_REF: return ((const RefType *)t)->value;
+    case TYPE_RELATION: return ((const TypeRelation *)t)->args[i];
+    default: RLY_UNREACHABLE();
+    }
+}
+
+/* flags and size of a new node from its children (see Type.flags) */
+static void init_flags(Type *t) {
+    enum { INHERITED = TYPE_HAS_INCOMPLETE | TYPE_HAS_ERROR | TYPE_HAS_VAR | TYPE_HAS_ADT };
+    uint32_t n = ir_type_n_children(t), size = 1;
+    uint8_t flags = 0, all_data = TYPE_IS_DATA;
+    for (uint32_t i = 0; i < n; i++) {
+        Type *c = ir_type_child(t, i);
+        if (c->kind == TYPE_INCOMPLETE) c->flags |= TYPE_PLACED; /* see TYPE_PLACED */
+        flags |= c->flags & INHERITED;
+        size += c->size;
+        if (size > TYPE_SIZE_MAX) size = TYPE_SIZE_MAX;
+        all_data &= c->flags;
+        if (t->kind == TYPE_TUPLE) flags |= c->flags & TYPE_HAS_FLOAT;
+    }
+    switch ((TypeKind)t->kind) {
+    case TYPE_TENSOR:
+        flags |= TYPE_IS_DATA;
+        if (sup_dtype_is_float(((TensorType *)t)->dtype)) flags |= TYPE_HAS_FLOAT;
+        break;
+    case TYPE_TUPLE: flags |= all_data; break;
+    case TYPE_VAR: flags |= TYPE_HAS_VAR; break;
+    case TYPE_GLOBAL_VAR:
+    case TYPE_CALL: flags |= TYPE_HAS_ADT; break;
+    case TYPE_INCOMPLETE: flags |= TYPE_HAS_INCOMPLETE; break;
+    default: break;
+    }
+    t->flags = flags;
+    t->size = (uint16_t)size;
+}
+
 /* Return the interned copy of the candidate `t` (allocated on the caller's stack). */
 static Type *intern_type(Ctx *ctx, Type *t, size_t size) {
     struct TypeTable *tt = &ctx->types;
@@ -73,6 +132,7 @@ static Type *intern_type(Ctx *ctx, Type *t, size_t size) {
         if (type_same(tt->slots[i], t)) return tt->slots[i];
     Type *copy = arena_memdup(&ctx->arena, t, size);
     copy->id = ctx->next_id++;
+    init_flags(copy); /* the children arrays are still the caller's: valid here */
     tt->slots[i] = copy;
     tt->len++;
     return copy;
@@ -83,7 +143,7 @@ static void *dup_array(Ctx *ctx, const void *p, size_t n, size_t elem) {
 }
 
 Type *ir_type_tensor(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *shape) {
-    TensorType t = {{TYPE_TENSOR, 0, 0}, dtype, ndim, (int64_t *)shape};
+    TensorType t = {{TYPE_TENSOR, 0, 0, 0, 0}, dtype, ndim, (int64_t *)shape};
     uint64_t h = sup_hash_mix(TYPE_TENSOR, (uint64_t)dtype);
     h = sup_hash_mix(h, sup_hash_bytes(shape, ndim * sizeof(int64_t), ndim));
     t.base.hash = h;
@@ -104,7 +164,7 @@ Type *ir_type_tensor(Ctx *ctx, rly_dtype dtype, uint32_t ndim, const int64_t *sh
 Type *ir_type_scalar(Ctx *ctx, rly_dtype dtype) { return ir_type_tensor(ctx, dtype, 0, NULL); }
 
 Type *ir_type_tuple(Ctx *ctx, uint32_t n, Type *const *fields) {
-    TupleType t = {{TYPE_TUPLE, 0, 0}, n, (Type **)fields};
+    TupleType t = {{TYPE_TUPLE, 0, 0, 0, 0}, n, (Type **)fields};
     t.base.hash = hash_ptrs(TYPE_TUPLE, n, (void *const *)fields);
     Type *r = intern_type(ctx, &t.base, sizeof t);
     if (((TupleType *)r)->fields == fields && n) /* new node: own the array */
@@ -114,8 +174,8 @@ Type *ir_type_tuple(Ctx *ctx, uint32_t n, Type *const *fields) {
 
 Type *ir_type_func(Ctx *ctx, uint32_t n_params, Type *const *params, Type *ret, uint32_t n_tparams,
                    TypeVar *const *tparams, uint32_t n_constraints, Type *const *constraints) {
-    FuncType t = {{TYPE_FUNC, 0, 0},   n_params,      (Type **)params,     ret, n_tparams,
-                  (TypeVar **)tparams, n_constraints, (Type **)constraints};
+    FuncType t = {{TYPE_FUNC, 0, 0, 0, 0}, n_params,      (Type **)params,     ret, n_tparams,
+                  (TypeVar **)tparams,     n_constraints, (Type **)constraints};
     uint64_t h = hash_ptrs(TYPE_FUNC, n_params, (void *const *)params);
     h = sup_hash_mix(h, ret->hash);
     h = hash_ptrs(h, n_tparams, (void *const *)tparams);
@@ -132,7 +192,7 @@ Type *ir_type_func(Ctx *ctx, uint32_t n_params, Type *const *params, Type *ret, 
 }
 
 Type *ir_type_call(Ctx *ctx, Type *func, uint32_t n_args, Type *const *args) {
-    TypeCall t = {{TYPE_CALL, 0, 0}, func, n_args, (Type **)args};
+    TypeCall t = {{TYPE_CALL, 0, 0, 0, 0}, func, n_args, (Type **)args};
     t.base.hash = hash_ptrs(sup_hash_mix(TYPE_CALL, func->hash), n_args, (void *const *)args);
     TypeCall *r = (TypeCall *)intern_type(ctx, &t.base, sizeof t);
     if (r->args == args && n_args) r->args = dup_array(ctx, args, n_args, sizeof(Type *));
@@ -140,7 +200,7 @@ Type *ir_type_call(Ctx *ctx, Type *func, uint32_t n_args, Type *const *args) {
 }
 
 Type *ir_type_ref(Ctx *ctx, Type *value) {
-    RefType t = {{TYPE_REF, 0, 0}, value};
+    RefType t = {{TYPE_REF, 0, 0, 0, 0}, value};
     t.base.hash = sup_hash_mix(TYPE_REF, value->hash);
     return intern_type(ctx, &t.base, sizeof t);
 }
@@ -150,6 +210,8 @@ static Type *identity_node(Ctx *ctx, TypeKind kind, size_t size) {
     t->kind = (uint8_t)kind;
     t->id = ctx->next_id++;
     t->hash = sup_hash_mix(kind, t->id);
+    t->size = 1;
+    init_flags(t); /* no children yet: the kind's own flag */
     return t;
 }
 
@@ -173,6 +235,12 @@ Type *ir_type_incomplete_new(Ctx *ctx, TypeVarKind kind) {
     return &t->base;
 }
 
+Type *ir_type_error_new(Ctx *ctx) {
+    Type *t = ir_type_incomplete_new(ctx, KIND_TYPE);
+    t->flags = TYPE_HAS_ERROR;
+    return t;
+}
+
 Type *ir_type_relation_new(Ctx *ctx, const char *name, uint32_t n_args, Type *const *args,
                            uint32_t n_inputs, const Attrs *attrs) {
     TypeRelation *r = (TypeRelation *)identity_node(ctx, TYPE_RELATION, sizeof *r);
@@ -181,7 +249,124 @@ Type *ir_type_relation_new(Ctx *ctx, const char *name, uint32_t n_args, Type *co
     r->args = dup_array(ctx, args, n_args, sizeof(Type *));
     r->n_inputs = n_inputs;
     r->attrs = attrs;
+    init_flags(&r->base);
     return &r->base;
+}
+
+Type *ir_type_with_children(Ctx *ctx, Type *t, Type *const *kids) {
+    uint32_t n = ir_type_n_children(t);
+    bool same = true;
+    for (uint32_t i = 0; i < n && same; i++)
+        same = kids[i] == ir_type_child(t, i);
+    if (same) return t;
+    switch ((TypeKind)t->kind) {
+    case TYPE_TUPLE: return ir_type_tuple(ctx, n, kids);
+    case TYPE_FUNC: {
+        FuncType *f = (FuncType *)t;
+        return ir_type_func(ctx, f->n_params, kids, kids[f->n_params], f->n_tparams, f->tparams,
+                            f->n_constraints, f->constraints);
+    }
+    case TYPE_CALL: return ir_type_call(ctx, kids[0], n - 1, kids + 1);
+    case TYPE_REF: return ir_type_ref(ctx, kids[0]);
+    default: RLY_UNREACHABLE();
+    }
+}
+
+/* ---- the traversal engine ------------------------------------------------------------------ */
+
+typedef struct RwFrame {
+    Type *orig; /* the node asked for */
+    Type *t;    /* what pre said stands for it (its children are rewritten) */
+    uint32_t next, n;
+    size_t base; /* its children's results start at kids.data[base] */
+} RwFrame;
+
+Type *ir_type_rewrite(TypeRewriter *rw, Type *root) {
+    Type *hit = ptrmap_get(&rw->memo, root);
+    if (hit) return hit;
+    Vec(RwFrame) st = {0};
+    PtrVec kids = {0};
+    Type *result = NULL;
+    RwFrame f0 = {root, NULL, 0, 0, 0};
+    vec_push(&st, f0);
+    while (st.len) {
+        RwFrame *f = &vec_last(&st);
+        if (f->t == NULL) { /* first visit */
+            Type *r = ptrmap_get(&rw->memo, f->orig), *t = f->orig;
+            bool stop = false;
+            if (r == NULL && rw->pre) {
+                t = rw->pre(rw, f->orig, &stop);
+                if (t == NULL) goto out; /* aborted */
+                if (stop)
+                    r = t;
+                else if (t != f->orig)
+                    r = ptrmap_get(&rw->memo, t);
+            }
+            if (r == NULL && (ir_type_n_children(t) == 0 || t->kind == TYPE_RELATION))
+                r = t; /* leaves, and relations (identity nodes) stay as they are */
+            if (r != NULL) {
+                if (r != ptrmap_get(&rw->memo, f->orig)) ptrmap_put(&rw->memo, f->orig, r);
+                st.len--;
+                vec_push(&kids, r);
+                continue;
+            }
+            f->t = t;
+            f->n = ir_type_n_children(t);
+            f->base = kids.len;
+        }
+        if (f->next < f->n) {
+            Type *c = ir_type_child(f->t, f->next++);
+            Type *r = ptrmap_get(&rw->memo, c);
+            if (r) {
+                vec_push(&kids, r);
+            } else {
+                RwFrame cf = {c, NULL, 0, 0, 0};
+                vec_push(&st, cf); /* f is invalid from here */
+            }
+            continue;
+        }
+        Type *r = ir_type_with_children(rw->ctx, f->t, (Type *const *)(kids.data + f->base));
+        kids.len = f->base;
+        ptrmap_put(&rw->memo, f->orig, r);
+        if (f->t != f->orig) ptrmap_put(&rw->memo, f->t, r);
+        st.len--;
+        vec_push(&kids, r);
+    }
+    RLY_CHECK(kids.len == 1, "ir_type_rewrite: unbalanced walk");
+    result = kids.data[0];
+out:
+    vec_free(&st);
+    vec_free(&kids);
+    return result;
+}
+
+typedef struct VisitFrame {
+    Type *t;
+    uint32_t next, n;
+} VisitFrame;
+
+void ir_type_visit(Type *root, PtrMap *seen, bool (*pre)(void *st, Type *t),
+                   void (*post)(void *st, Type *t), void *state) {
+    if (ptrmap_has(seen, root)) return;
+    Vec(VisitFrame) st = {0};
+    ptrmap_put(seen, root, root);
+    VisitFrame f0 = {root, 0, pre && !pre(state, root) ? 0 : ir_type_n_children(root)};
+    vec_push(&st, f0);
+    while (st.len) {
+        VisitFrame *f = &vec_last(&st);
+        if (f->next < f->n) {
+            Type *c = ir_type_child(f->t, f->next++);
+            if (ptrmap_has(seen, c)) continue;
+            ptrmap_put(seen, c, c);
+            VisitFrame cf = {c, 0, pre && !pre(state, c) ? 0 : ir_type_n_children(c)};
+            vec_push(&st, cf);
+            continue;
+        }
+        Type *t = f->t;
+        st.len--;
+        if (post) post(state, t);
+    }
+    vec_free(&st);
 }
 
 int64_t ir_dim_sym(Ctx *ctx, const char *name, size_t len) {

@@ -32,6 +32,13 @@ DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_
         k_error(kc, "result rank %u exceeds the limit of %d", ndim, K_MAX_DIMS);
         return NULL;
     }
+    char why[128];
+    if (sup_shape_check(ndim, shape, false, why, sizeof why) != NULL) {
+        char buf[256];
+        DLTensor want = {.ndim = (int32_t)ndim, .shape = (int64_t *)(uintptr_t)shape};
+        k_error(kc, "result %s: %s", k_shape_str(&want, buf, sizeof buf), why);
+        return NULL;
+    }
     DLTensor *t = kc->out[i];
     if (t == NULL) {
         if (kc->alloc(kc, i, dt, ndim, shape) != 0) return NULL;
@@ -51,6 +58,12 @@ DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_
         return NULL;
     }
     return t;
+}
+
+bool k_outs_empty(const KCall *kc) {
+    for (uint32_t i = 0; i < kc->n_out; i++)
+        if (kc->out[i] == NULL || k_numel(kc->out[i]) != 0) return false;
+    return true;
 }
 
 /* ---- attributes ---------------------------------------------------------------------------- */
@@ -171,12 +184,7 @@ DLDataType k_dl_dtype(rly_dtype dt) {
     return d;
 }
 
-int64_t k_shape_numel(uint32_t ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (uint32_t d = 0; d < ndim; d++)
-        n *= shape[d];
-    return n;
-}
+int64_t k_shape_numel(uint32_t ndim, const int64_t *shape) { return sup_shape_numel(ndim, shape); }
 int64_t k_numel(const DLTensor *t) { return k_shape_numel((uint32_t)t->ndim, t->shape); }
 
 bool k_same_shape(const DLTensor *a, const DLTensor *b) {
@@ -318,7 +326,7 @@ void k_strides(uint32_t ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (uint32_t d = ndim; d-- > 0;) {
         strides[d] = s;
-        s *= shape[d];
+        s = sup_dim_mul_sat(s, shape[d]);
     }
 }
 
@@ -333,7 +341,7 @@ void k_bcast_strides(const DLTensor *t, uint32_t ndim, const int64_t *shape, int
         }
         int64_t td = t->shape[d + tn - ndim];
         strides[d] = (td == 1 && shape[d] != 1) ? 0 : s;
-        s *= td;
+        s = sup_dim_mul_sat(s, td);
     }
 }
 

@@ -92,9 +92,15 @@ typedef int (*KernelFn)(KCall *kc);
 int k_error(KCall *kc, const char *fmt, ...) RLY_PRINTF(2, 3);
 
 /* Output i of dtype dt and the given shape: allocated, or the preallocated out[i] after checking
- * that its dtype and shape agree (a mismatch is an error naming both). NULL on failure (error
- * set): the kernel then returns -1. */
+ * that its dtype and shape agree (a mismatch is an error naming both). A shape past the limit
+ * (support.h, "shapes": a dim over 2^62, or nonzero dims whose product is) is an error, so every
+ * tensor a kernel sees obeys it. NULL on failure (error set): the kernel then returns -1. */
 DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape);
+
+/* Every output is obtained and has no elements: the kernel is done. A kernel checks this before
+ * any loop or scratch sized by dims, which may be huge when a tensor is empty (support.h,
+ * "shapes"): its work must be bounded by its rank, not by its dims. */
+bool k_outs_empty(const KCall *kc);
 
 /* Argument a's first (or only) tensor; the j-th field of a tuple argument. */
 static inline const DLTensor *k_arg(const KCall *kc, uint32_t a) {
@@ -122,7 +128,9 @@ DLDataType k_dl_dtype(rly_dtype dt);  /* and back */
 bool k_dl_dtype_known(DLDataType d);  /* one of rly's 13 dtypes with one lane */
 static inline void *k_ptr(const DLTensor *t) { return (char *)t->data + t->byte_offset; }
 int64_t k_numel(const DLTensor *t);
-int64_t k_shape_numel(uint32_t ndim, const int64_t *shape); /* product; 1 for rank 0 */
+/* The product of the dims; 1 for rank 0. Exact for every shape that obeys the limit (support.h,
+ * "shapes": every tensor's shape does); SUP_DIM_OVER for one past it, never an overflow. */
+int64_t k_shape_numel(uint32_t ndim, const int64_t *shape);
 bool k_same_shape(const DLTensor *a, const DLTensor *b);
 /* "(2, 3)" into buf, for messages. */
 const char *k_shape_str(const DLTensor *t, char *buf, size_t cap);
@@ -146,7 +154,8 @@ void k_convert(void *dst, rly_dtype dd, int64_t j, const void *src, rly_dtype sd
 
 /* ---- iteration and broadcasting ------------------------------------------------------------- */
 
-/* Row-major element strides of a shape (strides[ndim-1] = 1). */
+/* Row-major element strides of a shape (strides[ndim-1] = 1). Products saturate as
+ * sup_dim_mul_sat, so a shape past the limit gives unusable strides but no overflow. */
 void k_strides(uint32_t ndim, const int64_t *shape, int64_t *strides);
 /* The strides that read tensor t (rank <= ndim, numpy-broadcastable to shape) in the index
  * space of `shape`: aligned at the right, 0 on broadcast (size-1 or missing) dims. */

@@ -113,17 +113,9 @@ static bool image_layout(RelCall *rc, const TensorType *data, int *h, int *w) {
 
 /* ---- dyn.reshape, dyn.broadcast_to, dyn.tile ---------------------------------------------- */
 
-/* The element count of data when every dim is a constant and the product fits; else -1. */
-static int64_t static_volume(const TensorType *t) {
-    for (uint32_t i = 0; i < t->ndim; i++)
-        if (!dim_known(t->shape[i])) return -1;
-    for (uint32_t i = 0; i < t->ndim; i++)
-        if (t->shape[i] == 0) return 0;
-    int64_t v = 1;
-    for (uint32_t i = 0; i < t->ndim; i++)
-        if (__builtin_mul_overflow(v, t->shape[i], &v)) return -1;
-    return v;
-}
+/* The element count of data when every dim is a constant (op_relate has checked the shape
+ * limit, so it is exact); else -1. */
+static int64_t static_volume(const TensorType *t) { return sup_shape_numel(t->ndim, t->shape); }
 
 static RelResult dyn_reshape_rel(RelCall *rc) {
     REL_TENSOR(data, rc, 0);

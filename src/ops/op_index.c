@@ -48,7 +48,8 @@ static bool shape_attr(RelCall *rc, const char *name, uint32_t *n, const int64_t
     return true;
 }
 
-/* Number of elements of a shape: `?` when a dim is not constant; false on int64 overflow. */
+/* Number of elements of a shape: `?` when a dim is not constant; false past the shape limit
+ * (support.h, "shapes"). */
 static bool shape_size(RelCall *rc, uint32_t n, const int64_t *shape, int64_t *out) {
     int64_t size = 1;
     bool unknown = false;
@@ -62,12 +63,10 @@ static bool shape_size(RelCall *rc, uint32_t n, const int64_t *shape, int64_t *o
             unknown = true;
             continue;
         }
-        if (size > INT64_MAX / d) {
-            rel_error(rc, "the number of elements of %s overflows 64 bits",
-                      rel_shape_str(rc, n, shape));
+        if (!sup_dim_mul(size, d, &size)) {
+            rel_error(rc, "the number of elements of %s is over 2^62", rel_shape_str(rc, n, shape));
             return false;
         }
-        size *= d;
     }
     if (unknown) {
         /* a single non-constant dim times 1 keeps its (symbolic) name */

@@ -33,13 +33,6 @@ static const char *ints_str(RelCall *rc, uint32_t n, const int64_t *v) {
     return s;
 }
 
-/* a * b for constant dims (a, b >= 0); false on overflow. */
-static bool mul_ok(int64_t a, int64_t b, int64_t *out) {
-    if (a != 0 && b > INT64_MAX / a) return false;
-    *out = a * b;
-    return true;
-}
-
 /* dim_mul that refuses to overflow: false (with a message) when the product does not fit. */
 static int64_t ceil_div_pos(int64_t x, int64_t d) { return x <= 0 ? 0 : (x - 1) / d + 1; }
 
@@ -66,8 +59,8 @@ static bool volume_of(RelCall *rc, uint32_t n, const int64_t *s, Volume *v) {
             v->any = true;
         else if (dim_is_sym(s[i]))
             v->sym[v->n_sym++] = s[i];
-        else if (!mul_ok(v->k, s[i], &v->k)) {
-            rel_error(rc, "shape %s has more than 2^63 elements", rel_shape_str(rc, n, s));
+        else if (!sup_dim_mul(v->k, s[i], &v->k)) {
+            rel_error(rc, "shape %s has more than 2^62 elements", rel_shape_str(rc, n, s));
             return false;
         }
     }
@@ -330,7 +323,7 @@ static RelResult reshape_rel(RelCall *rc) {
                 if (!split_other(rc, d0, a, &b)) return REL_ERROR;
             } else {
                 int64_t p;
-                if (!mul_ok(a, b, &p) || (dim_known(d0) && p != d0))
+                if (!sup_dim_mul(a, b, &p) || (dim_known(d0) && p != d0))
                     return rel_error(rc, "-4 cannot split a dimension of size %s into %lld x %lld",
                                      rel_dim_str(rc, d0), (long long)a, (long long)b);
             }
@@ -1143,7 +1136,8 @@ static RelResult matrix_set_diag_rel(RelCall *rc) {
     if ((dim_known(m) && k1 <= -m) || (dim_known(nc) && k2 >= nc))
         return rel_error(rc, "diagonals k1 = %lld to k2 = %lld do not all lie in a %s x %s matrix",
                          (long long)k1, (long long)k2, rel_dim_str(rc, m), rel_dim_str(rc, nc));
-    if (k1 < 0 && k2 > INT64_MAX + k1)
+    int64_t span; /* k2 - k1 + 1 diagonals: within the shape limit */
+    if (__builtin_sub_overflow(k2, k1, &span) || span >= SUP_DIM_MAX)
         return rel_error(rc, "k1 = %lld and k2 = %lld are too far apart", (long long)k1,
                          (long long)k2);
     uint32_t want = k1 == k2 ? r - 1 : r;

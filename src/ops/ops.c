@@ -346,13 +346,57 @@ bool op_bind_attrs(const OpDef *op, const Attrs *attrs, const AttrValue **vals, 
     return true;
 }
 
+/* The first tensor type in a tuple type that breaks the shape limit. */
+typedef struct LimitWalk {
+    char *buf;
+    size_t cap;
+    const char *why; /* NULL until one is found */
+} LimitWalk;
+
+static bool limit_pre(void *st, Type *t) {
+    LimitWalk *w = st;
+    if (w->why != NULL) return false;
+    if (t->kind == TYPE_TENSOR) {
+        TensorType *tt = (TensorType *)t;
+        w->why = sup_shape_check(tt->ndim, tt->shape, true, w->buf, w->cap);
+    }
+    return t->kind == TYPE_TUPLE; /* other types are not looked into */
+}
+
+/* The reason the first tensor type in t (a tensor, or tuples of them; other types are not
+ * looked into) breaks the shape limit (support.h, "shapes"), written into buf; NULL when none
+ * does. A tuple type is a DAG (a field may be shared many times): each node is visited once. */
+static const char *shape_limit_error(Type *t, char *buf, size_t cap) {
+    if (t->kind == TYPE_TENSOR)
+        return sup_shape_check(AS_TENSOR_TYPE(t)->ndim, AS_TENSOR_TYPE(t)->shape, true, buf, cap);
+    if (t->kind != TYPE_TUPLE) return NULL;
+    LimitWalk w = {buf, cap, NULL};
+    PtrMap seen = {0};
+    ir_type_visit(t, &seen, limit_pre, NULL, &w);
+    ptrmap_free(&seen);
+    return w.why;
+}
+
+/* Relations see only argument types within the shape limit, and their results obey it too. */
 RelResult op_relate(Ctx *ctx, const OpDef *op, const AttrValue *const *vals, uint32_t n_args,
                     Type *const *args, Type **out, StrBuf *msg, int *err_arg) {
     RelCall rc = {ctx, op, n_args, args, vals, NULL, msg, -1, REL_OK};
+    char why[128];
+    for (uint32_t i = 0; i < n_args; i++)
+        if (args[i] != NULL && shape_limit_error(args[i], why, sizeof why) != NULL) {
+            *err_arg = (int)i;
+            return rel_error_arg(&rc, (int)i, "argument %u has type %s, but %s", i,
+                                 rel_type_str(&rc, args[i]), why);
+        }
     RelResult r = op->rel(&rc);
     *err_arg = rc.err_arg;
     if (r == REL_OK) {
         RLY_CHECK(rc.out != NULL, "relation of %s returned no type", op->name);
+        if (shape_limit_error(rc.out, why, sizeof why) != NULL) {
+            *err_arg = -1;
+            return rel_error(&rc, "the result would have type %s, but %s",
+                             rel_type_str(&rc, rc.out), why);
+        }
         *out = rc.out;
     }
     return r;
@@ -656,7 +700,8 @@ bool rel_broadcast(RelCall *rc, uint32_t na, const int64_t *a, uint32_t nb, cons
 }
 
 bool rel_dim_add(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b) && a > DIM_LIMIT - b) {
+    int64_t r;
+    if (dim_known(a) && dim_known(b) && !sup_dim_add(a, b, &r)) {
         rel_error(rc, "a result dimension %lld + %lld is too large (over 2^62)", (long long)a,
                   (long long)b);
         return false;
@@ -666,7 +711,8 @@ bool rel_dim_add(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
 }
 
 bool rel_dim_mul(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
-    if (dim_known(a) && dim_known(b) && b != 0 && a > DIM_LIMIT / b) {
+    int64_t r;
+    if (dim_known(a) && dim_known(b) && !sup_dim_mul(a, b, &r)) {
         rel_error(rc, "a result dimension %lld * %lld is too large (over 2^62)", (long long)a,
                   (long long)b);
         return false;

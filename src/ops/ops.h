@@ -157,8 +157,9 @@ bool rel_is_integer(rly_dtype dt); /* signed or unsigned integer (not bool) */
 
 /* Checked dimension arithmetic for results: a constant over DIM_LIMIT is an error ("too
  * large"); `?` and symbolic operands give `?` as dim_add/dim_mul do. False when rc->status is
- * set. */
-#define DIM_LIMIT ((int64_t)1 << 62)
+ * set. DIM_LIMIT is the shape limit of support.h ("shapes"), which op_relate also enforces on
+ * every argument and result type, so a relation never sees a dim over 2^62. */
+#define DIM_LIMIT SUP_DIM_MAX
 bool rel_dim_add(RelCall *rc, int64_t a, int64_t b, int64_t *out);
 bool rel_dim_mul(RelCall *rc, int64_t a, int64_t b, int64_t *out);
 

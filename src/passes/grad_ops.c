@@ -27,16 +27,8 @@ static const GradDef *grad_find(const char *name) {
     return NULL;
 }
 
-/* Whether t holds a floating-point tensor (tuples: any field). */
-static bool holds_float(Type *t) {
-    if (t == NULL) return false;
-    if (t->kind == TYPE_TENSOR) return sup_dtype_is_float(AS_TENSOR_TYPE(t)->dtype);
-    if (t->kind == TYPE_TUPLE) {
-        for (uint32_t i = 0; i < AS_TUPLE_TYPE(t)->n; i++)
-            if (holds_float(AS_TUPLE_TYPE(t)->fields[i])) return true;
-    }
-    return false;
-}
+/* Whether t holds a floating-point tensor (tuples: any field, at any depth). */
+static bool holds_float(Type *t) { return t != NULL && (t->flags & TYPE_HAS_FLOAT); }
 
 static bool grad_dispatch(const GradCall *g, Expr **d, StrBuf *msg) {
     for (uint32_t i = 0; i < g->n_args; i++)

@@ -21,7 +21,17 @@
  * without closures or references.
  *
  * Both walk dataflow with explicit stacks (programs imported from ONNX are 10^5 nodes deep);
- * only nested scopes (function bodies, if and match branches) recurse. */
+ * only nested scopes (function bodies, if and match branches) recurse.
+ *
+ * Types are DAGs: `let %a2 = (%a1, %a1)` doubles the tree size of a type with one node, so
+ * nothing here walks a type as a tree. Types are lifted with the type rewriter (each node once,
+ * memoized for the whole pass); code that follows a value's type (lower, lift, read adjoints,
+ * zeros, ones, add, accumulate) is inlined for types of at most GRAD_INLINE_SIZE nodes as trees
+ * and otherwise calls a helper global per (operation, type), built once, whose fields call the
+ * helpers of their own types, so the code is linear in the type's DAG. Parameter annotations of
+ * generated functions are left out past GRAD_ANNOT_SIZE (inference finds them from the calls),
+ * so printing the result stays linear too. */
+#include <stdio.h>
 #include <string.h>
 
 #include "passes/grad.h"
@@ -39,9 +49,31 @@ typedef struct Block {
     struct Block *parent;
 } Block;
 
+/* Code following a type: inlined up to this many nodes (as a tree), else a helper's call. */
+#define GRAD_INLINE_SIZE 64
+/* Annotations on generated parameters are left out for types larger than this (as trees). */
+#define GRAD_ANNOT_SIZE 512
+
+/* The helper globals: per operation, a function of one value (two for ADD and ACCUM). */
+typedef enum Helper {
+    H_LOWER,    /* lifted value -> its forward part */
+    H_LIFT,     /* value -> lifted with zero adjoints */
+    H_READ_ADJ, /* lifted value -> the adjoints its references hold */
+    H_ZEROS,    /* value -> zeros like it */
+    H_ONES,     /* value -> ones like it (zeros for integer tensors: they get no adjoint) */
+    H_ADD,      /* two adjoints -> their sum (integer fields: the first) */
+    H_ACCUM,    /* lifted value, adjoint -> () after adding the adjoint into its references */
+    H_COUNT
+} Helper;
+
 typedef struct AD {
     Module *m;
     Ctx *ctx;
+    TypeRewriter lift_rw;    /* lift_type, memoized for the whole pass */
+    Span lift_span;          /* where to report a type that cannot be lifted */
+    PtrMap helpers[H_COUNT]; /* Type -> GlobalVar of its helper */
+    uint32_t n_helpers;
+    Span helper_span;
     Block *blk;
     Var *bp;             /* the backpropagator of the function being transformed */
     PtrMap vars;         /* original Var -> atom */
@@ -79,25 +111,16 @@ static bool is_float_tensor(Type *t) {
 }
 
 /* Does a value of type t (tensors and tuples of them) hold a floating-point tensor? */
-static bool has_float(Type *t) {
-    if (t->kind == TYPE_TENSOR) return is_float_tensor(t);
-    if (t->kind == TYPE_TUPLE) {
-        TupleType *tt = AS_TUPLE_TYPE(t);
-        for (uint32_t i = 0; i < tt->n; i++)
-            if (has_float(tt->fields[i])) return true;
-    }
-    return false;
-}
+static bool has_float(Type *t) { return (t->flags & TYPE_HAS_FLOAT) != 0; }
 
 /* Is t made of tensors and tuples only? */
-static bool is_data_type(Type *t) {
-    if (t->kind == TYPE_TENSOR) return true;
-    if (t->kind != TYPE_TUPLE) return false;
-    TupleType *tt = AS_TUPLE_TYPE(t);
-    for (uint32_t i = 0; i < tt->n; i++)
-        if (!is_data_type(tt->fields[i])) return false;
-    return true;
-}
+static bool is_data_type(Type *t) { return (t->flags & TYPE_IS_DATA) != 0; }
+
+/* Is code following t (a data type) a helper's call rather than inlined? */
+static bool big(Type *t) { return t->kind == TYPE_TUPLE && t->size > GRAD_INLINE_SIZE; }
+
+/* t as a generated parameter's annotation: NULL (inferred from the calls) when large. */
+static Type *annot(Type *t) { return t && t->size <= GRAD_ANNOT_SIZE ? t : NULL; }
 
 static Expr *op_call(AD *ad, const char *op, uint32_t n, Expr *const *args, Span sp) {
     return ir_call_new(ad->ctx, ir_op_get(ad->ctx, op, strlen(op)), n, args, NULL, 0, NULL, sp);
@@ -165,92 +188,117 @@ static void record_missing(AD *ad, const Call *c, const char *name) {
 
 /* ==== higher-order mode ======================================================================= */
 
-static bool adt_liftable(AD *ad, TypeData *td);
+/* What the fields of an ADT's constructors mention: a tensor type (anywhere), and the ADTs
+ * they name (as a TypeCall's callee or bare). */
+typedef struct AdtScan {
+    bool tensor;
+    PtrVec named; /* TypeData */
+} AdtScan;
 
-/* Does t mention a tensor type outside type arguments of liftable ADTs? (For ADT fields.) */
-static bool mentions_tensor(AD *ad, Type *t) {
-    switch ((TypeKind)t->kind) {
-    case TYPE_TENSOR: return true;
-    case TYPE_TUPLE: {
-        TupleType *tt = AS_TUPLE_TYPE(t);
-        for (uint32_t i = 0; i < tt->n; i++)
-            if (mentions_tensor(ad, tt->fields[i])) return true;
-        return false;
-    }
-    case TYPE_FUNC: {
-        FuncType *ft = AS_FUNC_TYPE(t);
-        for (uint32_t i = 0; i < ft->n_params; i++)
-            if (mentions_tensor(ad, ft->params[i])) return true;
-        return mentions_tensor(ad, ft->ret);
-    }
-    case TYPE_REF: return mentions_tensor(ad, AS_REF_TYPE(t)->value);
-    case TYPE_CALL: {
-        TypeCall *tc = AS_TYPE_CALL(t);
-        for (uint32_t i = 0; i < tc->n_args; i++)
-            if (mentions_tensor(ad, tc->args[i])) return true;
-        if (tc->func->kind == TYPE_GLOBAL_VAR && AS_GLOBAL_TYPE_VAR(tc->func)->def)
-            return !adt_liftable(ad, AS_GLOBAL_TYPE_VAR(tc->func)->def);
-        return false;
-    }
-    case TYPE_GLOBAL_VAR:
-        return AS_GLOBAL_TYPE_VAR(t)->def && !adt_liftable(ad, AS_GLOBAL_TYPE_VAR(t)->def);
-    default: return false;
-    }
+static bool adt_scan_pre(void *st, Type *t) {
+    AdtScan *a = st;
+    if (t->kind == TYPE_TENSOR) a->tensor = true;
+    if (t->kind == TYPE_GLOBAL_VAR && AS_GLOBAL_TYPE_VAR(t)->def)
+        vec_push(&a->named, AS_GLOBAL_TYPE_VAR(t)->def);
+    return true;
 }
 
-/* An ADT lifts through its type arguments when its constructors' fields hold tensors only via
- * its type parameters (List[A], Tree[A], Option[A]). */
+/* An ADT lifts through its type arguments when its constructors' fields hold no tensor type
+ * and name only ADTs that lift (List[A], Tree[A], Option[A]; recursion through itself is fine).
+ * Decided for every ADT reachable from td at once, without recursion: an ADT does not lift when
+ * one of its fields holds a tensor or it names one that does not lift. */
 static bool adt_liftable(AD *ad, TypeData *td) {
-    void *s = ptrmap_get(&ad->adt_ok, td);
-    if (s) return s == (void *)1;
-    ptrmap_put(&ad->adt_ok, td, (void *)1); /* recursive mentions assume yes */
-    bool ok = true;
-    for (uint32_t k = 0; k < td->n_ctors && ok; k++)
-        for (uint32_t j = 0; j < td->ctors[k]->n_inputs && ok; j++)
-            if (mentions_tensor(ad, td->ctors[k]->inputs[j])) ok = false;
-    ptrmap_put(&ad->adt_ok, td, ok ? (void *)1 : (void *)2);
+    void *known = ptrmap_get(&ad->adt_ok, td);
+    if (known) return known == (void *)1;
+    PtrVec order = {0};                 /* the ADTs not decided yet, reachable from td */
+    PtrMap index = {0};                 /* TypeData -> 1 + its position in order */
+    Vec(uint32_t) from = {0}, to = {0}; /* order[from[k]] names order[to[k]] */
+    Vec(uint8_t) bad = {0};
+    vec_push(&order, td);
+    vec_push(&bad, 0);
+    ptrmap_put(&index, td, (void *)1);
+    PtrMap seen = {0}; /* type nodes scanned */
+    for (size_t i = 0; i < order.len; i++) {
+        TypeData *x = order.data[i];
+        AdtScan sc = {0};
+        for (uint32_t k = 0; k < x->n_ctors; k++)
+            for (uint32_t j = 0; j < x->ctors[k]->n_inputs; j++) {
+                sc.tensor = false;
+                ir_type_visit(x->ctors[k]->inputs[j], &seen, adt_scan_pre, NULL, &sc);
+                if (sc.tensor) bad.data[i] = 1;
+            }
+        ptrmap_free(&seen); /* per ADT: a part shared with another ADT counts for each */
+        for (size_t k = 0; k < sc.named.len; k++) {
+            TypeData *y = sc.named.data[k];
+            void *ky = ptrmap_get(&ad->adt_ok, y);
+            if (ky) {
+                if (ky != (void *)1) bad.data[i] = 1;
+                continue;
+            }
+            uintptr_t iy = (uintptr_t)ptrmap_get(&index, y);
+            if (iy == 0) {
+                vec_push(&order, y);
+                vec_push(&bad, 0);
+                iy = order.len;
+                ptrmap_put(&index, y, (void *)iy);
+            }
+            vec_push(&from, (uint32_t)i);
+            vec_push(&to, (uint32_t)(iy - 1));
+        }
+        vec_free(&sc.named);
+    }
+    /* not lifting spreads backwards along "names" */
+    Vec(uint32_t) work = {0};
+    for (size_t i = 0; i < order.len; i++)
+        if (bad.data[i]) vec_push(&work, (uint32_t)i);
+    /* reverse adjacency: for each ADT the edges into it */
+    uint32_t *head = sup_calloc(order.len + 1, sizeof *head), *next = NULL;
+    next = sup_calloc(from.len + 1, sizeof *next);
+    for (size_t k = 0; k < from.len; k++) {
+        next[k] = head[to.data[k]];
+        head[to.data[k]] = (uint32_t)k + 1;
+    }
+    while (work.len) {
+        uint32_t y = vec_pop(&work);
+        for (uint32_t e = head[y]; e; e = next[e - 1]) {
+            uint32_t x = from.data[e - 1];
+            if (!bad.data[x]) {
+                bad.data[x] = 1;
+                vec_push(&work, x);
+            }
+        }
+    }
+    for (size_t i = 0; i < order.len; i++)
+        ptrmap_put(&ad->adt_ok, order.data[i], bad.data[i] ? (void *)2 : (void *)1);
+    bool ok = !bad.data[0];
+    free(head);
+    free(next);
+    vec_free(&work);
+    vec_free(&order);
+    ptrmap_free(&index);
+    vec_free(&from);
+    vec_free(&to);
+    vec_free(&bad);
     return ok;
 }
 
-/* The lifted type: tensors become (tensor, ref(adjoint)). NULL after reporting at sp. */
-static Type *lift_type(AD *ad, Type *t, Span sp) {
-    Ctx *ctx = ad->ctx;
+static Type *lift_pre(TypeRewriter *rw, Type *t, bool *stop) {
+    AD *ad = rw->state;
+    Span sp = ad->lift_span;
     switch ((TypeKind)t->kind) {
     case TYPE_TENSOR: {
-        Type *f[2] = {t, ir_type_ref(ctx, t)};
-        return ir_type_tuple(ctx, 2, f);
+        Type *f[2] = {t, ir_type_ref(ad->ctx, t)};
+        *stop = true;
+        return ir_type_tuple(ad->ctx, 2, f);
     }
-    case TYPE_TUPLE: {
-        TupleType *tt = AS_TUPLE_TYPE(t);
-        Type **f = sup_calloc(tt->n + 1, sizeof *f);
-        Type *r = NULL;
-        uint32_t i = 0;
-        for (; i < tt->n; i++)
-            if ((f[i] = lift_type(ad, tt->fields[i], sp)) == NULL) break;
-        if (i == tt->n) r = ir_type_tuple(ctx, tt->n, f);
-        free(f);
-        return r;
-    }
-    case TYPE_FUNC: {
-        FuncType *ft = AS_FUNC_TYPE(t);
-        if (ft->n_constraints) {
+    case TYPE_TUPLE:
+    case TYPE_REF: return t;
+    case TYPE_FUNC:
+        if (AS_FUNC_TYPE(t)->n_constraints) {
             fail(ad, sp, "cannot differentiate through a function type with type relations");
             return NULL;
         }
-        Type **p = sup_calloc(ft->n_params + 1, sizeof *p);
-        Type *r = NULL, *ret = lift_type(ad, ft->ret, sp);
-        uint32_t i = 0;
-        for (; ret && i < ft->n_params; i++)
-            if ((p[i] = lift_type(ad, ft->params[i], sp)) == NULL) break;
-        if (ret && i == ft->n_params)
-            r = ir_type_func(ctx, ft->n_params, p, ret, ft->n_tparams, ft->tparams, 0, NULL);
-        free(p);
-        return r;
-    }
-    case TYPE_REF: {
-        Type *v = lift_type(ad, AS_REF_TYPE(t)->value, sp);
-        return v ? ir_type_ref(ctx, v) : NULL;
-    }
+        return t;
     case TYPE_CALL: {
         TypeCall *tc = AS_TYPE_CALL(t);
         if (tc->func->kind == TYPE_GLOBAL_VAR && AS_GLOBAL_TYPE_VAR(tc->func)->def &&
@@ -261,14 +309,7 @@ static Type *lift_type(AD *ad, Type *t, Span sp) {
                  AS_GLOBAL_TYPE_VAR(tc->func)->name);
             return NULL;
         }
-        Type **a = sup_calloc(tc->n_args + 1, sizeof *a);
-        Type *r = NULL;
-        uint32_t i = 0;
-        for (; i < tc->n_args; i++)
-            if ((a[i] = lift_type(ad, tc->args[i], sp)) == NULL) break;
-        if (i == tc->n_args) r = ir_type_call(ctx, tc->func, tc->n_args, a);
-        free(a);
-        return r;
+        return t; /* the callee (checked here) and the arguments are lifted */
     }
     case TYPE_GLOBAL_VAR:
         if (AS_GLOBAL_TYPE_VAR(t)->def && !adt_liftable(ad, AS_GLOBAL_TYPE_VAR(t)->def)) {
@@ -276,66 +317,175 @@ static Type *lift_type(AD *ad, Type *t, Span sp) {
                  AS_GLOBAL_TYPE_VAR(t)->name);
             return NULL;
         }
+        *stop = true;
         return t;
-    case TYPE_VAR: return t;
+    case TYPE_VAR: *stop = true; return t;
     default: fail(ad, sp, "cannot differentiate: a value's type is not fully known"); return NULL;
     }
 }
 
-/* The value built from x (of data type t) by applying leaf to each tensor, tuples rebuilt
- * field by field. */
-typedef Expr *(*LeafFn)(AD *ad, Expr *x, Span sp);
-static Expr *map_data(AD *ad, Expr *x, Type *t, Span sp, LeafFn leaf) {
-    if (t->kind == TYPE_TENSOR) return leaf(ad, x, sp);
+/* The lifted type: tensors become (tensor, ref(adjoint)), structurally through tuples,
+ * functions, references and ADT arguments. NULL after reporting at sp. */
+static Type *lift_type(AD *ad, Type *t, Span sp) {
+    ad->lift_span = sp;
+    return ir_type_rewrite(&ad->lift_rw, t);
+}
+
+/* What a helper (or its inlined code) does to one tensor x of type t (y: the second operand of
+ * H_ADD, the adjoint of H_ACCUM). */
+static Expr *leaf(AD *ad, Helper k, Expr *x, Expr *y, Type *t, Span sp) {
+    switch (k) {
+    case H_LOWER: return get(ad, x, 0, sp);
+    case H_LIFT: {
+        Expr *f[2] = {x, ir_ref_create_new(ad->ctx, op1(ad, "zeros_like", x, sp), sp)};
+        return ir_tuple_new(ad->ctx, 2, f, sp);
+    }
+    case H_READ_ADJ: return ir_ref_read_new(ad->ctx, get(ad, x, 1, sp), sp);
+    case H_ZEROS: return op1(ad, "zeros_like", x, sp);
+    case H_ONES: return op1(ad, is_float_tensor(t) ? "ones_like" : "zeros_like", x, sp);
+    case H_ADD: return is_float_tensor(t) ? op2(ad, "add", x, y, sp) : x;
+    case H_ACCUM: {
+        Expr *r = get(ad, x, 1, sp);
+        Expr *sum = op2(ad, "add", ir_ref_read_new(ad->ctx, r, sp), y, sp);
+        return ir_ref_write_new(ad->ctx, get(ad, x, 1, sp), sum, sp);
+    }
+    case H_COUNT: break;
+    }
+    RLY_UNREACHABLE();
+}
+
+static GlobalVar *helper(AD *ad, Helper k, Type *t);
+
+/* The value built from x (and y, for H_ADD) of data type t by applying leaf to each tensor,
+ * tuples rebuilt field by field: inlined for a small type (the recursion is bounded by
+ * GRAD_INLINE_SIZE), a helper's call for a big one. */
+static Expr *map_data(AD *ad, Expr *x, Expr *y, Type *t, Span sp, Helper k) {
+    if (t->kind == TYPE_TENSOR) return leaf(ad, k, x, y, t, sp);
+    if (big(t)) {
+        Expr *a[2] = {x, y};
+        return ir_call_new(ad->ctx, &helper(ad, k, t)->base, y ? 2 : 1, a, NULL, 0, NULL, sp);
+    }
     TupleType *tt = AS_TUPLE_TYPE(t);
     Expr **f = sup_calloc(tt->n + 1, sizeof *f);
     for (uint32_t i = 0; i < tt->n; i++)
-        f[i] = map_data(ad, get(ad, x, i, sp), tt->fields[i], sp, leaf);
+        f[i] = map_data(ad, get(ad, x, i, sp), y ? get(ad, y, i, sp) : NULL, tt->fields[i], sp, k);
     Expr *r = ir_tuple_new(ad->ctx, tt->n, f, sp);
     free(f);
     return r;
 }
 
-static Expr *leaf_lower(AD *ad, Expr *l, Span sp) { return get(ad, l, 0, sp); }
-static Expr *leaf_lift(AD *ad, Expr *x, Span sp) {
-    Expr *f[2] = {x, ir_ref_create_new(ad->ctx, op1(ad, "zeros_like", x, sp), sp)};
-    return ir_tuple_new(ad->ctx, 2, f, sp);
-}
-static Expr *leaf_read_adj(AD *ad, Expr *l, Span sp) {
-    return ir_ref_read_new(ad->ctx, get(ad, l, 1, sp), sp);
-}
-static Expr *leaf_zeros(AD *ad, Expr *x, Span sp) { return op1(ad, "zeros_like", x, sp); }
-static Expr *leaf_ones(AD *ad, Expr *x, Span sp) { return op1(ad, "ones_like", x, sp); }
-
 /* The forward part of a lifted value; a value lifted with zero adjoints; the adjoint a lifted
- * value holds; zeros and ones shaped like a value. */
-static Expr *lower(AD *ad, Expr *l, Type *t, Span sp) { return map_data(ad, l, t, sp, leaf_lower); }
+ * value holds; zeros and ones shaped like a value; the sum of two adjoints. */
+static Expr *lower(AD *ad, Expr *l, Type *t, Span sp) {
+    return map_data(ad, l, NULL, t, sp, H_LOWER);
+}
 static Expr *lift_value(AD *ad, Expr *x, Type *t, Span sp) {
-    return map_data(ad, x, t, sp, leaf_lift);
+    return map_data(ad, x, NULL, t, sp, H_LIFT);
 }
 static Expr *read_adj(AD *ad, Expr *l, Type *t, Span sp) {
-    return map_data(ad, l, t, sp, leaf_read_adj);
+    return map_data(ad, l, NULL, t, sp, H_READ_ADJ);
 }
 static Expr *zeros_of(AD *ad, Expr *x, Type *t, Span sp) {
-    return map_data(ad, x, t, sp, leaf_zeros);
+    return map_data(ad, x, NULL, t, sp, H_ZEROS);
 }
 static Expr *ones_of(AD *ad, Expr *x, Type *t, Span sp) {
-    return map_data(ad, x, t, sp, leaf_ones);
+    return map_data(ad, x, NULL, t, sp, H_ONES);
+}
+static Expr *add_adj(AD *ad, Expr *a, Expr *b, Type *t, Span sp) {
+    return map_data(ad, a, b, t, sp, H_ADD);
 }
 
 /* Add the adjoint atom d (data type t) into the references of lifted value l. */
 static void accumulate(AD *ad, Expr *l, Type *t, Expr *d, Span sp) {
+    if (!has_float(t)) return; /* integer tensors have no adjoint */
     if (t->kind == TYPE_TENSOR) {
-        if (!is_float_tensor(t)) return;
-        Expr *r = get(ad, l, 1, sp);
-        Expr *sum = op2(ad, "add", ir_ref_read_new(ad->ctx, r, sp), d, sp);
-        emit(ad, "_", ir_ref_write_new(ad->ctx, get(ad, l, 1, sp), sum, sp));
+        emit(ad, "_", leaf(ad, H_ACCUM, l, d, t, sp));
+        return;
+    }
+    if (big(t)) {
+        Expr *a[2] = {l, d};
+        emit(ad, "_", ir_call_new(ad->ctx, &helper(ad, H_ACCUM, t)->base, 2, a, NULL, 0, NULL, sp));
         return;
     }
     TupleType *tt = AS_TUPLE_TYPE(t);
     for (uint32_t i = 0; i < tt->n; i++)
         if (has_float(tt->fields[i]))
             accumulate(ad, get(ad, l, i, sp), tt->fields[i], emit(ad, "d", get(ad, d, i, sp)), sp);
+}
+
+static GlobalVar *fresh_global(AD *ad, const char *base, const char *suffix, Span sp);
+
+/* Define the helper of operation k for the big tuple type t, whose big fields' helpers exist:
+ * fn(%v[, %w]) { (field code...) } (H_ACCUM: the fields' accumulations, then ()). Parameters
+ * are not annotated: t is big, and each helper's calls give its types. */
+static void build_helper(AD *ad, Helper k, Type *t) {
+    static const char *const names[H_COUNT] = {"grad_lower", "grad_lift", "grad_read_adj",
+                                               "grad_zeros", "grad_ones", "grad_add",
+                                               "grad_acc"};
+    Ctx *ctx = ad->ctx;
+    Span sp = ad->helper_span;
+    TupleType *tt = AS_TUPLE_TYPE(t);
+    char base[32];
+    snprintf(base, sizeof base, "%s%u", names[k], ++ad->n_helpers);
+    GlobalVar *g = fresh_global(ad, base, "", sp);
+    ptrmap_put(&ad->helpers[k], t, g);
+    bool two = k == H_ADD || k == H_ACCUM;
+    Var *ps[2] = {ir_var_new(ctx, "v", NULL, sp), two ? ir_var_new(ctx, "w", NULL, sp) : NULL};
+    Expr *v = &ps[0]->base, *w = two ? &ps[1]->base : NULL;
+    Block *saved = ad->blk;
+    ad->blk = NULL; /* a global: nothing of the function being transformed is in scope */
+    Block b;
+    push_block(ad, &b);
+    Expr *body;
+    if (k == H_ACCUM) {
+        for (uint32_t i = 0; i < tt->n; i++)
+            if (has_float(tt->fields[i]))
+                accumulate(ad, get(ad, v, i, sp), tt->fields[i], emit(ad, "d", get(ad, w, i, sp)),
+                           sp);
+        body = ir_tuple_new(ctx, 0, NULL, sp);
+    } else {
+        Expr **f = sup_calloc(tt->n + 1, sizeof *f);
+        for (uint32_t i = 0; i < tt->n; i++)
+            f[i] =
+                map_data(ad, get(ad, v, i, sp), w ? get(ad, w, i, sp) : NULL, tt->fields[i], sp, k);
+        body = ir_tuple_new(ctx, tt->n, f, sp);
+        free(f);
+    }
+    body = pop_block(ad, body, sp);
+    ad->blk = saved;
+    Expr *fn = ir_function_new(ctx, two ? 2 : 1, ps, body, NULL, 0, NULL, NULL, sp);
+    ir_module_define(ad->m, g, AS_FUNCTION(fn), sp);
+}
+
+typedef struct HelperWalk {
+    AD *ad;
+    Helper k;
+} HelperWalk;
+
+/* The types whose helper of operation k the helper of a type calls: only big tuples have
+ * helpers, and only big types hold big tuples (a part is smaller); an accumulation skips parts
+ * without floating-point tensors (a helper nobody calls would have parameters without types). */
+static bool helper_pre(void *st, Type *t) {
+    HelperWalk *w = st;
+    return big(t) && !ptrmap_has(&w->ad->helpers[w->k], t) && (w->k != H_ACCUM || has_float(t));
+}
+static void helper_post(void *st, Type *t) {
+    HelperWalk *w = st;
+    if (helper_pre(st, t)) build_helper(w->ad, w->k, t);
+}
+
+/* The helper of operation k for big tuple type t, built (with those of its parts, children
+ * first, without recursion) on first use. */
+static GlobalVar *helper(AD *ad, Helper k, Type *t) {
+    GlobalVar *g = ptrmap_get(&ad->helpers[k], t);
+    if (g) return g;
+    HelperWalk w = {ad, k};
+    PtrMap seen = {0};
+    ir_type_visit(t, &seen, helper_pre, helper_post, &w);
+    ptrmap_free(&seen);
+    g = ptrmap_get(&ad->helpers[k], t);
+    RLY_CHECK(g != NULL, "gradient: no helper built");
+    return g;
 }
 
 static Expr *ho_scope(AD *ad, Expr *e);
@@ -419,7 +569,7 @@ static Expr *ho_global_value(AD *ad, GlobalVar *gv, Span sp) {
     for (; i < n; i++) {
         Type *t = lift_type(ad, type_of(&gf->params[i]->base), sp);
         if (t == NULL) break;
-        ps[i] = ir_var_new(ad->ctx, gf->params[i]->name, t, sp);
+        ps[i] = ir_var_new(ad->ctx, gf->params[i]->name, annot(t), sp);
         args[i] = &ps[i]->base;
     }
     if (i == n) {
@@ -601,7 +751,7 @@ static Expr *ho_walk(AD *ad, Expr *root) {
                 if (l->value->kind == EXPR_FUNCTION) {
                     Type *t = lift_type(ad, type_of(&l->var->base), l->var->base.span);
                     if (t == NULL) break;
-                    Var *nv = ir_var_new(ad->ctx, l->var->name, t, l->var->base.span);
+                    Var *nv = ir_var_new(ad->ctx, l->var->name, annot(t), l->var->base.span);
                     ptrmap_put(&ad->vars, l->var, nv);
                     Expr *fn = ho_function(ad, AS_FUNCTION(l->value));
                     if (fn == NULL) break;
@@ -659,7 +809,7 @@ static Expr *ho_function(AD *ad, Function *f) {
         Var *p = f->params[i];
         Type *t = lift_type(ad, type_of(&p->base), p->base.span);
         if (t == NULL) break;
-        ps[i] = ir_var_new(ad->ctx, p->name, t, p->base.span);
+        ps[i] = ir_var_new(ad->ctx, p->name, annot(t), p->base.span);
         ptrmap_put(&ad->vars, p, ps[i]);
     }
     if (i == f->n_params) {
@@ -717,13 +867,13 @@ static void ho_build_global(AD *ad, GlobalVar *gv) {
         Var *p = f->params[i];
         Type *t = lift_type(ad, type_of(&p->base), p->base.span);
         if (t == NULL) break;
-        ps[i] = ir_var_new(ad->ctx, p->name, t, p->base.span);
+        ps[i] = ir_var_new(ad->ctx, p->name, annot(t), p->base.span);
         ptrmap_put(&ad->vars, p, ps[i]);
     }
     if (i == f->n_params) {
         ps[i] = ad->bp;
         Expr *body = ho_scope(ad, f->body);
-        Type *ret = f->ret_type ? lift_type(ad, f->ret_type, sp) : NULL;
+        Type *ret = f->ret_type ? annot(lift_type(ad, f->ret_type, sp)) : NULL;
         if (!ad->failed) {
             Expr *fn = ir_function_new(ad->ctx, f->n_params + 1, ps, body, ret, f->n_tparams,
                                        f->tparams, NULL, sp);
@@ -763,8 +913,13 @@ static Function *ho_driver(AD *ad, GlobalVar *entry, Function *f) {
     Expr *r = emit(ad, "r", ir_call_new(ctx, &g->base, n + 1, xl, NULL, 0, NULL, sp));
     /* seed: the adjoint of every float result tensor gets ones */
     PtrVec leaves = {0}, ltypes = {0};
-    vec_push(&leaves, r);
-    vec_push(&ltypes, rt);
+    if (big(rt)) { /* by helpers: walking rt as a tree could take exponential time */
+        Expr *one = emit(ad, "one", ones_of(ad, emit(ad, "rv", lower(ad, r, rt, sp)), rt, sp));
+        accumulate(ad, r, rt, one, sp);
+    } else {
+        vec_push(&leaves, r);
+        vec_push(&ltypes, rt);
+    }
     while (leaves.len) {
         Expr *l = vec_pop(&leaves);
         Type *t = vec_pop(&ltypes);
@@ -859,6 +1014,11 @@ static void adj_add(FO *fo, Adj *a, Type *t, Expr *d, Span sp) {
         a->sum = a->sum ? emit(ad, "acc", op2(ad, "add", a->sum, d, sp)) : d;
         return;
     }
+    if (big(t)) { /* the whole value: per field, as below, would follow t as a tree */
+        d = emit(ad, "d", d);
+        a->sum = a->sum ? emit(ad, "acc", add_adj(ad, a->sum, d, t, sp)) : d;
+        return;
+    }
     TupleType *tt = AS_TUPLE_TYPE(t);
     adj_fields(fo, a, tt);
     if (d->kind != EXPR_TUPLE) d = emit(ad, "d", d);
@@ -866,12 +1026,14 @@ static void adj_add(FO *fo, Adj *a, Type *t, Expr *d, Span sp) {
         if (has_float(tt->fields[i])) adj_add(fo, a->f[i], tt->fields[i], get(ad, d, i, sp), sp);
 }
 
-/* The accumulated adjoint of primal x (type t); NULL when nothing flowed into it. */
+/* The accumulated adjoint of primal x (type t); NULL when nothing flowed into it. A big tuple's
+ * Adj has whole-value contributions (sum) and, from projections, per-field ones (f; each field
+ * Adj is only ever added to, so this does not nest further than a small type's fields). */
 static Expr *adj_value(FO *fo, Adj *a, Expr *x, Type *t, Span sp) {
     AD *ad = fo->ad;
     if (a == NULL) return NULL;
     if (t->kind == TYPE_TENSOR) return a->sum;
-    if (a->f == NULL) return NULL;
+    if (a->f == NULL) return big(t) ? a->sum : NULL;
     TupleType *tt = AS_TUPLE_TYPE(t);
     Expr **f = sup_calloc(tt->n + 1, sizeof *f);
     bool any = false;
@@ -886,6 +1048,7 @@ static Expr *adj_value(FO *fo, Adj *a, Expr *x, Type *t, Span sp) {
         r = ir_tuple_new(ad->ctx, tt->n, f, sp);
     }
     free(f);
+    if (big(t) && a->sum) r = r ? add_adj(ad, a->sum, emit(ad, "d", r), t, sp) : a->sum;
     return r;
 }
 
@@ -1165,6 +1328,8 @@ bool pass_gradient(Module *m, const char *entry, GradMode mode, const char *out_
     ad.m = m;
     ad.out_name = out_name;
     ad.ctx = ctx;
+    ad.lift_rw = (TypeRewriter){ctx, lift_pre, {0}, &ad};
+    ad.helper_span = f->base.span;
     ad.unit = ir_type_tuple(ctx, 0, NULL);
     Function *g = NULL;
     if (mode == GRAD_FIRST) {
@@ -1185,6 +1350,9 @@ bool pass_gradient(Module *m, const char *entry, GradMode mode, const char *out_
     }
     ptrmap_free(&ad.vars);
     ptrmap_free(&ad.globals);
+    ptrmap_free(&ad.lift_rw.memo);
+    for (int k = 0; k < H_COUNT; k++)
+        ptrmap_free(&ad.helpers[k]);
     ptrmap_free(&ad.adt_ok);
     vec_free(&ad.pending);
     strmap_free(&ad.missing);

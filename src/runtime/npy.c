@@ -5,10 +5,15 @@
  * transpose, bool normalization), and the zip container (central directory first, ZIP64
  * records, stored and raw-deflate members through zlib). Every offset read from a file is
  * checked against the buffer before use; all arithmetic on sizes is overflow-checked. */
+#define _DEFAULT_SOURCE /* madvise */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "runtime/npy.h"
@@ -239,8 +244,9 @@ static bool hp_dim(HParser *hp, int64_t *out) {
     int64_t v = 0;
     while (hp->p < hp->end && *hp->p >= '0' && *hp->p <= '9') {
         int d = *hp->p++ - '0';
-        if (v > (INT64_MAX - d) / 10)
-            return fail(hp->err, hp->errlen, "bad .npy header: dimension too large in 'shape'");
+        if (v > (SUP_DIM_MAX - d) / 10) /* the shape limit (support.h, "shapes") */
+            return fail(hp->err, hp->errlen,
+                        "bad .npy header: a dimension in 'shape' is too large (over 2^62)");
         v = v * 10 + d;
     }
     if (hp->p < hp->end && (*hp->p == 'L' || *hp->p == 'l')) hp->p++; /* Python 2 long */
@@ -321,22 +327,13 @@ static bool parse_header(const char *text, size_t n, Header *h, char *err, size_
  * arrays
  * ====================================================================================== */
 
-/* Elements and bytes of a shape, overflow-checked against int64 and size_t. */
+/* Elements and bytes of a shape: the shape limit (support.h, "shapes"), then size_t. */
 static bool shape_size(rly_dtype dt, uint32_t ndim, const int64_t *shape, size_t *count,
                        size_t *nbytes, char *err, size_t errlen) {
-    uint64_t c = 1;
-    bool zero = false;
-    for (uint32_t i = 0; i < ndim; i++) {
-        if (shape[i] < 0) return fail(err, errlen, "negative dimension %lld", (long long)shape[i]);
-        if (shape[i] == 0) zero = true;
-    }
-    for (uint32_t i = 0; i < ndim && !zero; i++) {
-        uint64_t d = (uint64_t)shape[i];
-        if (c > (uint64_t)INT64_MAX / d)
-            return fail(err, errlen, "array size overflows (shape product too large)");
-        c *= d;
-    }
-    if (zero) c = 0;
+    char why[128];
+    if (sup_shape_check(ndim, shape, false, why, sizeof why) != NULL)
+        return fail(err, errlen, "array shape: %s", why);
+    uint64_t c = (uint64_t)sup_shape_numel(ndim, shape);
     uint64_t sz = sup_dtype_size(dt);
     if (c > (uint64_t)SIZE_MAX / sz) return fail(err, errlen, "array size overflows size_t");
     *count = (size_t)c;
@@ -415,11 +412,23 @@ static void fortran_to_c(uint8_t *dst, const uint8_t *src, uint32_t ndim, const 
     }
 }
 
-#define NPY_MAGIC "\x93NUMPY"
+static bool load_all(NpzReader *r, Npz *z, char *err, size_t errlen);
 
-bool rt_npy_decode(const void *buf, size_t len, NpyArray *out, char *err, size_t errlen) {
-    const uint8_t *b = buf;
-    memset(out, 0, sizeof *out);
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAX_HEADER (1u << 20) /* numpy writes < 1 KiB; its own loader stops at 10,000 */
+
+/* What the prefix of a .npy image says: where the elements start and what they are. */
+typedef struct NpyHead {
+    rly_dtype dt;
+    bool swap, fortran;
+    uint32_t ndim;
+    int64_t shape[RT_NPY_MAX_DIMS];
+    size_t count, nbytes, data_off;
+} NpyHead;
+
+/* The length of the prefix (magic, version, header) of an image that starts with b[0..len):
+ * len >= 12 or the whole image. */
+static bool head_len(const uint8_t *b, size_t len, size_t *out, char *err, size_t errlen) {
     if (len < 6 || memcmp(b, NPY_MAGIC, 6) != 0)
         return fail(err, errlen, "not a .npy file (bad magic)");
     if (len < 10) return fail(err, errlen, "truncated .npy header");
@@ -436,46 +445,83 @@ bool rt_npy_decode(const void *buf, size_t len, NpyArray *out, char *err, size_t
         return fail(err, errlen, "unsupported .npy version %u.%u", major, minor);
     }
     if (minor != 0) return fail(err, errlen, "unsupported .npy version %u.%u", major, minor);
-    if (hlen > len - hstart)
-        return fail(err, errlen, "truncated .npy header (%zu bytes declared, %zu present)", hlen,
-                    len - hstart);
-    /* Versions 1 and 2 are latin-1, 3 is UTF-8: the keys and values we accept are ASCII. */
-    Header h;
-    if (!parse_header((const char *)b + hstart, hlen, &h, err, errlen)) return false;
-    rly_dtype dt = RLY_DTYPE_BOOL;
-    bool swap = false;
-    if (!parse_descr(h.descr, strlen(h.descr), &dt, &swap, err, errlen)) return false;
-    size_t count = 0, nbytes = 0;
-    if (!shape_size(dt, h.ndim, h.shape, &count, &nbytes, err, errlen)) return false;
-    size_t avail = len - hstart - hlen;
-    if (nbytes > avail)
-        return fail(err, errlen, "truncated .npy data: shape needs %zu bytes, %zu present", nbytes,
-                    avail);
-    if (nbytes < avail)
-        return fail(err, errlen, "%zu bytes of trailing data after the array", avail - nbytes);
-    uint8_t *data = data_alloc(nbytes);
-    if (data == NULL) return fail(err, errlen, "out of memory allocating %zu bytes", nbytes);
-    const uint8_t *src = b + hstart + hlen;
-    size_t size = sup_dtype_size(dt);
-    if (h.fortran && h.ndim > 1 && count > 0)
-        fortran_to_c(data, src, h.ndim, h.shape, count, size);
-    else if (nbytes > 0)
-        memcpy(data, src, nbytes);
-    if (swap) byteswap(data, count, size);
-    if (dt == RLY_DTYPE_BOOL)
-        for (size_t i = 0; i < count; i++)
-            data[i] = data[i] != 0;
-    out->dtype = dt;
-    out->ndim = h.ndim;
-    memcpy(out->shape, h.shape, sizeof out->shape);
-    out->data = data;
-    out->nbytes = nbytes;
+    if (hlen > NPY_MAX_HEADER)
+        return fail(err, errlen, ".npy header of %zu bytes is too long (at most %u)", hlen,
+                    NPY_MAX_HEADER);
+    *out = hstart + hlen;
     return true;
 }
 
-void rt_npy_encode(const NpyArray *a, StrBuf *out) {
-    char why[128];
-    RLY_CHECK(rt_npy_validate(a, why, sizeof why), "rt_npy_encode: %s", why);
+/* Parse the prefix b[0..len) (exactly head_len bytes). */
+static bool parse_head(const uint8_t *b, size_t len, NpyHead *h, char *err, size_t errlen) {
+    memset(h, 0, sizeof *h);
+    size_t hstart = b[6] == 1 ? 10 : 12;
+    /* Versions 1 and 2 are latin-1, 3 is UTF-8: the keys and values we accept are ASCII. */
+    Header hd;
+    if (!parse_header((const char *)b + hstart, len - hstart, &hd, err, errlen)) return false;
+    if (!parse_descr(hd.descr, strlen(hd.descr), &h->dt, &h->swap, err, errlen)) return false;
+    if (!shape_size(h->dt, hd.ndim, hd.shape, &h->count, &h->nbytes, err, errlen)) return false;
+    h->fortran = hd.fortran;
+    h->ndim = hd.ndim;
+    memcpy(h->shape, hd.shape, sizeof h->shape);
+    h->data_off = len;
+    return true;
+}
+
+/* The elements in C order: `src` (h->nbytes bytes as stored) copied or transposed into dst,
+ * which may be src itself when the array is not Fortran-ordered; then byte order and bools. */
+static void place(uint8_t *dst, const uint8_t *src, const NpyHead *h) {
+    size_t size = sup_dtype_size(h->dt);
+    if (h->fortran && h->ndim > 1 && h->count > 0)
+        fortran_to_c(dst, src, h->ndim, h->shape, h->count, size);
+    else if (h->nbytes > 0 && dst != src)
+        memcpy(dst, src, h->nbytes);
+    if (h->swap) byteswap(dst, h->count, size);
+    if (h->dt == RLY_DTYPE_BOOL)
+        for (size_t i = 0; i < h->count; i++)
+            dst[i] = dst[i] != 0;
+}
+
+/* The image's length must be the prefix plus the elements, exactly. */
+static bool check_extent(const NpyHead *h, uint64_t len, char *err, size_t errlen) {
+    uint64_t avail = len - h->data_off;
+    if (h->nbytes > avail)
+        return fail(err, errlen, "truncated .npy data: shape needs %zu bytes, %llu present",
+                    h->nbytes, (unsigned long long)avail);
+    if (h->nbytes < avail)
+        return fail(err, errlen, "%llu bytes of trailing data after the array",
+                    (unsigned long long)(avail - h->nbytes));
+    return true;
+}
+
+static void head_to_array(const NpyHead *h, NpyArray *a) {
+    a->dtype = h->dt;
+    a->ndim = h->ndim;
+    memcpy(a->shape, h->shape, sizeof a->shape);
+    a->nbytes = h->nbytes;
+}
+
+bool rt_npy_decode(const void *buf, size_t len, NpyArray *out, char *err, size_t errlen) {
+    const uint8_t *b = buf;
+    memset(out, 0, sizeof *out);
+    size_t hl = 0;
+    NpyHead h;
+    if (!head_len(b, len, &hl, err, errlen)) return false;
+    if (hl > len)
+        return fail(err, errlen, "truncated .npy header (%zu bytes declared, %zu present)",
+                    hl - (b[6] == 1 ? 10 : 12), len - (b[6] == 1 ? 10 : 12));
+    if (!parse_head(b, hl, &h, err, errlen) || !check_extent(&h, len, err, errlen)) return false;
+    uint8_t *data = data_alloc(h.nbytes);
+    if (data == NULL) return fail(err, errlen, "out of memory allocating %zu bytes", h.nbytes);
+    place(data, b + h.data_off, &h);
+    head_to_array(&h, out);
+    out->data = data;
+    return true;
+}
+
+/* The prefix of a's .npy image: magic, version, header dict padded so the data starts at a
+ * multiple of 64. */
+static void npy_prefix(const NpyArray *a, StrBuf *out) {
     StrBuf h = {0};
     sb_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr_of[a->dtype]);
     for (uint32_t i = 0; i < a->ndim; i++)
@@ -498,27 +544,40 @@ void rt_npy_encode(const NpyArray *a, StrBuf *out) {
     }
     sb_putn(out, h.data, h.len);
     sb_free(&h);
+}
+
+void rt_npy_encode(const NpyArray *a, StrBuf *out) {
+    char why[128];
+    RLY_CHECK(rt_npy_validate(a, why, sizeof why), "rt_npy_encode: %s", why);
+    npy_prefix(a, out);
     if (a->nbytes > 0) sb_putn(out, a->data, a->nbytes);
 }
 
 bool rt_npy_load(const char *path, NpyArray *out, char *err, size_t errlen) {
-    char *buf;
-    size_t len;
     memset(out, 0, sizeof *out);
-    if (!sup_read_file(path, &buf, &len, err, errlen)) return false;
-    char msg[512];
-    bool ok = rt_npy_decode(buf, len, out, msg, sizeof msg);
-    free(buf);
-    if (!ok) return fail(err, errlen, "%s: %s", path, msg);
-    return true;
+    NpzReader *r;
+    if (!rt_npz_open(path, true, &r, err, errlen)) return false;
+    Npz z = {0};
+    bool ok = load_all(r, &z, err, errlen);
+    rt_npz_close(r);
+    if (ok) *out = z.items[0].arr;
+    free(z.items ? z.items[0].name : NULL);
+    free(z.items);
+    return ok;
 }
 
 bool rt_npy_save(const char *path, const NpyArray *a, char *err, size_t errlen) {
     char msg[512];
     if (!rt_npy_validate(a, msg, sizeof msg)) return fail(err, errlen, "%s: %s", path, msg);
     StrBuf sb = {0};
-    rt_npy_encode(a, &sb);
-    bool ok = sup_write_file_atomic(path, sb.data, sb.len, err, errlen);
+    npy_prefix(a, &sb);
+    SupOut *o = sup_out_open(path, err, errlen);
+    bool ok = o != NULL;
+    if (ok) {
+        sup_out_write(o, sb.data, sb.len);
+        sup_out_write(o, a->data, a->nbytes);
+        ok = sup_out_commit(o, err, errlen);
+    }
     sb_free(&sb);
     return ok;
 }
@@ -686,46 +745,175 @@ static bool read_member(const uint8_t *b, size_t len, size_t *pos, size_t cd_end
     return true;
 }
 
-/* Inflate a raw deflate stream into exactly `usize` bytes (chunked: zlib counts in uInt). */
-static bool inflate_member(const uint8_t *src, size_t csize, uint8_t *dst, size_t usize, char *err,
-                           size_t errlen) {
+/* ---- member streams: a member's bytes produced in order, inflated on the fly ---------------- */
+
+typedef struct MStream {
+    const uint8_t *src; /* stored: the bytes not yet produced; deflate: input not yet given */
+    size_t src_left;
+    bool mapped;            /* src lies in a file mapping: consumed pages are dropped */
+    const uint8_t *dropped; /* pages below this have been dropped */
+    bool deflate, crc_check;
     z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, -15) != Z_OK) return fail(err, errlen, "zlib inflateInit2 failed");
-    size_t in_left = csize, out_left = usize;
-    int rc = Z_OK;
-    zs.next_in = (Bytef *)(uintptr_t)src; /* zlib does not write through next_in */
-    zs.next_out = dst;
-    while (rc == Z_OK) {
-        if (zs.avail_in == 0 && in_left > 0) {
-            zs.avail_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
-            in_left -= zs.avail_in;
-        }
-        if (zs.avail_out == 0 && out_left > 0) {
-            zs.avail_out = out_left > 0x40000000u ? 0x40000000u : (uInt)out_left;
-            out_left -= zs.avail_out;
-        }
-        uInt before_in = zs.avail_in, before_out = zs.avail_out;
-        rc = inflate(&zs, Z_NO_FLUSH);
-        if (rc == Z_BUF_ERROR ||
-            (rc == Z_OK && before_in == zs.avail_in && before_out == zs.avail_out)) {
-            /* No progress: either input ran out or output is full. */
-            bool out_full = zs.avail_out == 0 && out_left == 0;
-            inflateEnd(&zs);
-            return fail(err, errlen,
-                        out_full ? "inflated data is larger than its declared size"
-                                 : "truncated deflate stream");
-        }
-    }
-    size_t total = usize - out_left - zs.avail_out;
-    const char *msg = zs.msg;
-    inflateEnd(&zs);
-    if (rc != Z_STREAM_END)
-        return fail(err, errlen, "corrupt deflate stream (%s)", msg != NULL ? msg : "zlib error");
-    if (total != usize)
-        return fail(err, errlen, "inflated %zu bytes, the directory declares %zu", total, usize);
+    uLong crc;
+    uint64_t usize, produced; /* declared and produced so far */
+    uint32_t want_crc;
+} MStream;
+
+static bool ms_open(MStream *s, const uint8_t *src, size_t csize, const ZipMember *m, char *err,
+                    size_t errlen) {
+    memset(s, 0, sizeof *s);
+    s->src = src;
+    s->src_left = csize;
+    s->usize = m ? m->usize : csize;
+    s->crc_check = m != NULL;
+    s->want_crc = m ? m->crc : 0;
+    s->crc = crc32(0L, Z_NULL, 0);
+    s->deflate = m != NULL && m->method == 8;
+    if (s->deflate && inflateInit2(&s->zs, -15) != Z_OK)
+        return fail(err, errlen, "zlib inflateInit2 failed");
     return true;
 }
+
+enum { MS_CHUNK = 8u << 20 }; /* input is consumed in pieces of this size */
+
+/* Drop the mapped pages wholly below `upto`: clean file pages, re-read if ever touched again,
+ * so a large input does not stay resident beside the tensor it was decoded into. */
+static void ms_drop(MStream *s, const uint8_t *upto) {
+    if (!s->mapped) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGE_SIZE);
+    uintptr_t lo = ((uintptr_t)s->dropped + page - 1) / page * page,
+              hi = (uintptr_t)upto / page * page;
+    if (hi > lo + MS_CHUNK / 2 || (hi > lo && upto == s->src + s->src_left)) {
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        s->dropped = (const uint8_t *)hi;
+    }
+}
+
+static void ms_close(MStream *s) {
+    if (s->deflate) inflateEnd(&s->zs);
+    s->deflate = false;
+}
+
+/* Produce exactly n more bytes into dst (n must not pass the declared size). */
+static bool ms_read(MStream *s, uint8_t *dst, size_t n, char *err, size_t errlen) {
+    RLY_CHECK(n <= s->usize - s->produced, "ms_read past the member");
+    uint8_t *p = dst;
+    size_t left = n;
+    if (!s->deflate) {
+        RLY_CHECK(n <= s->src_left, "ms_read past stored data"); /* usize == csize, checked */
+        for (size_t done = 0; done < n;) {
+            size_t k = n - done < MS_CHUNK ? n - done : MS_CHUNK;
+            memcpy(dst + done, s->src, k);
+            s->src += k;
+            s->src_left -= k;
+            done += k;
+            ms_drop(s, s->src);
+        }
+    } else {
+        while (left > 0) {
+            if (s->zs.avail_in == 0 && s->src_left > 0) {
+                ms_drop(s, s->src);
+                s->zs.next_in = (Bytef *)(uintptr_t)s->src; /* zlib does not write through it */
+                s->zs.avail_in = s->src_left > MS_CHUNK ? MS_CHUNK : (uInt)s->src_left;
+                s->src += s->zs.avail_in;
+                s->src_left -= s->zs.avail_in;
+            }
+            uInt chunk = left > 0x40000000u ? 0x40000000u : (uInt)left;
+            s->zs.next_out = p;
+            s->zs.avail_out = chunk;
+            uInt before_in = s->zs.avail_in;
+            int rc = inflate(&s->zs, Z_NO_FLUSH);
+            size_t got = chunk - s->zs.avail_out;
+            p += got;
+            left -= got;
+            if (rc == Z_STREAM_END && left > 0)
+                return fail(err, errlen, "inflated %llu bytes, the directory declares %llu",
+                            (unsigned long long)(s->produced + (n - left)),
+                            (unsigned long long)s->usize);
+            if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+                return fail(err, errlen, "corrupt deflate stream (%s)",
+                            s->zs.msg != NULL ? s->zs.msg : "zlib error");
+            if (got == 0 && before_in == s->zs.avail_in && (rc == Z_BUF_ERROR || rc == Z_OK))
+                return fail(err, errlen, "truncated deflate stream");
+        }
+    }
+    for (size_t done = 0; s->crc_check && done < n;) {
+        uInt chunk = n - done > 0x40000000u ? 0x40000000u : (uInt)(n - done);
+        s->crc = crc32(s->crc, dst + done, chunk);
+        done += chunk;
+    }
+    s->produced += n;
+    return true;
+}
+
+/* After the declared size: the deflate stream must end there, and the CRC-32 match. */
+static bool ms_finish(MStream *s, char *err, size_t errlen) {
+    if (s->deflate) {
+        uint8_t extra;
+        int rc = Z_OK;
+        for (int guard = 0; rc == Z_OK && guard < 64; guard++) {
+            if (s->zs.avail_in == 0 && s->src_left > 0) {
+                s->zs.next_in = (Bytef *)(uintptr_t)s->src;
+                s->zs.avail_in = s->src_left > MS_CHUNK ? MS_CHUNK : (uInt)s->src_left;
+                s->src += s->zs.avail_in;
+                s->src_left -= s->zs.avail_in;
+            }
+            s->zs.next_out = &extra;
+            s->zs.avail_out = 1;
+            uInt before_in = s->zs.avail_in;
+            rc = inflate(&s->zs, Z_NO_FLUSH);
+            if (s->zs.avail_out == 0)
+                return fail(err, errlen, "inflated data is larger than its declared size");
+            if (rc == Z_OK && before_in == s->zs.avail_in) rc = Z_BUF_ERROR;
+        }
+        if (rc != Z_STREAM_END)
+            return fail(err, errlen,
+                        rc == Z_BUF_ERROR ? "truncated deflate stream"
+                                          : "corrupt deflate stream (%s)",
+                        s->zs.msg != NULL ? s->zs.msg : "zlib error");
+    }
+    if (s->crc_check && (uint32_t)s->crc != s->want_crc)
+        return fail(err, errlen, "CRC-32 mismatch (stored %08x, computed %08x)", s->want_crc,
+                    (uint32_t)s->crc);
+    return true;
+}
+
+/* Produce the .npy prefix of a stream and parse it; the stream is left at the elements, whose
+ * extent is checked against the member's size. */
+static bool ms_head(MStream *s, NpyHead *h, char *err, size_t errlen) {
+    uint8_t first[12];
+    size_t n0 = s->usize < 12 ? (size_t)s->usize : 12, hl = 0;
+    if (!ms_read(s, first, n0, err, errlen) || !head_len(first, n0, &hl, err, errlen)) return false;
+    if (hl > s->usize)
+        return fail(err, errlen, "truncated .npy header (%zu bytes declared, %llu present)",
+                    hl - (first[6] == 1 ? 10 : 12),
+                    (unsigned long long)(s->usize - (first[6] == 1 ? 10 : 12)));
+    uint8_t *buf = sup_malloc(hl);
+    memcpy(buf, first, n0);
+    bool ok = ms_read(s, buf + n0, hl - n0, err, errlen) && parse_head(buf, hl, h, err, errlen);
+    free(buf);
+    if (ok && s->crc_check && h->nbytes != s->usize - h->data_off)
+        return fail(err, errlen,
+                    "the directory declares %llu bytes, leaving %llu for elements the header's "
+                    "shape needs %zu bytes for",
+                    (unsigned long long)s->usize, (unsigned long long)(s->usize - h->data_off),
+                    h->nbytes);
+    return ok && check_extent(h, s->usize, err, errlen);
+}
+
+/* The elements (h->nbytes, after ms_head) into dst, then the end of the member checked. */
+static bool ms_elems(MStream *s, const NpyHead *h, uint8_t *dst, char *err, size_t errlen) {
+    bool transpose = h->fortran && h->ndim > 1 && h->count > 0;
+    uint8_t *raw = dst;
+    if (transpose && (raw = malloc(h->nbytes)) == NULL)
+        return fail(err, errlen, "out of memory allocating %zu bytes", h->nbytes);
+    bool ok = ms_read(s, raw, h->nbytes, err, errlen) && ms_finish(s, err, errlen);
+    if (ok) place(dst, raw, h);
+    if (raw != dst) free(raw);
+    return ok;
+}
+
+/* ---- listing an archive ------------------------------------------------------------------- */
 
 static int cmp_offset(const void *a, const void *b) {
     const ZipMember *x = *(const ZipMember *const *)a, *y = *(const ZipMember *const *)b;
@@ -740,57 +928,15 @@ static int cmp_name(const void *a, const void *b) {
     return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
 }
 
-/* Decode one member's bytes into entry `e`. */
-static bool decode_member(const uint8_t *b, const ZipMember *m, NpzEntry *e, char *err,
-                          size_t errlen) {
-    if (m->flags & 1u) return fail(err, errlen, "encrypted members are not supported");
-    if (m->method != 0 && m->method != 8)
-        return fail(err, errlen, "compression method %u is not supported (only stored and deflate)",
-                    m->method);
-    size_t n = m->name_len - 4;
-    if (memchr(m->name, '\0', n) != NULL)
-        return fail(err, errlen, "member name contains a NUL byte");
-    const uint8_t *src = b + m->data_off;
-    uint8_t *owned = NULL;
-    size_t usize;
-    if (m->method == 0) {
-        if (m->csize != m->usize)
-            return fail(err, errlen, "stored member sizes differ (%llu vs %llu)",
-                        (unsigned long long)m->csize, (unsigned long long)m->usize);
-        usize = (size_t)m->usize;
-    } else {
-        if (m->usize > m->csize * ZIP_MAX_INFLATE_RATIO + 258 || m->usize > SIZE_MAX)
-            return fail(err, errlen,
-                        "declared size %llu is impossible for %llu bytes of deflate data",
-                        (unsigned long long)m->usize, (unsigned long long)m->csize);
-        usize = (size_t)m->usize;
-        owned = malloc(usize ? usize : 1);
-        if (owned == NULL) return fail(err, errlen, "out of memory allocating %zu bytes", usize);
-        if (!inflate_member(src, (size_t)m->csize, owned, usize, err, errlen)) {
-            free(owned);
-            return false;
-        }
-        src = owned;
-    }
-    uint32_t crc = crc32_all(src, usize);
-    bool ok;
-    if (crc != m->crc)
-        ok = fail(err, errlen, "CRC-32 mismatch (stored %08x, computed %08x)", m->crc, crc);
-    else
-        ok = rt_npy_decode(src, usize, &e->arr, err, errlen);
-    free(owned);
-    if (!ok) return false;
-    e->name = sup_malloc(n + 1);
-    memcpy(e->name, m->name, n);
-    e->name[n] = '\0';
-    return true;
-}
-
-bool rt_npz_decode(const void *buf, size_t len, Npz *out, char *err, size_t errlen) {
-    const uint8_t *b = buf;
-    memset(out, 0, sizeof *out);
+/* The .npy members of the archive b[0..len), checked: directory sane, local headers agree, no
+ * two members overlap or share a name, supported methods and plausible sizes. Nothing is
+ * inflated. *ms_out is malloc'ed (n_out entries, in directory order). */
+static bool list_members(const uint8_t *b, size_t len, ZipMember **ms_out, size_t *n_out, char *err,
+                         size_t errlen) {
     uint64_t n_entries = 0, cd_off = 0, cd_size = 0;
     size_t cd_limit = 0;
+    *ms_out = NULL;
+    *n_out = 0;
     if (!find_directory(b, len, &n_entries, &cd_off, &cd_size, &cd_limit, err, errlen))
         return false;
     /* n_entries <= cd_size / 46 <= len / 46: the arrays below are bounded by the input. */
@@ -804,8 +950,31 @@ bool rt_npz_decode(const void *buf, size_t len, Npz *out, char *err, size_t errl
         ok = read_member(b, len, &pos, cd_end, &m, err, errlen);
         if (ok && is_npy_member(&m)) ms[n_npy++] = m;
     }
-    for (size_t i = 0; i < n_npy; i++)
-        order[i] = &ms[i];
+    for (size_t i = 0; i < n_npy && ok; i++) {
+        ZipMember *m = &ms[i];
+        const char *why = NULL;
+        char msg[160];
+        if (m->flags & 1u)
+            why = "encrypted members are not supported";
+        else if (m->method != 0 && m->method != 8)
+            snprintf(msg, sizeof msg,
+                     "compression method %u is not supported (only stored and deflate)", m->method),
+                why = msg;
+        else if (memchr(m->name, '\0', m->name_len - 4) != NULL)
+            why = "member name contains a NUL byte";
+        else if (m->method == 0 && m->csize != m->usize)
+            snprintf(msg, sizeof msg, "stored member sizes differ (%llu vs %llu)",
+                     (unsigned long long)m->csize, (unsigned long long)m->usize),
+                why = msg;
+        else if (m->method == 8 &&
+                 (m->usize > m->csize * ZIP_MAX_INFLATE_RATIO + 258 || m->usize > SIZE_MAX))
+            snprintf(msg, sizeof msg,
+                     "declared size %llu is impossible for %llu bytes of deflate data",
+                     (unsigned long long)m->usize, (unsigned long long)m->csize),
+                why = msg;
+        if (why) ok = fail(err, errlen, "member '%.*s': %s", (int)m->name_len, m->name, why);
+        order[i] = m;
+    }
     /* Members may not overlap: otherwise one compressed run could be inflated many times. */
     if (ok && n_npy > 1) {
         qsort(order, n_npy, sizeof *order, cmp_offset);
@@ -820,45 +989,229 @@ bool rt_npz_decode(const void *buf, size_t len, Npz *out, char *err, size_t errl
                 ok = fail(err, errlen, "duplicate member '%.*s'", (int)order[i]->name_len,
                           order[i]->name);
     }
-    if (ok) {
-        out->items = sup_calloc(n_npy ? n_npy : 1, sizeof *out->items);
-        for (size_t i = 0; i < n_npy && ok; i++) {
-            char msg[512];
-            ok = decode_member(b, &ms[i], &out->items[i], msg, sizeof msg);
-            if (ok)
-                out->n++;
-            else
-                ok = fail(err, errlen, "member '%.*s': %s", (int)ms[i].name_len, ms[i].name, msg);
-        }
+    free(order);
+    if (!ok) {
+        free(ms);
+        return false;
+    }
+    *ms_out = ms;
+    *n_out = n_npy;
+    return true;
+}
+
+/* Decode member m of archive b into e (name and a new array). */
+static bool decode_member(const uint8_t *b, const ZipMember *m, NpzEntry *e, char *err,
+                          size_t errlen) {
+    MStream s;
+    NpyHead h;
+    if (!ms_open(&s, b + m->data_off, (size_t)m->csize, m, err, errlen)) return false;
+    bool ok = ms_head(&s, &h, err, errlen);
+    uint8_t *data = NULL;
+    if (ok && (data = data_alloc(h.nbytes)) == NULL)
+        ok = fail(err, errlen, "out of memory allocating %zu bytes", h.nbytes);
+    ok = ok && ms_elems(&s, &h, data, err, errlen);
+    ms_close(&s);
+    if (!ok) {
+        free(data);
+        return false;
+    }
+    head_to_array(&h, &e->arr);
+    e->arr.data = data;
+    size_t n = m->name_len - 4;
+    e->name = sup_malloc(n + 1);
+    memcpy(e->name, m->name, n);
+    e->name[n] = '\0';
+    return true;
+}
+
+bool rt_npz_decode(const void *buf, size_t len, Npz *out, char *err, size_t errlen) {
+    const uint8_t *b = buf;
+    memset(out, 0, sizeof *out);
+    ZipMember *ms;
+    size_t n;
+    if (!list_members(b, len, &ms, &n, err, errlen)) return false;
+    bool ok = true;
+    out->items = sup_calloc(n ? n : 1, sizeof *out->items);
+    for (size_t i = 0; i < n && ok; i++) {
+        char msg[512];
+        ok = decode_member(b, &ms[i], &out->items[i], msg, sizeof msg);
+        if (ok)
+            out->n++;
+        else
+            ok = fail(err, errlen, "member '%.*s': %s", (int)ms[i].name_len, ms[i].name, msg);
     }
     free(ms);
-    free(order);
     if (!ok) rt_npz_free(out);
     return ok;
 }
 
-static void deflate_into(const uint8_t *src, size_t n, StrBuf *out) {
+/* ---- lazy reading ----------------------------------------------------------------------- */
+
+struct NpzReader {
+    char *path;
+    const uint8_t *b; /* the file's bytes: mapped, or read when it cannot be mapped */
+    size_t len;
+    bool mapped;
+    bool single;   /* one .npy file: member 0 is the whole of it */
+    ZipMember *ms; /* archive members (not for single) */
+    char **names;  /* NUL-terminated, without ".npy" */
+    size_t n;
+};
+
+bool rt_npz_open(const char *path, bool single, NpzReader **out, char *err, size_t errlen) {
+    *out = NULL;
+    NpzReader *r = sup_calloc(1, sizeof *r);
+    r->single = single;
+    r->path = sup_malloc(strlen(path) + 1);
+    strcpy(r->path, path);
+    char msg[512];
+    int fd = strcmp(path, "-") == 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= SIZE_MAX) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            r->b = p;
+            r->len = (size_t)st.st_size;
+            r->mapped = true;
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (!r->mapped) { /* stdin, a pipe, an empty file: read it */
+        char *buf;
+        if (!sup_read_file(path, &buf, &r->len, err, errlen)) {
+            rt_npz_close(r);
+            return false;
+        }
+        r->b = (const uint8_t *)buf;
+    }
+    bool ok = true;
+    if (single) {
+        r->n = 1;
+        r->names = sup_calloc(1, sizeof *r->names);
+        r->names[0] = sup_malloc(1);
+        r->names[0][0] = '\0';
+    } else if ((ok = list_members(r->b, r->len, &r->ms, &r->n, msg, sizeof msg))) {
+        r->names = sup_calloc(r->n ? r->n : 1, sizeof *r->names);
+        for (size_t i = 0; i < r->n; i++) {
+            size_t k = r->ms[i].name_len - 4;
+            r->names[i] = sup_malloc(k + 1);
+            memcpy(r->names[i], r->ms[i].name, k);
+            r->names[i][k] = '\0';
+        }
+    }
+    if (!ok) {
+        fail(err, errlen, "%s: %s", path, msg);
+        rt_npz_close(r);
+        return false;
+    }
+    *out = r;
+    return true;
+}
+
+size_t rt_npz_count(const NpzReader *r) { return r->n; }
+const char *rt_npz_name(const NpzReader *r, size_t i) { return r->names[i]; }
+
+static bool reader_stream(NpzReader *r, size_t i, MStream *s, char *err, size_t errlen) {
+    RLY_CHECK(i < r->n, "rt_npz: member %zu of %zu", i, r->n);
+    bool ok = r->single ? ms_open(s, r->b, r->len, NULL, err, errlen)
+                        : ms_open(s, r->b + r->ms[i].data_off, (size_t)r->ms[i].csize, &r->ms[i],
+                                  err, errlen);
+    s->mapped = r->mapped;
+    s->dropped = s->src;
+    return ok;
+}
+
+/* Prefix an error with the file (and the member). */
+static bool reader_fail(const NpzReader *r, size_t i, char *err, size_t errlen, const char *msg) {
+    if (r->single) return fail(err, errlen, "%s: %s", r->path, msg);
+    return fail(err, errlen, "%s: member '%s': %s", r->path, r->names[i], msg);
+}
+
+bool rt_npz_header(NpzReader *r, size_t i, NpyArray *hdr, char *err, size_t errlen) {
+    memset(hdr, 0, sizeof *hdr);
+    MStream s;
+    NpyHead h;
+    char msg[512];
+    bool ok = reader_stream(r, i, &s, msg, sizeof msg) && ms_head(&s, &h, msg, sizeof msg);
+    ms_close(&s);
+    if (!ok) return reader_fail(r, i, err, errlen, msg);
+    head_to_array(&h, hdr);
+    return true;
+}
+
+bool rt_npz_read(NpzReader *r, size_t i, void *dst, size_t nbytes, char *err, size_t errlen) {
+    MStream s;
+    NpyHead h;
+    char msg[512];
+    bool ok = reader_stream(r, i, &s, msg, sizeof msg) && ms_head(&s, &h, msg, sizeof msg);
+    if (ok && h.nbytes != nbytes)
+        ok = fail(msg, sizeof msg, "holds %zu bytes of elements, %zu expected", h.nbytes, nbytes);
+    ok = ok && ms_elems(&s, &h, dst, msg, sizeof msg);
+    ms_close(&s);
+    return ok ? true : reader_fail(r, i, err, errlen, msg);
+}
+
+void rt_npz_close(NpzReader *r) {
+    if (r == NULL) return;
+    if (r->mapped)
+        munmap((void *)(uintptr_t)r->b, r->len);
+    else
+        free((void *)(uintptr_t)r->b);
+    for (size_t i = 0; r->names && i < r->n; i++)
+        free(r->names[i]);
+    free(r->names);
+    free(r->ms);
+    free(r->path);
+    free(r);
+}
+
+/* Deflate the concatenation of two buffers (an .npy prefix and its elements) into out. */
+static void deflate_parts(const uint8_t *a, size_t an, const uint8_t *b, size_t bn, StrBuf *out) {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     RLY_CHECK(deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) ==
                   Z_OK,
               "zlib deflateInit2 failed");
     uint8_t chunk[65536];
-    size_t in_left = n;
-    zs.next_in = (Bytef *)(uintptr_t)src;
-    int rc = Z_OK;
+    const uint8_t *src[2] = {a, b};
+    size_t left[2] = {an, bn};
+    int part = 0, rc = Z_OK;
     while (rc != Z_STREAM_END) {
-        if (zs.avail_in == 0 && in_left > 0) {
-            zs.avail_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
-            in_left -= zs.avail_in;
+        while (zs.avail_in == 0 && part < 2) {
+            if (left[part] == 0) {
+                part++;
+                continue;
+            }
+            zs.next_in = (Bytef *)(uintptr_t)src[part];
+            zs.avail_in = left[part] > 0x40000000u ? 0x40000000u : (uInt)left[part];
+            src[part] += zs.avail_in;
+            left[part] -= zs.avail_in;
         }
         zs.next_out = chunk;
         zs.avail_out = sizeof chunk;
-        rc = deflate(&zs, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+        rc = deflate(&zs, part == 2 ? Z_FINISH : Z_NO_FLUSH);
         RLY_CHECK(rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR, "zlib deflate: %d", rc);
         sb_putn(out, (const char *)chunk, sizeof chunk - zs.avail_out);
     }
     deflateEnd(&zs);
+}
+
+/* Where an archive goes as it is encoded: appended to a buffer, or written to a file piece by
+ * piece (a member's elements go from the array to the file without an intermediate copy). */
+typedef struct Sink {
+    StrBuf *sb;
+    SupOut *out;
+    uint64_t pos; /* bytes put so far */
+} Sink;
+
+static void sink_put(Sink *k, const void *p, size_t n) {
+    if (n == 0) return;
+    if (k->sb)
+        sb_putn(k->sb, p, n);
+    else
+        sup_out_write(k->out, p, n);
+    k->pos += n;
 }
 
 static int cmp_entry_name(const void *a, const void *b) {
@@ -927,7 +1280,7 @@ static void put_central(StrBuf *sb, const char *name, size_t nlen, uint16_t flag
     }
 }
 
-bool rt_npz_encode(const Npz *z, unsigned flags, StrBuf *out, char *err, size_t errlen) {
+static bool npz_write(const Npz *z, unsigned flags, Sink *k, char *err, size_t errlen) {
     bool compress = (flags & RT_NPZ_COMPRESS) != 0, force64 = (flags & RT_NPZ_ZIP64) != 0;
     char msg[512];
     for (size_t i = 0; i < z->n; i++) {
@@ -953,37 +1306,46 @@ bool rt_npz_encode(const Npz *z, unsigned flags, StrBuf *out, char *err, size_t 
         if (dup) return fail(err, errlen, "duplicate entry name '%s'", name);
     }
 
-    size_t base = out->len;
     ZipWritten *ws = sup_calloc(z->n ? z->n : 1, sizeof *ws);
-    StrBuf npy = {0}, packed = {0};
+    StrBuf pre = {0}, packed = {0}, rec = {0};
     uint16_t method = compress ? 8 : 0;
     for (size_t i = 0; i < z->n; i++) {
         const NpzEntry *e = &z->items[i];
-        npy.len = 0;
-        rt_npy_encode(&e->arr, &npy);
+        pre.len = 0;
+        npy_prefix(&e->arr, &pre);
         ZipWritten *w = &ws[i];
-        w->crc = crc32_all((const uint8_t *)npy.data, npy.len);
-        w->usize = npy.len;
-        w->off = out->len - base;
-        const StrBuf *body = &npy;
+        uint32_t crc = crc32_all((const uint8_t *)pre.data, pre.len);
+        w->crc = (uint32_t)crc32_combine(crc, crc32_all(e->arr.data, e->arr.nbytes),
+                                         (z_off_t)e->arr.nbytes);
+        w->usize = pre.len + e->arr.nbytes;
+        w->off = k->pos;
+        w->csize = w->usize;
         if (compress) {
             packed.len = 0;
-            deflate_into((const uint8_t *)npy.data, npy.len, &packed);
-            body = &packed;
+            deflate_parts((const uint8_t *)pre.data, pre.len, e->arr.data, e->arr.nbytes, &packed);
+            w->csize = packed.len;
         }
-        w->csize = body->len;
         bool zip64 = force64 || w->usize >= 0xffffffffu || w->csize >= 0xffffffffu;
         size_t nlen = strlen(e->name) + 4;
         uint16_t gp = 0;
         for (const char *c = e->name; *c; c++)
             if ((unsigned char)*c >= 0x80) gp = 1u << 11; /* UTF-8 name */
-        put_local(out, e->name, nlen, gp, method, w, zip64);
-        sb_putn(out, body->data, body->len);
+        rec.len = 0;
+        put_local(&rec, e->name, nlen, gp, method, w, zip64);
+        sink_put(k, rec.data, rec.len);
+        if (compress) {
+            sink_put(k, packed.data, packed.len);
+        } else {
+            sink_put(k, pre.data, pre.len);
+            sink_put(k, e->arr.data, e->arr.nbytes);
+        }
     }
-    sb_free(&npy);
+    sb_free(&pre);
     sb_free(&packed);
 
-    uint64_t cd_off = out->len - base;
+    uint64_t cd_off = k->pos;
+    StrBuf *out = &rec;
+    out->len = 0;
     for (size_t i = 0; i < z->n; i++) {
         const char *name = z->items[i].name;
         uint16_t gp = 0;
@@ -992,10 +1354,10 @@ bool rt_npz_encode(const Npz *z, unsigned flags, StrBuf *out, char *err, size_t 
         put_central(out, name, strlen(name) + 4, gp, method, &ws[i], force64);
     }
     free(ws);
-    uint64_t cd_size = out->len - base - cd_off;
+    uint64_t cd_size = out->len;
     bool z64 = force64 || z->n >= 0xffff || cd_off >= 0xffffffffu || cd_size >= 0xffffffffu;
     if (z64) {
-        uint64_t rec_off = out->len - base;
+        uint64_t rec_off = cd_off + out->len;
         put32(out, ZIP64_EOCD_SIG);
         put64(out, ZIP64_EOCD_SIZE - 12); /* size of the rest of this record */
         put16(out, (3u << 8) | 45u);
@@ -1019,31 +1381,55 @@ bool rt_npz_encode(const Npz *z, unsigned flags, StrBuf *out, char *err, size_t 
     put32(out, z64 ? 0xffffffffu : (uint32_t)cd_size);
     put32(out, z64 ? 0xffffffffu : (uint32_t)cd_off);
     put16(out, 0);
+    sink_put(k, out->data, out->len);
+    sb_free(&rec);
+    return true;
+}
+
+bool rt_npz_encode(const Npz *z, unsigned flags, StrBuf *out, char *err, size_t errlen) {
+    Sink k = {.sb = out};
+    return npz_write(z, flags, &k, err, errlen);
+}
+
+/* Load every member of an opened reader into z. */
+static bool load_all(NpzReader *r, Npz *z, char *err, size_t errlen) {
+    z->items = sup_calloc(r->n ? r->n : 1, sizeof *z->items);
+    for (size_t i = 0; i < r->n; i++) {
+        NpyArray a;
+        if (!rt_npz_header(r, i, &a, err, errlen)) return false;
+        if ((a.data = data_alloc(a.nbytes)) == NULL)
+            return reader_fail(r, i, err, errlen, "out of memory");
+        if (!rt_npz_read(r, i, a.data, a.nbytes, err, errlen)) {
+            free(a.data);
+            return false;
+        }
+        z->items[z->n].arr = a;
+        z->items[z->n].name = sup_malloc(strlen(r->names[i]) + 1);
+        strcpy(z->items[z->n++].name, r->names[i]);
+    }
     return true;
 }
 
 bool rt_npz_load(const char *path, Npz *out, char *err, size_t errlen) {
-    char *buf;
-    size_t len;
     memset(out, 0, sizeof *out);
-    if (!sup_read_file(path, &buf, &len, err, errlen)) return false;
-    char msg[512];
-    bool ok = rt_npz_decode(buf, len, out, msg, sizeof msg);
-    free(buf);
-    if (!ok) return fail(err, errlen, "%s: %s", path, msg);
-    return true;
+    NpzReader *r;
+    if (!rt_npz_open(path, false, &r, err, errlen)) return false;
+    bool ok = load_all(r, out, err, errlen);
+    rt_npz_close(r);
+    if (!ok) rt_npz_free(out);
+    return ok;
 }
 
 bool rt_npz_save(const char *path, const Npz *z, bool compress, char *err, size_t errlen) {
-    StrBuf sb = {0};
     char msg[512];
-    if (!rt_npz_encode(z, compress ? RT_NPZ_COMPRESS : 0, &sb, msg, sizeof msg)) {
-        sb_free(&sb);
+    SupOut *o = sup_out_open(path, err, errlen);
+    if (o == NULL) return false;
+    Sink k = {.out = o};
+    if (!npz_write(z, compress ? RT_NPZ_COMPRESS : 0, &k, msg, sizeof msg)) {
+        sup_out_abort(o);
         return fail(err, errlen, "%s: %s", path, msg);
     }
-    bool ok = sup_write_file_atomic(path, sb.data, sb.len, err, errlen);
-    sb_free(&sb);
-    return ok;
+    return sup_out_commit(o, err, errlen);
 }
 
 const NpyArray *rt_npz_find(const Npz *z, const char *name) {

@@ -106,6 +106,23 @@ bool rt_npz_encode(const Npz *z, unsigned flags, StrBuf *out, char *err, size_t 
 bool rt_npz_load(const char *path, Npz *out, char *err, size_t errlen);
 bool rt_npz_save(const char *path, const Npz *z, bool compress, char *err, size_t errlen);
 
+/* Lazy reading, for inputs: open a file, look at every array's name, dtype and shape, and decode
+ * only the arrays wanted, straight into the caller's memory. The file is mapped, not read (stdin
+ * and pipes are read). Opening an .npz lists and checks its directory (as rt_npz_decode does)
+ * without inflating anything; a header costs inflating only the member's first bytes; reading
+ * inflates into `dst` directly (a Fortran-ordered array goes through one temporary for the
+ * transpose) and checks the CRC-32 and the member's end. With `single`, the file is one .npy
+ * image, member 0, named "". Messages name the path and the member. */
+typedef struct NpzReader NpzReader;
+bool rt_npz_open(const char *path, bool single, NpzReader **out, char *err, size_t errlen);
+size_t rt_npz_count(const NpzReader *r);
+const char *rt_npz_name(const NpzReader *r, size_t i); /* without ".npy" */
+/* Member i's dtype, ndim, shape and nbytes; hdr->data is NULL. */
+bool rt_npz_header(NpzReader *r, size_t i, NpyArray *hdr, char *err, size_t errlen);
+/* Member i's elements into dst, which holds exactly `nbytes` (its header's nbytes). */
+bool rt_npz_read(NpzReader *r, size_t i, void *dst, size_t nbytes, char *err, size_t errlen);
+void rt_npz_close(NpzReader *r); /* NULL is a no-op */
+
 /* The entry called `name` (without ".npy"), or NULL. */
 const NpyArray *rt_npz_find(const Npz *z, const char *name);
 /* Free every name and array and the item vector, and zero *z. NULL is a no-op. */

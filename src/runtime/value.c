@@ -4,10 +4,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "support/support.h"
 
 #define RT_ALIGN 64
+
+/* ---- limits and memory accounting ---------------------------------------------------------- */
+
+static _Thread_local RtMemAccount *mem_cur;
+
+RtLimits rt_limits_default(void) {
+    RtLimits l = {.max_depth = RT_DEFAULT_MAX_DEPTH};
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page > 0) l.max_memory = (uint64_t)pages * (uint64_t)page / 4;
+    return l;
+}
+
+RtMemAccount *rt_mem_swap(RtMemAccount *a) {
+    RtMemAccount *prev = mem_cur;
+    mem_cur = a;
+    return prev;
+}
+
+void rt_mem_charge(uint64_t n) {
+    RtMemAccount *a = mem_cur;
+    if (a == NULL) return;
+    a->live += n;
+    if (a->live > a->peak) a->peak = a->live;
+}
+
+void rt_mem_credit(uint64_t n) {
+    RtMemAccount *a = mem_cur;
+    if (a != NULL) a->live = a->live > n ? a->live - n : 0;
+}
+
+/* The bytes an object of `n` pointer fields takes (what it is charged). */
+static uint64_t obj_bytes(size_t head, uint32_t n) { return head + sizeof(Value *) * (uint64_t)n; }
 
 void rt_heap_init(RtHeap *h) { memset(h, 0, sizeof *h); }
 
@@ -27,7 +60,10 @@ void rt_heap_free(RtHeap *h) {
 
 static void storage_release(RtStorage *st) {
     if (st == NULL || --st->rc > 0) return;
-    if (st->owned) free(st->data);
+    if (st->owned) {
+        rt_mem_credit(st->nbytes);
+        free(st->data);
+    }
     free(st);
 }
 
@@ -36,19 +72,23 @@ static void free_one(Value *v, PtrVec *stack) {
     switch (v->kind) {
     case VAL_TENSOR: storage_release(RT_TENSOR(v)->st); break;
     case VAL_TUPLE:
+        rt_mem_credit(obj_bytes(sizeof(RtTuple), RT_TUPLE(v)->n));
         for (uint32_t i = 0; i < RT_TUPLE(v)->n; i++)
             if (RT_TUPLE(v)->f[i]) vec_push(stack, RT_TUPLE(v)->f[i]);
         break;
     case VAL_CLOSURE:
+        rt_mem_credit(obj_bytes(sizeof(RtClosure), RT_CLOSURE(v)->n));
         for (uint32_t i = 0; i < RT_CLOSURE(v)->n; i++)
             if (RT_CLOSURE(v)->env[i]) vec_push(stack, RT_CLOSURE(v)->env[i]);
         break;
     case VAL_ADT:
+        rt_mem_credit(obj_bytes(sizeof(RtAdt), RT_ADT(v)->n));
         for (uint32_t i = 0; i < RT_ADT(v)->n; i++)
             if (RT_ADT(v)->f[i]) vec_push(stack, RT_ADT(v)->f[i]);
         break;
     case VAL_REF: {
         RtRef *r = RT_REF(v);
+        rt_mem_credit(sizeof(RtRef));
         if (r->heap != NULL) {
             if (r->prev)
                 r->prev->next = r->next;
@@ -100,22 +140,27 @@ static RtTensor *tensor_header(rly_dtype dt, uint32_t ndim, const int64_t *shape
 
 RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char *err,
                         size_t errlen) {
-    uint64_t n = 1;
-    bool over = false;
-    for (uint32_t d = 0; d < ndim; d++) {
-        if (shape[d] < 0) {
-            snprintf(err, errlen, "negative dimension %lld", (long long)shape[d]);
-            return NULL;
-        }
-        if (shape[d] != 0 && n > (uint64_t)PTRDIFF_MAX / (uint64_t)shape[d]) over = true;
-        n *= (uint64_t)shape[d];
+    char why[128]; /* the shape limit (support.h, "shapes") holds for every tensor */
+    if (sup_shape_check(ndim, shape, false, why, sizeof why) != NULL) {
+        snprintf(err, errlen, "cannot make a tensor: %s", why);
+        return NULL;
     }
+    uint64_t n = (uint64_t)sup_shape_numel(ndim, shape);
     size_t es = sup_dtype_size(dt);
-    if (over || n > (uint64_t)PTRDIFF_MAX / es) {
-        snprintf(err, errlen, "tensor of %s elements is too large", over ? "too many" : "so many");
+    if (n > (uint64_t)PTRDIFF_MAX / es) {
+        snprintf(err, errlen, "tensor of so many elements is too large");
         return NULL;
     }
     size_t nbytes = (size_t)n * es;
+    RtMemAccount *acct = mem_cur;
+    if (acct != NULL && acct->limit != 0 &&
+        (acct->live > acct->limit || nbytes > acct->limit - acct->live)) {
+        snprintf(err, errlen,
+                 "memory limit of %llu bytes exceeded (--max-memory): a tensor of %zu bytes was "
+                 "needed with %llu bytes already in use",
+                 (unsigned long long)acct->limit, nbytes, (unsigned long long)acct->live);
+        return NULL;
+    }
     size_t alloc = (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
     if (alloc == 0) alloc = RT_ALIGN;
     void *data = aligned_alloc(RT_ALIGN, alloc);
@@ -124,6 +169,7 @@ RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char 
         return NULL;
     }
     memset(data, 0, nbytes);
+    rt_mem_charge(nbytes);
     RtStorage *st = sup_malloc(sizeof *st);
     st->rc = 1;
     st->owned = true;
@@ -162,6 +208,7 @@ RtTuple *rt_tuple_new(uint32_t n) {
     t->hdr.rc = 1;
     t->hdr.kind = VAL_TUPLE;
     t->n = n;
+    rt_mem_charge(obj_bytes(sizeof(RtTuple), n));
     return t;
 }
 
@@ -177,6 +224,7 @@ RtClosure *rt_closure_new(uint8_t code_kind, const void *code, uint32_t n) {
     c->code_kind = code_kind;
     c->code = code;
     c->n = n;
+    rt_mem_charge(obj_bytes(sizeof(RtClosure), n));
     return c;
 }
 
@@ -187,6 +235,7 @@ RtAdt *rt_adt_new(int32_t tag, const void *ctor, uint32_t n) {
     a->tag = tag;
     a->ctor = ctor;
     a->n = n;
+    rt_mem_charge(obj_bytes(sizeof(RtAdt), n));
     return a;
 }
 
@@ -196,6 +245,7 @@ RtRef *rt_ref_new(RtHeap *h, Value *v_take) {
     r->hdr.kind = VAL_REF;
     r->v = v_take;
     r->heap = h;
+    rt_mem_charge(sizeof(RtRef));
     r->next = h->refs;
     if (h->refs) h->refs->prev = r;
     h->refs = r;

@@ -38,6 +38,39 @@ typedef struct Value {
     uint8_t kind; /* ValueKind */
 } Value;
 
+/* ---- limits of a run ---------------------------------------------------------------------
+ * Every executor (the interpreter now, the VM later) honours the same three limits and ends the
+ * run with an error that names the limit and the expression being evaluated. */
+typedef struct RtLimits {
+    uint64_t max_memory; /* bytes of run-time values live at once; 0: none */
+    uint64_t max_depth;  /* non-tail Relay calls active at once; 0: none */
+    double timeout;      /* seconds of wall-clock time for one run; 0: none */
+} RtLimits;
+
+#define RT_DEFAULT_MAX_DEPTH 10000000u /* 10^7 frames: ~1 GB of interpreter frames */
+/* The defaults: memory a quarter of physical memory, depth RT_DEFAULT_MAX_DEPTH, no timeout. They
+ * stop a runaway recursion before it takes the machine. */
+RtLimits rt_limits_default(void);
+
+/* Memory accounting. The account current on a thread is charged for every owned tensor buffer
+ * and every object allocated there, and credited (never below zero) for each one freed while it
+ * is current. An executor makes its run's account current for the whole run, input binding
+ * included, so what a run allocates and frees balances; values that outlive the run are simply
+ * not credited. A tensor that would take the account past its limit is not allocated
+ * (rt_tensor_new fails with a message); executors poll `live` against the limit for the rest.
+ * Single-threaded for now: a thread pool that allocates on workers must share the account. */
+typedef struct RtMemAccount {
+    uint64_t live;  /* bytes charged and not yet credited */
+    uint64_t peak;  /* the most `live` has been */
+    uint64_t limit; /* 0: none */
+} RtMemAccount;
+/* Make `a` (or NULL: none) the current account of this thread; returns the previous one. */
+RtMemAccount *rt_mem_swap(RtMemAccount *a);
+/* Charge `n` bytes to the current account (if any); credit them back. Used for memory an
+ * executor holds outside values (frames, stacks). */
+void rt_mem_charge(uint64_t n);
+void rt_mem_credit(uint64_t n);
+
 typedef struct RtStorage {
     uint32_t rc;
     bool owned; /* data is ours to free (false: borrowed, e.g. a program constant) */
@@ -97,8 +130,10 @@ static inline Value *rt_retain(Value *v) {
 /* Drop a reference; frees v (and, iteratively, what it alone held) at zero. NULL is a no-op. */
 void rt_release(Value *v);
 
-/* A new zero-filled tensor; NULL (with a message in err) when the size overflows or memory is
- * short. Sizes are checked: bytes = prod(shape) * elem size must fit in size_t and ptrdiff_t. */
+/* A new zero-filled tensor; NULL (with a message in err) when the shape breaks the shape limit
+ * (support.h: each dim and the product of the nonzero dims at most 2^62), the bytes do not fit
+ * in size_t and ptrdiff_t, the current memory account's limit would be passed, or memory is
+ * short. */
 RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char *err,
                         size_t errlen);
 /* An immortal tensor over borrowed bytes (not copied, never freed; must outlive its use). */

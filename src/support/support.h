@@ -232,13 +232,54 @@ float sup_f16_to_f32(uint16_t h);
 uint16_t sup_f32_to_bf16(float f);
 float sup_bf16_to_f32(uint16_t h);
 
+/* ---- shapes: the one size limit (dims.c; docs/eval.md, "Shapes") ---------------------------
+ * Every shape rly accepts has each dim in [0, SUP_DIM_MAX] and the product of its nonzero dims
+ * at most SUP_DIM_MAX (2^62). So the element count, each row-major stride, each flat offset and
+ * the sum of two of them fit in int64, even for an empty tensor with a huge dim, and the byte
+ * size of an allocated tensor is bounded by memory. Shapes are checked where they enter: .npy
+ * and .npz headers, tensor allocation (so every kernel output, through k_out), type annotations
+ * in the text format, and the argument and result types of every operator relation. Past that
+ * point code may multiply the dims of one shape freely; arithmetic that mixes dims with other
+ * numbers (attribute values, tensor data) goes through these helpers. Negative dims are the
+ * type system's `?` and symbolic dims, never sizes. */
+#define SUP_DIM_MAX ((int64_t)1 << 62)
+#define SUP_DIM_OVER (SUP_DIM_MAX + 1) /* a saturated result: "over the limit" */
+/* a + b and a * b for sizes a, b >= 0: false (and *out untouched) when an operand is negative or
+ * the result would pass SUP_DIM_MAX. */
+bool sup_dim_add(int64_t a, int64_t b, int64_t *out);
+bool sup_dim_mul(int64_t a, int64_t b, int64_t *out);
+/* a * b for a, b >= 0 (either may be SUP_DIM_OVER), saturated: the exact product when it is at
+ * most SUP_DIM_MAX, else SUP_DIM_OVER; a zero factor gives 0. Chains like a running product. */
+int64_t sup_dim_mul_sat(int64_t a, int64_t b);
+/* The element count of a shape (1 for rank 0) by sup_dim_mul_sat: SUP_DIM_OVER past the limit,
+ * -1 when a dim is negative. */
+int64_t sup_shape_numel(uint32_t ndim, const int64_t *shape);
+/* NULL when the shape obeys the limit; otherwise the reason, written into buf (and returned),
+ * saying "too large" or "negative". With unknown_ok, negative dims (`?`, symbolic) are allowed
+ * and left out of the product. */
+const char *sup_shape_check(uint32_t ndim, const int64_t *shape, bool unknown_ok, char *buf,
+                            size_t cap);
+
 /* ---- files ---------------------------------------------------------------------------------- */
 
 /* Read a whole file ("-" = stdin) into a malloc'ed NUL-terminated buffer. Returns false and
  * fills `err` (a static-ish message buffer of `errlen`) on failure. */
 bool sup_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
-/* Write bytes to `path` atomically: a temporary file beside it, then rename. */
+/* Write bytes to `path`. A regular file (or a missing one) is written atomically: a temporary
+ * created with O_EXCL|O_NOFOLLOW beside it, then rename; a replaced file keeps its mode and, where
+ * allowed, its owner. A symlink is written through (the file it names is replaced, the link
+ * stays); a FIFO or character device is written in place; a directory, block device, socket or
+ * dangling link is refused. Returns false with `err` filled, leaving no temporary behind. */
 bool sup_write_file_atomic(const char *path, const void *data, size_t len, char *err,
                            size_t errlen);
+/* The same, in pieces, for outputs too large to build in memory first: open, write any number
+ * of times (a failed write is remembered and reported by commit), then commit (rename into
+ * place; false with `err` filled, the temporary removed) or abort (nothing is left). A FIFO or
+ * character device is written as the pieces come. Commit and abort free the handle. */
+typedef struct SupOut SupOut;
+SupOut *sup_out_open(const char *path, char *err, size_t errlen);
+bool sup_out_write(SupOut *o, const void *data, size_t len);
+bool sup_out_commit(SupOut *o, char *err, size_t errlen);
+void sup_out_abort(SupOut *o); /* NULL is a no-op */
 
 #endif /* RLY_SUPPORT_H */

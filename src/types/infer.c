@@ -6,9 +6,13 @@
  * - ety[e->id] is the type being inferred for expression e (a Var's entry is its binder's type);
  *   it may mention IncompleteTypes until the end, when checked_type gets the resolved type.
  * - An IncompleteType is bound at most once (bind); resolve() follows bindings.
- * - `error` is a private IncompleteType that is never bound: it unifies with anything and a
- *   relation with an erroneous argument is not run, so one mistake reports once.
- * - Types are small, so the functions over types recurse; expressions never are recursed over. */
+ * - `error` is a private IncompleteType (ir_type_error_new) that is never bound: it unifies with
+ *   anything and a relation with an erroneous argument is not run, so one mistake reports once.
+ * - Nothing recurses, over expressions or over types: types are DAGs whose tree size can be
+ *   exponential in their node count (`let %a2 = (%a1, %a1)`), so every walk over a type uses an
+ *   explicit stack and visits each node once (deep: ir_type_rewrite with a memo kept while no
+ *   binding is made; occurs: marks by node id; unify: a memo of pairs), and skips the parts
+ *   whose flags show there is nothing to do (a type without IncompleteTypes is its own deep). */
 #include <stdio.h>
 
 #include "types/types.h"
@@ -18,7 +22,9 @@ typedef enum PendKind { PEND_OP, PEND_PROJ } PendKind;
 typedef struct Pending {
     PendKind kind;
     bool done;
-    Expr *at; /* the call or projection */
+    bool woken;   /* an IncompleteType it waits on was bound since its last try */
+    uint32_t seq; /* creation order: the solver retries in this order, as passes would */
+    Expr *at;     /* the call or projection */
     const OpDef *op;
     const AttrValue **vals;
     uint32_t n_args;
@@ -41,13 +47,25 @@ typedef struct Infer {
     size_t n_ety;
     Type **bind; /* IncompleteType id -> the type it is bound to (NULL: unbound) */
     size_t n_bind;
-    PtrMap schemes; /* Function -> its FuncType (from annotations and fresh types) */
-    Let **let_of;   /* by expr id: body -> its Let, and Let -> itself, until the let variable
-                     * is typed from its value */
+    uint64_t n_binds;     /* bindings made so far: deep's memo is valid while this stays */
+    uint64_t deep_at;     /* n_binds when deep_rw.memo was started */
+    TypeRewriter deep_rw; /* deep: node -> fully resolved node */
+    uint32_t *mark;       /* by type id: the occurs walk that last entered the node */
+    uint8_t *ground;      /* by type id: 1 once the node is known to resolve without unknowns */
+    size_t n_mark, n_ground;
+    uint32_t walk;   /* the current occurs walk */
+    PtrMap kinds_ok; /* types that passed kind_check */
+    PtrMap schemes;  /* Function -> its FuncType (from annotations and fresh types) */
+    Let **let_of;    /* by expr id: body -> its Let, and Let -> itself, until the let variable
+                      * is typed from its value */
     size_t n_let_of;
     Type *error;
     Type *unit, *bool_scalar;
-    Vec(Pending *) pending;
+    Vec(Pending *) pending; /* deferred items, in creation order (done ones dropped at the end) */
+    uint32_t n_pending_made;
+    struct Watch **watch; /* by IncompleteType id: the deferred items waiting on it */
+    size_t n_watch;
+    Vec(Pending *) woken; /* woken since the solver last ran, in any order */
     Vec(PolyCall) polycalls;
     PtrVec exprs;   /* every expression reached, in post order */
     PtrVec matches; /* complete matches, for the exhaustiveness check */
@@ -73,130 +91,160 @@ static void *grow_by_id(void *arr, size_t *n, uint32_t id) {
     return a;
 }
 
+/* Grow an array of elem-byte entries indexed by node id (zero-filled) so that index id exists. */
+static void *grow_bytes_by_id(void *arr, size_t *n, uint32_t id, size_t elem) {
+    if (id < *n) return arr;
+    size_t m = *n ? *n : 1024;
+    while (m <= id)
+        m *= 2;
+    char *a = sup_realloc(arr, sup_mul(m, elem));
+    memset(a + *n * elem, 0, (m - *n) * elem);
+    *n = m;
+    return a;
+}
+
+/* A deferred item waiting on an IncompleteType (a list per type, in the ctx arena). */
+typedef struct Watch {
+    Pending *p;
+    struct Watch *next;
+} Watch;
+
 static void bind(Infer *in, Type *v, Type *t) {
     in->bind = grow_by_id(in->bind, &in->n_bind, v->id);
     in->bind[v->id] = t;
+    if (t->kind == TYPE_INCOMPLETE) t->flags |= TYPE_PLACED;
+    in->n_binds++;
+    if (v->id < in->n_watch) { /* wake what waited on v */
+        for (Watch *w = in->watch[v->id]; w; w = w->next)
+            if (!w->p->done && !w->p->woken) {
+                w->p->woken = true;
+                vec_push(&in->woken, w->p);
+            }
+        in->watch[v->id] = NULL;
+    }
 }
 
+/* What t stands for: bindings followed to the end, with path compression (a chain of
+ * IncompleteTypes bound to one another, as a chain of calls of globals makes, is followed once). */
 static Type *resolve(Infer *in, Type *t) {
-    while (t->kind == TYPE_INCOMPLETE) {
-        Type *b = bound_to(in, t);
+    Type *r = t;
+    while (r->kind == TYPE_INCOMPLETE) {
+        Type *b = bound_to(in, r);
         if (b == NULL) break;
-        t = b;
+        r = b;
+    }
+    while (t != r && t->kind == TYPE_INCOMPLETE) { /* every link now points at the end */
+        Type *next = in->bind[t->id];
+        in->bind[t->id] = r;
+        t = next;
+    }
+    return r;
+}
+
+static Type *deep_pre(TypeRewriter *rw, Type *t, bool *stop) {
+    Infer *in = rw->state;
+    if (!(t->flags & TYPE_HAS_INCOMPLETE)) {
+        *stop = true;
+        return t;
+    }
+    if (t->kind != TYPE_INCOMPLETE) return t;
+    Type *r = resolve(in, t);
+    *stop = r->kind == TYPE_INCOMPLETE; /* unbound */
+    return r;
+}
+
+/* t with every bound IncompleteType replaced (interned types). Linear in the nodes of t that
+ * mention IncompleteTypes, and free for a part already resolved since the last binding. */
+static Type *deep(Infer *in, Type *t) {
+    if (!(t->flags & TYPE_HAS_INCOMPLETE)) return t;
+    if (t->kind == TYPE_INCOMPLETE) { /* often bound to a type without unknowns */
+        Type *r = resolve(in, t);
+        if (r->kind == TYPE_INCOMPLETE || !(r->flags & TYPE_HAS_INCOMPLETE)) return r;
+    }
+    if (in->deep_at != in->n_binds) { /* a binding was made: what was resolved may change */
+        ptrmap_free(&in->deep_rw.memo);
+        in->deep_at = in->n_binds;
+    }
+    return ir_type_rewrite(&in->deep_rw, t);
+}
+
+/* Does t, resolved, mention no unbound IncompleteType (the error type aside)? */
+static bool resolved(Infer *in, Type *t) { return !(deep(in, t)->flags & TYPE_HAS_INCOMPLETE); }
+
+static bool has_error(Infer *in, Type *t) { return (deep(in, t)->flags & TYPE_HAS_ERROR) != 0; }
+
+typedef struct OccFrame {
+    Type *t;
+    uint32_t next, n;
+    bool open; /* an unbound IncompleteType was met below */
+} OccFrame;
+
+/* The occurs check: does t, resolved, mention the unbound IncompleteType v? Each node is entered
+ * once per walk; a node whose whole DAG turns out to resolve without unknowns is remembered as
+ * ground (bindings are never undone), so later walks skip it. */
+static bool occurs(Infer *in, Type *v, Type *t) {
+    /* v is in no other type and bound from no other unknown (such as the fresh result of a
+     * projection solved before its consumers are typed): nothing can reach it */
+    if (!(t->flags & TYPE_HAS_INCOMPLETE) || !(v->flags & TYPE_PLACED)) return false;
+    uint32_t walk = ++in->walk;
+    Vec(OccFrame) st = {0};
+    bool found = false;
+    OccFrame f0 = {t, 0, UINT32_MAX, false};
+    vec_push(&st, f0);
+    while (st.len && !found) {
+        OccFrame *f = &vec_last(&st);
+        if (f->n == UINT32_MAX) { /* first visit */
+            Type *r = f->t->kind == TYPE_INCOMPLETE ? resolve(in, f->t) : f->t;
+            bool skip =
+                !(r->flags & TYPE_HAS_INCOMPLETE) || (r->id < in->n_ground && in->ground[r->id]);
+            bool unbound = !skip && r->kind == TYPE_INCOMPLETE;
+            if (unbound && r == v) found = true;
+            bool seen = !skip && !unbound && r->id < in->n_mark && in->mark[r->id] == walk;
+            if (skip || unbound || seen) {
+                st.len--;
+                if (st.len && (unbound || seen)) vec_last(&st).open = true;
+                continue;
+            }
+            in->mark = grow_bytes_by_id(in->mark, &in->n_mark, r->id, sizeof *in->mark);
+            in->mark[r->id] = walk;
+            f->t = r;
+            f->n = ir_type_n_children(r);
+        }
+        if (f->next < f->n) {
+            OccFrame c = {ir_type_child(f->t, f->next++), 0, UINT32_MAX, false};
+            vec_push(&st, c);
+            continue;
+        }
+        bool open = f->open;
+        if (!open) {
+            in->ground = grow_bytes_by_id(in->ground, &in->n_ground, f->t->id, 1);
+            in->ground[f->t->id] = 1;
+        }
+        st.len--;
+        if (st.len && open) vec_last(&st).open = true;
+    }
+    vec_free(&st);
+    return found;
+}
+
+typedef struct Subst {
+    uint32_t n;
+    TypeVar *const *from;
+    Type *const *to;
+} Subst;
+
+static Type *subst_pre(TypeRewriter *rw, Type *t, bool *stop) {
+    Subst *s = rw->state;
+    if (!(t->flags & TYPE_HAS_VAR)) {
+        *stop = true;
+        return t;
+    }
+    if (t->kind == TYPE_VAR) {
+        *stop = true;
+        for (uint32_t i = 0; i < s->n; i++)
+            if (t == &s->from[i]->base) return s->to[i];
     }
     return t;
-}
-
-static Type *deep(Infer *in, Type *t);
-
-/* dst[i] = deep(src[i]) (dst: n slots); whether any changed. */
-static bool deep_all(Infer *in, uint32_t n, Type *const *src, Type **dst) {
-    bool changed = false;
-    for (uint32_t i = 0; i < n; i++) {
-        dst[i] = deep(in, src[i]);
-        changed |= dst[i] != src[i];
-    }
-    return changed;
-}
-
-static Type **scratch(Infer *in, uint32_t n, Type **buf16) {
-    return n <= 16 ? buf16 : arena_array(&in->ctx->arena, n, sizeof(Type *));
-}
-
-/* t with every bound IncompleteType replaced (interned types). */
-static Type *deep(Infer *in, Type *t) {
-    t = resolve(in, t);
-    Type *buf[16];
-    switch ((TypeKind)t->kind) {
-    case TYPE_TUPLE: {
-        TupleType *tt = (TupleType *)t;
-        Type **f = scratch(in, tt->n, buf);
-        return deep_all(in, tt->n, tt->fields, f) ? ir_type_tuple(in->ctx, tt->n, f) : t;
-    }
-    case TYPE_FUNC: {
-        FuncType *ft = (FuncType *)t;
-        Type **p = scratch(in, ft->n_params, buf);
-        bool changed = deep_all(in, ft->n_params, ft->params, p);
-        Type *r = deep(in, ft->ret);
-        return changed || r != ft->ret
-                   ? ir_type_func(in->ctx, ft->n_params, p, r, ft->n_tparams, ft->tparams,
-                                  ft->n_constraints, ft->constraints)
-                   : t;
-    }
-    case TYPE_CALL: {
-        TypeCall *tc = (TypeCall *)t;
-        Type **a = scratch(in, tc->n_args, buf);
-        return deep_all(in, tc->n_args, tc->args, a)
-                   ? ir_type_call(in->ctx, tc->func, tc->n_args, a)
-                   : t;
-    }
-    case TYPE_REF: {
-        Type *v = deep(in, ((RefType *)t)->value);
-        return v != ((RefType *)t)->value ? ir_type_ref(in->ctx, v) : t;
-    }
-    default: return t;
-    }
-}
-
-/* Does t (deeply resolved) mention `what`? what == NULL: any unbound IncompleteType. */
-static bool mentions(Infer *in, Type *t, Type *what) {
-    t = resolve(in, t);
-    switch ((TypeKind)t->kind) {
-    case TYPE_INCOMPLETE: return what == NULL ? t != in->error : t == what;
-    case TYPE_TUPLE:
-        for (uint32_t i = 0; i < ((TupleType *)t)->n; i++)
-            if (mentions(in, ((TupleType *)t)->fields[i], what)) return true;
-        return false;
-    case TYPE_FUNC: {
-        FuncType *ft = (FuncType *)t;
-        for (uint32_t i = 0; i < ft->n_params; i++)
-            if (mentions(in, ft->params[i], what)) return true;
-        return mentions(in, ft->ret, what);
-    }
-    case TYPE_CALL:
-        for (uint32_t i = 0; i < ((TypeCall *)t)->n_args; i++)
-            if (mentions(in, ((TypeCall *)t)->args[i], what)) return true;
-        return false;
-    case TYPE_REF: return mentions(in, ((RefType *)t)->value, what);
-    default: return false;
-    }
-}
-
-static bool has_error(Infer *in, Type *t) { return mentions(in, t, in->error); }
-
-/* Substitute type variables (from[i] -> to[i]) in t. */
-static Type *subst(Infer *in, Type *t, uint32_t n, TypeVar *const *from, Type *const *to) {
-    if (n == 0) return t;
-    switch ((TypeKind)t->kind) {
-    case TYPE_VAR:
-        for (uint32_t i = 0; i < n; i++)
-            if (t == &from[i]->base) return to[i];
-        return t;
-    case TYPE_TUPLE: {
-        TupleType *tt = (TupleType *)t;
-        Type **f = arena_array(&in->ctx->arena, tt->n ? tt->n : 1, sizeof(Type *));
-        for (uint32_t i = 0; i < tt->n; i++)
-            f[i] = subst(in, tt->fields[i], n, from, to);
-        return ir_type_tuple(in->ctx, tt->n, f);
-    }
-    case TYPE_FUNC: {
-        FuncType *ft = (FuncType *)t;
-        Type **p = arena_array(&in->ctx->arena, ft->n_params ? ft->n_params : 1, sizeof(Type *));
-        for (uint32_t i = 0; i < ft->n_params; i++)
-            p[i] = subst(in, ft->params[i], n, from, to);
-        return ir_type_func(in->ctx, ft->n_params, p, subst(in, ft->ret, n, from, to),
-                            ft->n_tparams, ft->tparams, ft->n_constraints, ft->constraints);
-    }
-    case TYPE_CALL: {
-        TypeCall *tc = (TypeCall *)t;
-        Type **a = arena_array(&in->ctx->arena, tc->n_args ? tc->n_args : 1, sizeof(Type *));
-        for (uint32_t i = 0; i < tc->n_args; i++)
-            a[i] = subst(in, tc->args[i], n, from, to);
-        return ir_type_call(in->ctx, subst(in, tc->func, n, from, to), tc->n_args, a);
-    }
-    case TYPE_REF: return ir_type_ref(in->ctx, subst(in, ((RefType *)t)->value, n, from, to));
-    default: return t;
-    }
 }
 
 /* A polymorphic FuncType with fresh types for its parameters; the fresh types go to *targs. */
@@ -204,10 +252,13 @@ static Type *instantiate(Infer *in, FuncType *ft, Type ***targs) {
     Type **to = arena_array(&in->ctx->arena, ft->n_tparams, sizeof(Type *));
     for (uint32_t i = 0; i < ft->n_tparams; i++)
         to[i] = fresh(in);
+    Subst s = {ft->n_tparams, ft->tparams, to};
+    TypeRewriter rw = {in->ctx, subst_pre, {0}, &s};
     Type **p = arena_array(&in->ctx->arena, ft->n_params ? ft->n_params : 1, sizeof(Type *));
     for (uint32_t i = 0; i < ft->n_params; i++)
-        p[i] = subst(in, ft->params[i], ft->n_tparams, ft->tparams, to);
-    Type *r = subst(in, ft->ret, ft->n_tparams, ft->tparams, to);
+        p[i] = ir_type_rewrite(&rw, ft->params[i]);
+    Type *r = ir_type_rewrite(&rw, ft->ret);
+    ptrmap_free(&rw.memo);
     if (targs) *targs = to;
     return ir_type_func(in->ctx, ft->n_params, p, r, 0, NULL, 0, NULL);
 }
@@ -235,22 +286,62 @@ static Type *mismatch(Infer *in, Type *a, Type *b) {
     return NULL;
 }
 
-/* Unify a and b; the common type, or NULL with in->why set. */
-static Type *unify(Infer *in, Type *a, Type *b) {
-    a = resolve(in, a);
-    b = resolve(in, b);
-    if (a == b) return a;
-    if (a == in->error) return b;
-    if (b == in->error) return a;
+/* One pair being unified. n == UINT32_MAX: not started; else its n child pairs, whose results
+ * go to kids[base..]. */
+typedef struct UFrame {
+    Type *a0, *b0; /* the pair as given */
+    Type *a, *b;   /* resolved (a function type may be instantiated by unify_start) */
+    Type *ra, *rb; /* resolved */
+    uint32_t next, n;
+    size_t base;
+} UFrame;
+
+/* What a unified pair gives its parent: the common type, and each side with what was met below
+ * resolved (equal to the side as given, under the bindings made). */
+typedef struct UKid {
+    Type *r, *da, *db;
+} UKid;
+
+/* Pairs worth remembering: those whose unification could be long, so that meeting them again
+ * (a DAG-shaped type meets its shared parts many times) repeats nothing. A pair of small types
+ * without IncompleteTypes is cheap to redo; one with IncompleteTypes is not, whatever its size:
+ * they may be bound to anything. */
+#define UNIFY_MEMO_SIZE 16
+static bool memo_worthy(Type *a, Type *b) {
+    return ((a->flags | b->flags) & TYPE_HAS_INCOMPLETE) || a->size + b->size > UNIFY_MEMO_SIZE;
+}
+#if UINTPTR_MAX > 0xffffffffu
+static void *pair_key(Type *a, Type *b) {
+    return (void *)(uintptr_t)(((uint64_t)a->id << 32) | b->id); /* ids start at 1: never NULL */
+}
+#define PAIR_MEMO 1
+#else
+#define PAIR_MEMO 0 /* no room for a pair of ids in a pointer key: no memo */
+#endif
+
+/* Start unifying the resolved pair (f->a, f->b): 1 with *r when that is decided here, -1 on a
+ * mismatch (in->why set), 0 when f->n child pairs (of f->a and f->b, possibly instantiated)
+ * must be unified first. */
+static int unify_start(Infer *in, UFrame *f, Type **r) {
+    Type *a = f->a, *b = f->b;
+    if (a == b || b == in->error) {
+        *r = a;
+        return 1;
+    }
+    if (a == in->error) {
+        *r = b;
+        return 1;
+    }
     if (a->kind == TYPE_INCOMPLETE || b->kind == TYPE_INCOMPLETE) {
         Type *v = a->kind == TYPE_INCOMPLETE ? a : b, *t = v == a ? b : a;
-        if (mentions(in, t, v)) {
+        if (occurs(in, v, t)) {
             in->why.len = 0;
             sb_printf(&in->why, "a type cannot contain itself (%s)", type_str(in, t));
-            return NULL;
+            return -1;
         }
         bind(in, v, t);
-        return t;
+        *r = t;
+        return 1;
     }
     if (a->kind == TYPE_FUNC && b->kind == TYPE_FUNC) {
         FuncType *fa = (FuncType *)a, *fb = (FuncType *)b;
@@ -258,25 +349,26 @@ static Type *unify(Infer *in, Type *a, Type *b) {
             fa = (FuncType *)instantiate(in, fa, NULL);
         else if (fb->n_tparams && !fa->n_tparams)
             fb = (FuncType *)instantiate(in, fb, NULL);
-        else if (fa->n_tparams)
-            return ir_type_equal(a, b) ? a : mismatch(in, a, b);
+        else if (fa->n_tparams) {
+            if (!ir_type_equal(a, b)) return mismatch(in, a, b), -1;
+            *r = a;
+            return 1;
+        }
         if (fa->n_params != fb->n_params) {
             in->why.len = 0;
             sb_printf(&in->why, "functions of %u and %u parameters", fa->n_params, fb->n_params);
-            return NULL;
+            return -1;
         }
-        Type **p = arena_array(&in->ctx->arena, fa->n_params ? fa->n_params : 1, sizeof(Type *));
-        for (uint32_t i = 0; i < fa->n_params; i++)
-            if ((p[i] = unify(in, fa->params[i], fb->params[i])) == NULL) return NULL;
-        Type *r = unify(in, fa->ret, fb->ret);
-        if (r == NULL) return NULL;
-        return ir_type_func(in->ctx, fa->n_params, p, r, 0, NULL, 0, NULL);
+        f->a = &fa->base;
+        f->b = &fb->base;
+        f->n = fa->n_params + 1;
+        return 0;
     }
-    if (a->kind != b->kind) return mismatch(in, a, b);
+    if (a->kind != b->kind) return mismatch(in, a, b), -1;
     switch ((TypeKind)a->kind) {
     case TYPE_TENSOR: {
         TensorType *x = (TensorType *)a, *y = (TensorType *)b;
-        if (x->dtype != y->dtype || x->ndim != y->ndim) return mismatch(in, a, b);
+        if (x->dtype != y->dtype || x->ndim != y->ndim) return mismatch(in, a, b), -1;
         int64_t buf[16], *s = x->ndim <= 16 ? buf : arena_array(&in->ctx->arena, x->ndim, 8);
         for (uint32_t i = 0; i < x->ndim; i++) {
             int64_t p = x->shape[i], q = y->shape[i];
@@ -291,34 +383,125 @@ static Type *unify(Infer *in, Type *a, Type *b) {
                 sb_puts(&in->why, " vs ");
                 dim_text(in, &in->why, q);
                 sb_putc(&in->why, ')');
-                return NULL;
+                return -1;
             }
         }
-        return ir_type_tensor(in->ctx, x->dtype, x->ndim, s);
+        *r = ir_type_tensor(in->ctx, x->dtype, x->ndim, s);
+        return 1;
     }
-    case TYPE_TUPLE: {
-        TupleType *x = (TupleType *)a, *y = (TupleType *)b;
-        if (x->n != y->n) return mismatch(in, a, b);
-        Type **f = arena_array(&in->ctx->arena, x->n ? x->n : 1, sizeof(Type *));
-        for (uint32_t i = 0; i < x->n; i++)
-            if ((f[i] = unify(in, x->fields[i], y->fields[i])) == NULL) return NULL;
-        return ir_type_tuple(in->ctx, x->n, f);
-    }
+    case TYPE_TUPLE:
+        if (((TupleType *)a)->n != ((TupleType *)b)->n) return mismatch(in, a, b), -1;
+        f->n = ((TupleType *)a)->n;
+        return 0;
     case TYPE_CALL: {
         TypeCall *x = (TypeCall *)a, *y = (TypeCall *)b;
         if (resolve(in, x->func) != resolve(in, y->func) || x->n_args != y->n_args)
-            return mismatch(in, a, b);
-        Type **f = arena_array(&in->ctx->arena, x->n_args ? x->n_args : 1, sizeof(Type *));
-        for (uint32_t i = 0; i < x->n_args; i++)
-            if ((f[i] = unify(in, x->args[i], y->args[i])) == NULL) return NULL;
-        return ir_type_call(in->ctx, x->func, x->n_args, f);
+            return mismatch(in, a, b), -1;
+        f->n = x->n_args + 1; /* child 0, the callee, is the same on both sides */
+        return 0;
     }
-    case TYPE_REF: {
-        Type *v = unify(in, ((RefType *)a)->value, ((RefType *)b)->value);
-        return v ? ir_type_ref(in->ctx, v) : NULL;
+    case TYPE_REF: f->n = 1; return 0;
+    default: return mismatch(in, a, b), -1;
     }
-    default: return mismatch(in, a, b);
+}
+
+/* A bound IncompleteType v turned out equal to d, v's binding with parts resolved: bind v to d
+ * directly, so the next unification that meets v does not walk the same bindings again (a
+ * chain of types bound through function results would be walked at each use: quadratic). */
+static void compress(Infer *in, Type *v, Type *resolved_v, Type *d) {
+    if (v != resolved_v && v->kind == TYPE_INCOMPLETE && d != resolved_v) {
+        in->bind[v->id] = d;
+        if (d->kind == TYPE_INCOMPLETE) d->flags |= TYPE_PLACED;
     }
+}
+
+/* Unify a and b; the common type, or NULL with in->why set. Iterative (types nest arbitrarily
+ * deep), and a pair of big types met again reuses its first result, so unifying two DAG-shaped
+ * types costs their distinct pairs of nodes, not their tree sizes. */
+static Type *unify(Infer *in, Type *a, Type *b) {
+    UFrame top = {a, b, a, b, NULL, NULL, 0, UINT32_MAX, 0};
+    top.a = top.ra = resolve(in, a);
+    top.b = top.rb = resolve(in, b);
+    Type *r0 = NULL;
+    int started = unify_start(in, &top, &r0); /* most pairs are decided at the top */
+    if (started != 0) {
+        if (started > 0) {
+            compress(in, a, top.ra, resolve(in, top.ra));
+            compress(in, b, top.rb, resolve(in, top.rb));
+        }
+        return started > 0 ? r0 : NULL;
+    }
+    Vec(UFrame) st = {0};
+    Vec(UKid) kids = {0};
+    PtrVec tmp = {0};
+    PtrMap memo = {0};
+    Type *result = NULL;
+    top.base = 0; /* started: its children come next */
+    vec_push(&st, top);
+    while (st.len) {
+        UFrame *f = &vec_last(&st);
+        UKid k = {NULL, NULL, NULL};
+        if (f->n == UINT32_MAX) {
+            f->a = f->ra = resolve(in, f->a0);
+            f->b = f->rb = resolve(in, f->b0);
+#if PAIR_MEMO
+            if (memo_worthy(f->a, f->b)) k.r = ptrmap_get(&memo, pair_key(f->a, f->b));
+#endif
+            if (k.r == NULL) {
+                int how = unify_start(in, f, &k.r);
+                if (how < 0) goto out;
+                if (how == 0) {
+                    f->base = kids.len;
+                    continue;
+                }
+            }
+            k.da = resolve(in, f->ra); /* an unknown just bound stands for its binding */
+            k.db = resolve(in, f->rb);
+        } else if (f->next < f->n) {
+            Type *ca = ir_type_child(f->a, f->next), *cb = ir_type_child(f->b, f->next);
+            UFrame c = {ca, cb, ca, cb, NULL, NULL, 0, UINT32_MAX, 0};
+            f->next++;
+            vec_push(&st, c); /* f is invalid from here */
+            continue;
+        } else {
+            UKid *ks = kids.data + f->base;
+            tmp.len = 0;
+            for (uint32_t i = 0; i < f->n; i++)
+                vec_push(&tmp, ks[i].r);
+            Type **kr = (Type **)tmp.data;
+            if (f->a->kind == TYPE_FUNC)
+                k.r = ir_type_func(in->ctx, f->n - 1, kr, kr[f->n - 1], 0, NULL, 0, NULL);
+            else
+                k.r = ir_type_with_children(in->ctx, f->a, kr);
+            k.da = f->ra;
+            k.db = f->rb;
+            if (f->a == f->ra && f->b == f->rb) { /* not instantiated: the sides' parts */
+                tmp.len = 0;
+                for (uint32_t i = 0; i < f->n; i++)
+                    vec_push(&tmp, ks[i].da);
+                k.da = ir_type_with_children(in->ctx, f->ra, (Type **)tmp.data);
+                tmp.len = 0;
+                for (uint32_t i = 0; i < f->n; i++)
+                    vec_push(&tmp, ks[i].db);
+                k.db = ir_type_with_children(in->ctx, f->rb, (Type **)tmp.data);
+            }
+            kids.len = f->base;
+#if PAIR_MEMO
+            if (memo_worthy(f->a, f->b)) ptrmap_put(&memo, pair_key(f->a, f->b), k.r);
+#endif
+        }
+        compress(in, f->a0, f->ra, k.da);
+        compress(in, f->b0, f->rb, k.db);
+        st.len--;
+        vec_push(&kids, k);
+    }
+    result = kids.data[0].r;
+out:
+    vec_free(&st);
+    vec_free(&kids);
+    vec_free(&tmp);
+    ptrmap_free(&memo);
+    return result;
 }
 
 /* ---- diagnostics ---------------------------------------------------------------------------- */
@@ -378,44 +561,78 @@ static Span use_span(const Expr *x, const Expr *e) {
 
 /* ---- kinds ---------------------------------------------------------------------------------- */
 
-static void kind_check(Infer *in, Type *t, Span span) {
-    switch ((TypeKind)t->kind) {
-    case TYPE_GLOBAL_VAR: {
+/* The kind errors of node t itself (its children are checked on their own). */
+static bool kind_ok_node(Infer *in, Type *t, Span span) {
+    if (t->kind == TYPE_GLOBAL_VAR) {
         GlobalTypeVar *g = (GlobalTypeVar *)t;
-        if (g->def && g->def->n_tvars)
+        if (g->def && g->def->n_tvars) {
             error_at(in, span, "type %s needs %u type argument%s, as in %s[...]", g->name,
                      g->def->n_tvars, g->def->n_tvars == 1 ? "" : "s", g->name);
-        return;
-    }
-    case TYPE_CALL: {
+            return false;
+        }
+    } else if (t->kind == TYPE_CALL) {
         TypeCall *tc = (TypeCall *)t;
         if (tc->func->kind == TYPE_GLOBAL_VAR) {
             GlobalTypeVar *g = (GlobalTypeVar *)tc->func;
-            if (g->def && g->def->n_tvars != tc->n_args)
+            if (g->def && g->def->n_tvars != tc->n_args) {
                 error_at(in, span, "type %s takes %u type argument%s, not %u", g->name,
                          g->def->n_tvars, g->def->n_tvars == 1 ? "" : "s", tc->n_args);
+                return false;
+            }
         } else if (tc->func->kind != TYPE_VAR) {
             error_at(in, span, "%s is not a type constructor and cannot take type arguments",
                      type_str(in, tc->func));
+            return false;
         }
-        for (uint32_t i = 0; i < tc->n_args; i++)
-            kind_check(in, tc->args[i], span);
-        return;
     }
-    case TYPE_TUPLE:
-        for (uint32_t i = 0; i < ((TupleType *)t)->n; i++)
-            kind_check(in, ((TupleType *)t)->fields[i], span);
-        return;
-    case TYPE_FUNC: {
-        FuncType *ft = (FuncType *)t;
-        for (uint32_t i = 0; i < ft->n_params; i++)
-            kind_check(in, ft->params[i], span);
-        kind_check(in, ft->ret, span);
-        return;
+    return true;
+}
+
+typedef struct KindFrame {
+    Type *t;
+    uint32_t next, n;
+    bool bad; /* an error in t or below */
+} KindFrame;
+
+/* Kind-check an annotation: ADTs get their number of type arguments. Each node once per call;
+ * nodes found correct are remembered for the whole module (annotations share parts). */
+static void kind_check(Infer *in, Type *t, Span span) {
+    if (!(t->flags & TYPE_HAS_ADT) || ptrmap_has(&in->kinds_ok, t)) return;
+    PtrMap seen = {0};
+    Vec(KindFrame) st = {0};
+    KindFrame f0 = {t, 0, UINT32_MAX, false};
+    vec_push(&st, f0);
+    while (st.len) {
+        KindFrame *f = &vec_last(&st);
+        if (f->n == UINT32_MAX) {
+            Type *x = f->t;
+            if (!(x->flags & TYPE_HAS_ADT) || ptrmap_has(&in->kinds_ok, x) ||
+                ptrmap_has(&seen, x)) {
+                bool bad = ptrmap_get(&seen, x) == (void *)&seen; /* met before, with an error */
+                st.len--;
+                if (bad && st.len) vec_last(&st).bad = true;
+                continue;
+            }
+            ptrmap_put(&seen, x, x);
+            f->bad = !kind_ok_node(in, x, span);
+            f->n = ir_type_n_children(x);
+            f->next = x->kind == TYPE_CALL ? 1 : 0; /* a TypeCall's callee is checked above */
+        }
+        if (f->next < f->n) {
+            KindFrame c = {ir_type_child(f->t, f->next++), 0, UINT32_MAX, false};
+            vec_push(&st, c);
+            continue;
+        }
+        bool bad = f->bad;
+        if (bad)
+            ptrmap_put(&seen, f->t, &seen);
+        else
+            ptrmap_put(&in->kinds_ok, f->t, f->t);
+        st.len--;
+        if (bad && st.len) vec_last(&st).bad = true;
     }
-    case TYPE_REF: kind_check(in, ((RefType *)t)->value, span); return;
-    default: return;
-    }
+    vec_free(&st);
+    ptrmap_free(&seen);
 }
 
 /* ---- the solver's worklist --------------------------------------------------------------------
@@ -481,29 +698,111 @@ static bool try_solve(Infer *in, Pending *p) {
     return true;
 }
 
-static void add_pending(Infer *in, Pending *p) {
-    if (try_solve(in, p))
-        p->done = true;
-    else
-        vec_push(&in->pending, p);
+static void watch_on(Infer *in, Pending *p, Type *v) {
+    in->watch = grow_by_id(in->watch, &in->n_watch, v->id);
+    Watch *w = arena_alloc(&in->ctx->arena, sizeof *w);
+    w->p = p;
+    w->next = in->watch[v->id];
+    in->watch[v->id] = w;
 }
 
-static void solve_all(Infer *in) {
-    bool progress = true;
-    while (progress) {
-        progress = false;
-        size_t k = 0;
-        for (size_t i = 0; i < in->pending.len; i++) {
-            Pending *p = in->pending.data[i];
-            if (try_solve(in, p)) {
-                p->done = true;
-                progress = true;
-            } else {
-                in->pending.data[k++] = p;
-            }
+/* p was deferred: make it wait on the unbound IncompleteTypes its arguments mention (a try with
+ * none of them bound would defer again, so it need not be made). */
+static void wait_on_unknowns(Infer *in, Pending *p) {
+    uint32_t walk = ++in->walk;
+    PtrVec st = {0};
+    for (uint32_t i = 0; i < p->n_args; i++)
+        vec_push(&st, deep(in, p->args[i]));
+    while (st.len) {
+        Type *t = vec_pop(&st);
+        if (!(t->flags & TYPE_HAS_INCOMPLETE)) continue;
+        in->mark = grow_bytes_by_id(in->mark, &in->n_mark, t->id, sizeof *in->mark);
+        if (in->mark[t->id] == walk) continue;
+        in->mark[t->id] = walk;
+        if (t->kind == TYPE_INCOMPLETE) {
+            watch_on(in, p, t);
+            continue;
         }
-        in->pending.len = k;
+        for (uint32_t k = ir_type_n_children(t); k-- > 0;)
+            vec_push(&st, ir_type_child(t, k));
     }
+    vec_free(&st);
+}
+
+static void add_pending(Infer *in, Pending *p) {
+    p->seq = in->n_pending_made++;
+    if (try_solve(in, p)) {
+        p->done = true;
+    } else {
+        vec_push(&in->pending, p);
+        wait_on_unknowns(in, p);
+    }
+}
+
+/* Min-heap of woken items by seq. */
+static void heap_push(PtrVec *h, Pending *p) {
+    vec_push(h, p);
+    for (size_t i = h->len - 1; i > 0;) {
+        size_t up = (i - 1) / 2;
+        if (((Pending *)h->data[up])->seq <= p->seq) break;
+        h->data[i] = h->data[up];
+        h->data[up] = p;
+        i = up;
+    }
+}
+
+static Pending *heap_pop(PtrVec *h) {
+    Pending *top = h->data[0], *last = vec_pop(h);
+    if (h->len == 0) return top;
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        Pending *pm = last;
+        if (l < h->len && ((Pending *)h->data[l])->seq < pm->seq) m = l, pm = h->data[l];
+        if (r < h->len && ((Pending *)h->data[r])->seq < pm->seq) m = r, pm = h->data[r];
+        if (m == i) break;
+        h->data[i] = pm;
+        i = m;
+    }
+    h->data[i] = last;
+    return top;
+}
+
+/* Retry deferred items until nothing changes. Equivalent to passes over every deferred item in
+ * creation order until a pass makes no progress, but an item is retried only when something it
+ * waits on was bound (a pass over every item each time would be quadratic along a chain of
+ * items each unblocking the one before it, as forward references make): an item woken by a
+ * later one in the same pass waits for the next pass, as it would have. */
+static void solve_all(Infer *in) {
+    PtrVec now = {0}, next = {0};
+    for (size_t i = 0; i < in->woken.len; i++)
+        heap_push(&now, in->woken.data[i]);
+    in->woken.len = 0;
+    while (now.len) {
+        while (now.len) {
+            Pending *p = heap_pop(&now);
+            p->woken = false;
+            if (p->done) continue;
+            if (try_solve(in, p))
+                p->done = true;
+            else
+                wait_on_unknowns(in, p);
+            for (size_t i = 0; i < in->woken.len; i++) { /* woken by this try */
+                Pending *q = in->woken.data[i];
+                heap_push(q->seq > p->seq ? &now : &next, q);
+            }
+            in->woken.len = 0;
+        }
+        PtrVec t = now;
+        now = next;
+        next = t;
+    }
+    vec_free(&now);
+    vec_free(&next);
+    size_t k = 0;
+    for (size_t i = 0; i < in->pending.len; i++)
+        if (!in->pending.data[i]->done) in->pending.data[k++] = in->pending.data[i];
+    in->pending.len = k;
 }
 
 /* ---- constraint generation ----------------------------------------------------------------------
@@ -601,7 +900,10 @@ static Type *op_value_type(Infer *in, Expr *e) {
         p->args[i] = fresh(in);
     p->out = fresh(in);
     Type *ft = ir_type_func(in->ctx, p->n_args, p->args, p->out, 0, NULL, 0, NULL);
+    p->seq = in->n_pending_made++;
     vec_push(&in->pending, p);
+    p->woken = true; /* not tried yet: the solver's first pass tries it */
+    vec_push(&in->woken, p);
     return ft;
 }
 
@@ -766,8 +1068,17 @@ static void bind_pattern_vars(Infer *in, Pattern *p) {
 /* Type the variable of let l from its value (before its body is walked, so that uses in the
  * body see it, and a mismatch is blamed where the variable is used, not at the let). */
 static void type_let_var(Infer *in, Let *l) {
-    Type *vt = get_ty(in, &l->var->base);
-    expect(in, vt, type_of(in, l->value), use_span(l->value, &l->base),
+    Type *vt = get_ty(in, &l->var->base), *val = type_of(in, l->value);
+    if (!l->var->ann && (vt == NULL || (vt->kind == TYPE_INCOMPLETE && vt != in->error &&
+                                        bound_to(in, vt) == NULL))) {
+        /* An unannotated variable has its value's type. Taking it as it is, rather than
+         * unifying it with the unknown made when the binder was visited, spares an occurs check
+         * of the value's type at every let (quadratic along a chain of lets that grow a type):
+         * only an out-of-scope use inside the value can have met that unknown. */
+        set_ty(in, &l->var->base, val);
+        return;
+    }
+    expect(in, vt, val, use_span(l->value, &l->base),
            l->var->ann ? "value of an annotated let" : "let-bound value");
 }
 
@@ -950,13 +1261,83 @@ static void post(Visitor *v, Expr *e) {
 
 /* ---- the module ----------------------------------------------------------------------------- */
 
+typedef struct Refs {
+    Module *m;
+    Vec(uint32_t) to; /* indexes of the globals the function being scanned mentions */
+} Refs;
+
+static void refs_post(Visitor *v, Expr *e) {
+    Refs *r = v->state;
+    if (e->kind != EXPR_GLOBAL_VAR) return;
+    FuncDef *d = ir_module_def_of(r->m, AS_GLOBAL_VAR(e));
+    if (d && d->func) vec_push(&r->to, (uint32_t)(d - r->m->funcs.data));
+}
+
+/* The order in which the globals' bodies are walked: every global after the globals that
+ * mention it (where there is no cycle), so that the argument types of its calls are known when
+ * its body is walked and types flow down a chain of calls. The other way round, each result
+ * type would be bound to a chain of unknown results of the functions below it, and every
+ * occurs check would walk that chain: quadratic. Reverse postorder of a depth-first walk of
+ * the "mentions" graph, its roots taken in reverse module order and each global's callees in
+ * reverse order of mention, so that unrelated globals keep their module order and the globals
+ * one function calls are walked in the order it calls them (the order its values flow). */
+static size_t *walk_order(Module *m) {
+    size_t n = m->funcs.len, n_bodies = 0;
+    size_t *order = sup_calloc(n + 1, sizeof *order);
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+        n_bodies += m->funcs.data[i].func != NULL;
+    }
+    if (n_bodies < 2) return order; /* nothing to order: spare the walk */
+    /* the edges of i: r.to[first[i]..first[i+1]) */
+    size_t *first = sup_calloc(n + 1, sizeof *first);
+    Refs r = {m, {0}};
+    Visitor v = {NULL, refs_post, &r};
+    for (size_t i = 0; i < n; i++) {
+        first[i] = r.to.len;
+        if (m->funcs.data[i].func) ir_visit(&v, &m->funcs.data[i].func->base);
+    }
+    first[n] = r.to.len;
+    uint8_t *seen = sup_calloc(n + 1, 1);
+    typedef struct {
+        size_t f, next; /* edges to[first[f]..next) are still to follow, last first */
+    } DFrame;
+    Vec(DFrame) st = {0};
+    size_t k = n; /* postorder fills order from the end: the reverse postorder */
+    for (size_t root = n; root-- > 0;) {
+        if (seen[root]) continue;
+        seen[root] = 1;
+        DFrame f0 = {root, first[root + 1]};
+        vec_push(&st, f0);
+        while (st.len) {
+            DFrame *f = &vec_last(&st);
+            if (f->next > first[f->f]) {
+                size_t c = r.to.data[--f->next];
+                if (!seen[c]) {
+                    seen[c] = 1;
+                    DFrame cf = {c, first[c + 1]};
+                    vec_push(&st, cf);
+                }
+                continue;
+            }
+            order[--k] = f->f;
+            st.len--;
+        }
+    }
+    vec_free(&st);
+    vec_free(&r.to);
+    free(first);
+    free(seen);
+    return order;
+}
+
 static void report_unresolved(Infer *in) {
     bool any = false;
     for (size_t i = 0; i < in->exprs.len; i++) {
         Expr *e = in->exprs.data[i];
         if (e->kind != EXPR_VAR) continue;
         Type *t = get_ty(in, e);
-        if (t && mentions(in, t, NULL)) {
+        if (t && !resolved(in, t)) {
             error_at(in, e->span, "cannot infer the type of %%%s (it is %s); annotate it",
                      AS_VAR(e)->name, type_str(in, t));
             any = true;
@@ -966,7 +1347,7 @@ static void report_unresolved(Infer *in) {
     for (size_t i = 0; i < in->exprs.len; i++) {
         Expr *e = in->exprs.data[i];
         Type *t = get_ty(in, e);
-        if (t && mentions(in, t, NULL)) {
+        if (t && !resolved(in, t)) {
             error_at(in, e->span, "cannot infer the type of this expression (it is %s)",
                      type_str(in, t));
             return;
@@ -981,7 +1362,8 @@ bool ty_infer_module(Module *m) {
     in.m = m;
     in.ds = &ctx->diags;
     in.n_errors_at_start = ctx->diags.n_errors;
-    in.error = ir_type_incomplete_new(ctx, KIND_TYPE);
+    in.error = ir_type_error_new(ctx);
+    in.deep_rw = (TypeRewriter){ctx, deep_pre, {0}, &in};
     in.unit = ir_type_tuple(ctx, 0, NULL);
     in.bool_scalar = ir_type_scalar(ctx, RLY_DTYPE_BOOL);
     in.n_ety = ctx->next_id + 1024;
@@ -999,8 +1381,10 @@ bool ty_infer_module(Module *m) {
         if (d->func) set_ty(&in, &d->gvar->base, scheme_of(&in, d->func));
     }
     Visitor v = {pre, post, &in};
+    size_t *order = walk_order(m);
     for (size_t i = 0; i < m->funcs.len; i++)
-        if (m->funcs.data[i].func) ir_visit(&v, &m->funcs.data[i].func->base);
+        if (m->funcs.data[order[i]].func) ir_visit(&v, &m->funcs.data[order[i]].func->base);
+    free(order);
     if (m->is_expr && m->expr) ir_visit(&v, m->expr);
     solve_all(&in);
 
@@ -1009,7 +1393,7 @@ bool ty_infer_module(Module *m) {
         Pending *p = in.pending.data[i];
         if (!clean) break;
         for (uint32_t k = 0; k < p->n_args; k++) {
-            if (!mentions(&in, p->args[k], NULL)) continue;
+            if (resolved(&in, p->args[k])) continue;
             error_at(&in, arg_span(p, (int)k),
                      "%s: cannot infer the type of argument %u (it is %s); annotate the values "
                      "it comes from",
@@ -1047,6 +1431,12 @@ bool ty_infer_module(Module *m) {
     bool ok = ctx->diags.n_errors == in.n_errors_at_start;
     free(in.ety);
     free(in.bind);
+    free(in.mark);
+    free(in.watch);
+    vec_free(&in.woken);
+    free(in.ground);
+    ptrmap_free(&in.deep_rw.memo);
+    ptrmap_free(&in.kinds_ok);
     ptrmap_free(&in.schemes);
     free(in.let_of);
     vec_free(&in.pending);

@@ -284,6 +284,143 @@ unwritable out_text_is_dir "$T/o6/out.rly" ""
 check no_orphan_npz_when_text_fails $(test -e "$T/o6/out.npz" && echo 1 || echo 0) \
     "out.npz was left behind when out.rly could not be written"
 
+# ---- hostile output paths: devices written through, links followed, modes kept -----------------
+
+run run "$DATA/typed.rly" --fill ones --output /dev/full
+expect out_dev_full 1
+check out_dev_full.still_device $(test -c /dev/full && echo 0 || echo 1) "/dev/full is no longer a device"
+grep -q "/dev/full" "$T/err"
+check out_dev_full.message $? "the error does not name /dev/full"
+run run "$DATA/typed.rly" --fill ones --output /dev/null
+expect out_dev_null 0
+check out_dev_null.still_device $(test -c /dev/null && echo 0 || echo 1) "/dev/null is no longer a device"
+mkdir -p "$T/ol"
+echo keep >"$T/ol/victim"
+ln -s victim "$T/ol/link.npz"
+run run "$DATA/typed.rly" --fill ones --output "$T/ol/link.npz"
+expect out_symlink 0
+check out_symlink.still_link $(test -L "$T/ol/link.npz" && echo 0 || echo 1) "the symlink was replaced"
+check out_symlink.through $(head -c 2 "$T/ol/victim" | grep -q PK && echo 0 || echo 1) "the link's target was not written"
+ln -s missing "$T/ol/dangling.rly"
+run print "$DATA/module.rly" -o "$T/ol/dangling.rly"
+expect out_dangling_link 1
+check out_dangling_link.kept $(test -L "$T/ol/dangling.rly" && ! test -e "$T/ol/missing" && echo 0 || echo 1) "the dangling link was replaced or followed"
+mkfifo "$T/ol/fifo"
+(cat "$T/ol/fifo" >"$T/ol/fifo.out") &
+run print "$DATA/module.rly" -o "$T/ol/fifo"
+wait
+expect out_fifo 0
+check out_fifo.still_fifo $(test -p "$T/ol/fifo" && echo 0 || echo 1) "the FIFO was replaced"
+check out_fifo.through $(test -s "$T/ol/fifo.out" && echo 0 || echo 1) "nothing came through the FIFO"
+echo old >"$T/ol/mode.rly"
+chmod 640 "$T/ol/mode.rly"
+run print "$DATA/module.rly" -o "$T/ol/mode.rly"
+expect out_keeps_mode 0
+check out_keeps_mode.mode $([ "$(stat -c %a "$T/ol/mode.rly")" = 640 ] && echo 0 || echo 1) "mode changed to $(stat -c %a "$T/ol/mode.rly")"
+ls -A "$T/ol" | grep -q '\.tmp\.'
+check out_no_temporaries $((1 - $?)) "a temporary file was left in $T/ol"
+
+# ---- bounded runs: memory, time, depth ------------------------------------------------------------
+
+cat >"$T/runaway.rly" <<'RLY'
+#[version = "0.0.5"]
+def @f(%x: Tensor[(1000), float32]) -> Tensor[(1000), float32] {
+  add(@f(add(%x, 1f)), %x)
+}
+def @main(%x: Tensor[(1000), float32]) -> Tensor[(1000), float32] {
+  @f(%x)
+}
+RLY
+cat >"$T/forever.rly" <<'RLY'
+#[version = "0.0.5"]
+def @loop(%i: int64) -> int64 {
+  @loop(add(%i, 1i64))
+}
+def @main() -> int64 { @loop(0i64) }
+RLY
+run run "$T/runaway.rly" --fill zeros --max-depth 500
+expect limit_depth 1
+expect_located limit_depth "$T/runaway.rly"
+grep -q "call depth limit of 500 exceeded (--max-depth)" "$T/err" && grep -q "while running @f" "$T/err"
+check limit_depth.message $? "no message naming the depth limit and @f"
+run run "$T/runaway.rly" --fill zeros --max-memory 20M
+expect limit_memory 1
+expect_located limit_memory "$T/runaway.rly"
+grep -q "memory limit of 20971520 bytes exceeded (--max-memory)" "$T/err"
+check limit_memory.message $? "no message naming the memory limit"
+run run "$T/forever.rly" --timeout 0.3
+expect limit_timeout 1
+expect_located limit_timeout "$T/forever.rly"
+grep -q "time limit of 0.3 s exceeded (--timeout)" "$T/err"
+check limit_timeout.message $? "no message naming the time limit"
+cat >"$T/huge.rly" <<'RLY'
+#[version = "0.0.5"]
+def @main() -> Tensor[(100000, 100000), float32] { zeros(shape=[100000, 100000], dtype="float32") }
+RLY
+run run "$T/huge.rly" --max-memory 1G
+expect limit_memory_tensor 1
+grep -q "memory limit of 1073741824 bytes exceeded" "$T/err"
+check limit_memory_tensor.message $? "a 40 GB tensor did not meet the memory limit"
+# inputs count against the limit
+python3 -c "
+import struct, sys
+h = \"{'descr': '<f4', 'fortran_order': False, 'shape': (1000,), }\"
+h = h + ' ' * (118 - len(h)) + '\\n'
+sys.stdout.buffer.write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(h)) + h.encode() + bytes(4000))" >"$T/x1000.npy"
+run run "$T/runaway.rly" --input x="$T/x1000.npy" --max-memory 1K
+expect limit_memory_inputs 1
+grep -q "memory limit of 1024 bytes exceeded" "$T/err"
+check limit_memory_inputs.message $? "an input larger than the limit was accepted"
+run run "$T/runaway.rly" --input x="$T/x1000.npy" --max-depth 200 --max-memory none --timeout none
+expect limit_none 1
+grep -q "call depth limit of 200" "$T/err"
+check limit_none.message $? "'none' broke another limit"
+# values whose type or value shares parts (a pair of a pair of ... 40 deep: 2^40 tensors as a
+# tree) are refused or cut short, never walked as trees
+python3 -c "
+import sys
+lines = ['#[version = \"0.0.5\"]', 'def @main(%p, %x: Tensor[(2), float32]) {', '  let %a0 = (%x, %x);']
+lines += ['  let %%a%d = (%%a%d, %%a%d);' % (i, i - 1, i - 1) for i in range(1, 40)]
+lines += ['  if (True) { %p } else { %a39 }' if sys.argv[1] == 'param' else '  %a39', '}']
+print('\n'.join(lines))" param >"$T/dag_param.rly"
+sed 's/%p, //; s/  if (True) { %p } else { %a39 }/  %a39/' "$T/dag_param.rly" >"$T/dag_value.rly"
+run run "$T/dag_param.rly" --fill zeros
+expect dag_fill 1
+grep -q "holds more than 1000000 tensors" "$T/err"
+check dag_fill.message $? "a DAG-typed input was not refused"
+timeout 60 "$RLY" run "$T/dag_value.rly" --fill zeros >"$T/out" 2>"$T/err"
+rc=$?
+expect dag_print 0
+grep -q "printing stopped after 4 MB" "$T/out"
+check dag_print.cut $? "printing a DAG value was not cut short"
+run run "$T/dag_value.rly" --fill zeros --output "$T/dag.npz"
+expect dag_output 1
+grep -q "the result holds more than 1000000 tensors" "$T/err"
+check dag_output.message $? "writing a DAG value was not refused"
+
+# .npz members are decoded only when a parameter takes them: a corrupt member that --input
+# overrides is never read; the same member read is an error naming the file and member
+python3 -c "
+import sys, zipfile
+npy = open(sys.argv[1], 'rb').read()
+with zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_STORED) as z:
+    z.writestr('x.npy', npy)
+b = bytearray(open(sys.argv[2], 'rb').read())
+i = b.index(npy[-64:])
+b[i + 10] ^= 0xff
+open(sys.argv[2], 'wb').write(bytes(b))" "$T/x1000.npy" "$T/corrupt.npz"
+run run "$T/runaway.rly" --inputs "$T/corrupt.npz" --input x="$T/x1000.npy" --max-depth 50
+expect npz_unused_member 1
+grep -q "call depth limit" "$T/err"
+check npz_unused_member.not_decoded $? "a member that --input overrides was decoded"
+run run "$T/runaway.rly" --inputs "$T/corrupt.npz" --max-depth 50
+expect npz_corrupt_member 1
+grep -q "corrupt.npz: member 'x': CRC-32 mismatch" "$T/err"
+check npz_corrupt_member.message $? "the corrupt member is not named"
+usage limit_bad_memory run "$T/forever.rly" --max-memory 12Q
+usage limit_bad_depth run "$T/forever.rly" --max-depth -3
+usage limit_bad_timeout run "$T/forever.rly" --timeout 0
+
 # ---- check: types ---------------------------------------------------------------------------------
 
 run check "$DATA/typed.rly"

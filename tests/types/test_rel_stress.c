@@ -4,10 +4,15 @@
  * lists, unknown and listed strings. Deterministic (fixed seed), so failures reproduce.
  * Invariants (run under ASan + UBSan in CI): no crash and no undefined behaviour (e.g. signed
  * overflow in shape arithmetic); a relation on fully known arguments never defers; an error has a
- * message; a result is a type with no negative constant dims.
+ * message; a result is a type with no negative constant dims, within the shape limit (support.h,
+ * "shapes": dims at most 2^62, and so the product of the nonzero ones), whatever the arguments
+ * (op_relate refuses arguments past it, such as the INT64_MAX dims drawn here); every operator's
+ * trials finish within OP_SECONDS (a relation must not loop over a dim).
  *   test_rel_stress [TRIALS [SEED]]     default 1000 trials per operator, the fixed seed
  * Closes with `N passed, N failed`. */
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "../check.h"
 #include "ops/ops.h"
@@ -21,9 +26,24 @@ static uint32_t next(uint32_t n) {
 }
 
 #define BIG ((int64_t)1 << 62)
+#define HALF ((int64_t)1 << 31)
+
+/* All the trials of one operator must finish within this (a hang fails instead of stalling). */
+#define OP_SECONDS 60
+static const char *running_op = "";
+static void on_alarm(int sig) {
+    (void)sig;
+    static const char msg[] = "FAIL: the relation trials did not finish in time: ";
+    ssize_t r = write(2, msg, sizeof msg - 1);
+    r = write(2, running_op, strlen(running_op));
+    r = write(2, "\n", 1);
+    (void)r;
+    _exit(3);
+}
 
 static Type *random_tensor(Ctx *ctx) {
-    static const int64_t dims[] = {0, 1, 1, 2, 3, 3, 4, 8, 16, 224, BIG, INT64_MAX, DIM_ANY};
+    static const int64_t dims[] = {0,  0,   1,   1,         2,       3,   3,    4,   8,
+                                   16, 224, BIG, INT64_MAX, DIM_ANY, BIG, HALF, HALF};
     static const rly_dtype dts[] = {RLY_DTYPE_F32, RLY_DTYPE_F32,  RLY_DTYPE_F32, RLY_DTYPE_I32,
                                     RLY_DTYPE_I64, RLY_DTYPE_BOOL, RLY_DTYPE_U8,  RLY_DTYPE_I8,
                                     RLY_DTYPE_F16, RLY_DTYPE_F64};
@@ -147,7 +167,8 @@ static bool dims_ok(Type *t) {
         for (uint32_t i = 0; i < tt->ndim; i++)
             if (tt->shape[i] < 0 && tt->shape[i] != DIM_ANY && !dim_is_sym(tt->shape[i]))
                 return false;
-        return true;
+        char why[128];
+        return sup_shape_check(tt->ndim, tt->shape, true, why, sizeof why) == NULL;
     }
     if (t->kind == TYPE_TUPLE) {
         for (uint32_t i = 0; i < ((TupleType *)t)->n; i++)
@@ -186,7 +207,8 @@ static void stress_op(const OpDef *op, int trials) {
                 CHECK(msg.len > 0, "%s: error without a message (trial %d)", op->name, t);
                 n_err++;
             } else if (r == REL_OK) {
-                CHECK(out && dims_ok(out), "%s: result with a negative dim (trial %d)", op->name,
+                CHECK(out && dims_ok(out),
+                      "%s: result with a negative dim or past the shape limit (trial %d)", op->name,
                       t);
                 n_ok++;
             }
@@ -203,7 +225,12 @@ static void stress_op(const OpDef *op, int trials) {
 int main(int argc, char **argv) {
     int trials = argc > 1 ? atoi(argv[1]) : 1000;
     if (argc > 2) rng ^= strtoull(argv[2], NULL, 10) * 0x2545f4914f6cdd1dull;
-    for (size_t i = 0; i < op_count(); i++)
+    signal(SIGALRM, on_alarm);
+    for (size_t i = 0; i < op_count(); i++) {
+        running_op = op_at(i)->name;
+        alarm(OP_SECONDS);
         stress_op(op_at(i), trials);
+        alarm(0);
+    }
     return check_summary();
 }

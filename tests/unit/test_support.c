@@ -1,10 +1,17 @@
 /* test_support.c - unit tests of the support layer: arena, string buffer, maps, interning,
  * diagnostics (line/col and rendering), dtypes and half-precision conversions. */
+#define _XOPEN_SOURCE 700 /* symlink, mkfifo */
+#include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -152,12 +159,111 @@ static void test_files(void **state) {
     assert_false(sup_write_file_atomic("/nonexistent/dir/x", "a", 1, err, sizeof err));
 }
 
+static bool file_is(const char *path, const char *want) {
+    char err[256], *data;
+    size_t len;
+    if (!sup_read_file(path, &data, &len, err, sizeof err)) return false;
+    bool same = len == strlen(want) && memcmp(data, want, len) == 0;
+    free(data);
+    return same;
+}
+
+/* Hostile output paths: every case is planted, written, and the aftermath checked. */
+static void test_write_hostile(void **state) {
+    (void)state;
+    char err[256];
+    const char *dir = "test_support_out";
+    char out[64], victim[64], link[64], fifo[64], planted[128];
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+    snprintf(link, sizeof link, "%s/link.txt", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    mkdir(dir, 0755);
+
+    /* a symlink planted at the old predictable temporary name is neither followed nor removed */
+    assert_true(sup_write_file_atomic(victim, "victim", 6, err, sizeof err));
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", out, (long)getpid());
+    unlink(planted);
+    assert_int_equal(symlink("victim.txt", planted), 0);
+    assert_true(sup_write_file_atomic(out, "new", 3, err, sizeof err));
+    assert_true(file_is(out, "new"));
+    assert_true(file_is(victim, "victim"));
+    struct stat st;
+    assert_int_equal(lstat(planted, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    unlink(planted);
+
+    /* a replaced file keeps its mode */
+    assert_int_equal(chmod(out, 0640), 0);
+    assert_true(sup_write_file_atomic(out, "again", 5, err, sizeof err));
+    assert_int_equal(stat(out, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
+    assert_true(file_is(out, "again"));
+
+    /* a symlink is written through: the target changes, the link stays a link */
+    unlink(link);
+    assert_int_equal(symlink("victim.txt", link), 0);
+    assert_true(sup_write_file_atomic(link, "through", 7, err, sizeof err));
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_true(file_is(victim, "through"));
+    /* a dangling link is refused and left alone */
+    unlink(link);
+    assert_int_equal(symlink("missing.txt", link), 0);
+    assert_false(sup_write_file_atomic(link, "x", 1, err, sizeof err));
+    assert_non_null(strstr(err, "symbolic link to a missing file"));
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(access(link, F_OK), -1);
+    unlink(link);
+
+    /* a FIFO is written through (a reader holds it open), not replaced */
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+    assert_true(rfd >= 0);
+    assert_true(sup_write_file_atomic(fifo, "pipe", 4, err, sizeof err));
+    char buf[8] = {0};
+    assert_int_equal(read(rfd, buf, sizeof buf), 4);
+    assert_memory_equal(buf, "pipe", 4);
+    close(rfd);
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    unlink(fifo);
+
+    /* character devices: written in place; a failing one is an error and stays a device */
+    assert_true(sup_write_file_atomic("/dev/null", "x", 1, err, sizeof err));
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    if (stat("/dev/full", &st) == 0) {
+        assert_false(sup_write_file_atomic("/dev/full", "x", 1, err, sizeof err));
+        assert_non_null(strstr(err, "/dev/full"));
+        assert_int_equal(stat("/dev/full", &st), 0);
+        assert_true(S_ISCHR(st.st_mode));
+    }
+    /* a directory is refused */
+    assert_false(sup_write_file_atomic(dir, "x", 1, err, sizeof err));
+    assert_non_null(strstr(err, "directory"));
+
+    /* no temporary is left behind by any of the above */
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        assert_null(strstr(de->d_name, ".tmp."));
+    closedir(d);
+    unlink(out);
+    unlink(victim);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena),       cmocka_unit_test(test_strbuf),
-        cmocka_unit_test(test_ptrmap),      cmocka_unit_test(test_strmap_intern),
-        cmocka_unit_test(test_diag_render), cmocka_unit_test(test_dtypes),
-        cmocka_unit_test(test_half),        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_arena),         cmocka_unit_test(test_strbuf),
+        cmocka_unit_test(test_ptrmap),        cmocka_unit_test(test_strmap_intern),
+        cmocka_unit_test(test_diag_render),   cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_half),          cmocka_unit_test(test_files),
+        cmocka_unit_test(test_write_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

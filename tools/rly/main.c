@@ -1,5 +1,7 @@
 /* main.c - the `rly` command-line tool. Each subcommand is a function over the public API;
  * errors print a located diagnostic on stderr and exit with status 1 (2 for usage errors). */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +22,15 @@ static int usage(FILE *f) {
         "                          standard library (List, Option, Tree, map, foldl, ...) visible\n"
         "  run FILE [--entry NAME] [--input NAME=path.npy ...] [--inputs in.npz]\n"
         "      [--output out.npz] [--fill random|zeros|ones] [--seed N] [--prelude]\n"
+        "      [--max-memory BYTES] [--timeout SECONDS] [--max-depth N]\n"
         "                          type-check FILE and run its @main (or NAME) in the reference\n"
         "                          interpreter; print the result, or write it to out.npz as\n"
         "                          output_0, output_1, ... (tuples flattened depth-first).\n"
         "                          Parameters not given by a file are an error, or generated\n"
-        "                          with --fill\n"
+        "                          with --fill. Limits end a runaway run with an error: memory\n"
+        "                          of live values (BYTES, or with K/M/G/T; default RAM/4),\n"
+        "                          wall-clock time (default none), Relay call depth (default\n"
+        "                          10^7); 'none' lifts one\n"
         "  grad FILE [--entry NAME] [--name G] [--mode higher|first] [--prelude] [-o OUT.rly]\n"
         "                          reverse-mode AD: print the module with @main (or @G) defined\n"
         "                          as the gradient of @main (or @NAME):\n"
@@ -170,6 +176,29 @@ static int load(rly_ctx *ctx, const char *in, int prelude, rly_module **mod) {
     return 0;
 }
 
+/* "none", or a count with an optional K/M/G/T (powers of 1024) suffix when `sized`. */
+static bool parse_limit(const char *s, bool sized, uint64_t *out) {
+    if (strcmp(s, "none") == 0) {
+        *out = RLY_NO_LIMIT;
+        return true;
+    }
+    if (*s < '0' || *s > '9') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || v == 0) return false;
+    unsigned shift = 0;
+    if (sized && *end != '\0' && end[1] == '\0') {
+        const char *units = "KMGT", *u = strchr(units, *end);
+        if (u == NULL) return false;
+        shift = 10u * (unsigned)(u - units + 1);
+        end++;
+    }
+    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift))) return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *in = NULL;
     int prelude = 0;
@@ -192,6 +221,23 @@ static int cmd_run(int argc, char **argv) {
             o.output_npz = argv[++i];
         } else if (strcmp(a, "--seed") == 0 && has) {
             o.seed = (unsigned)strtoul(argv[++i], NULL, 10);
+        } else if ((strcmp(a, "--max-memory") == 0 || strcmp(a, "--max-depth") == 0) && has) {
+            bool mem = a[6] == 'm';
+            if (!parse_limit(argv[++i], mem, mem ? &o.max_memory : &o.max_depth)) {
+                fprintf(stderr, "rly run: %s takes %s or 'none', not '%s'\n", a,
+                        mem ? "a byte count (with an optional K, M, G or T)" : "a positive count",
+                        argv[i]);
+                return 2;
+            }
+        } else if (strcmp(a, "--timeout") == 0 && has) {
+            const char *t = argv[++i];
+            char *end;
+            double sec = strcmp(t, "none") == 0 ? 0 : strtod(t, &end);
+            if (strcmp(t, "none") != 0 && (*end != '\0' || !(sec > 0) || sec > 1e9)) {
+                fprintf(stderr, "rly run: --timeout takes seconds (> 0) or 'none', not '%s'\n", t);
+                return 2;
+            }
+            o.timeout = sec;
         } else if (strcmp(a, "--input") == 0 && has) {
             char *eq = strchr(argv[++i], '=');
             if (eq == NULL || eq == argv[i] || eq[1] == '\0') {

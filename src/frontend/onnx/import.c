@@ -501,6 +501,23 @@ Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, con
         return NULL;
     }
     sb_free(&msg);
+    /* The importer computes many shapes from the model's numbers (Resize, pads, repeats): one
+     * past the limit is an error here, at the node, before anything allocates by it. */
+    char why[160];
+    const char *bad = NULL;
+    if (out->kind == TYPE_TENSOR)
+        bad = sup_shape_check(AS_TENSOR_TYPE(out)->ndim, AS_TENSOR_TYPE(out)->shape, true, why,
+                              sizeof why);
+    for (uint32_t i = 0; out->kind == TYPE_TUPLE && i < AS_TUPLE_TYPE(out)->n && !bad; i++) {
+        Type *f = AS_TUPLE_TYPE(out)->fields[i];
+        if (f->kind == TYPE_TENSOR)
+            bad = sup_shape_check(AS_TENSOR_TYPE(f)->ndim, AS_TENSOR_TYPE(f)->shape, true, why,
+                                  sizeof why);
+    }
+    if (bad) {
+        imp_error(imp, "%s: the result: %s", op, bad);
+        return NULL;
+    }
     call->checked_type = out;
     if (all_const && def->user_kernel == NULL) return fold(imp, call, def);
     return call;
@@ -581,6 +598,11 @@ Expr *imp_tensor_const(Imp *imp, const OxTensor *t, bool borrow) {
     }
     if (t->ndim > 32) {
         imp_error(imp, "tensor '%s' has rank %u (at most 32)", t->name, t->ndim);
+        return NULL;
+    }
+    char why[160];
+    if (sup_shape_check(t->ndim, t->dims, false, why, sizeof why) != NULL) {
+        imp_error(imp, "tensor '%s': %s", t->name, why);
         return NULL;
     }
     Expr *c;
@@ -894,7 +916,19 @@ static Type *value_type(Imp *imp, const OxValueInfo *vi, const ImpShape *overrid
     imp->node = NULL; /* errors at the graph, not at a node */
     imp->span = (Span){imp->file, 0, 0};
     Type *t = NULL;
-    if (vi->type.kind == OXT_TENSOR && override) {
+    char why[160];
+    const char *bad = NULL;
+    if (vi->type.kind == OXT_TENSOR && override)
+        bad = sup_shape_check(override->ndim, override->dims, true, why, sizeof why);
+    if (vi->type.kind == OXT_TENSOR && !override && vi->type.ndim > 0) {
+        int64_t *dims = arena_array(&imp->arena, (size_t)vi->type.ndim, sizeof *dims);
+        for (int32_t i = 0; i < vi->type.ndim; i++)
+            dims[i] = vi->type.dims[i].value;
+        bad = sup_shape_check((uint32_t)vi->type.ndim, dims, true, why, sizeof why);
+    }
+    if (bad) {
+        graph_error(imp, "value '%s': %s", vi->name, bad);
+    } else if (vi->type.kind == OXT_TENSOR && override) {
         int dt = ox_to_rly_dtype(vi->type.elem_type);
         if (dt < 0)
             graph_error(imp, "value '%s': data type %s has no Relay counterpart", vi->name,
@@ -1184,8 +1218,8 @@ static const OxGraph *graph_attr(Imp *imp, const char *name) {
 }
 
 /* Convert subgraph g inline in a child scope, its first n inputs bound to vals (If branches bind
- * none; unrolled Scan steps bind the states and slices); returns its outputs, NULL after an
- * error. The node being converted is restored afterwards. */
+ * none); returns its outputs, NULL after an error. The node being converted is restored
+ * afterwards. */
 static Expr **inline_graph(Imp *imp, const OxGraph *g, uint32_t n, Expr *const *vals) {
     const OxNode *saved = imp->node;
     Span sspan = imp->span;
@@ -1332,11 +1366,12 @@ static bool conv_if(Imp *imp) {
 static Var *typed_var(Imp *imp, const char *name, Type *t) { return imp_var(imp, name, t); }
 
 /* Loop: a let-bound recursive function
- *   %loop(%i, %cond, %v..., %scan..., %captured...) =
- *     if (%i < %M && %cond) { body; %loop(%i + 1, cond_out, v_out..., concat(%scan, [s])...) }
- *     else (%v..., %scan...)
- * Loop-carried values are typed with `?` dims (they may change shape between iterations); scan
- * outputs grow along a new first axis. */
+ *   %loop(%i, %cond, %v..., %rows..., %captured...) =
+ *     if (%i < %M && %cond) { body; %loop(%i + 1, cond_out, v_out..., Cons(s, %rows)...) }
+ *     else (%v..., %rows...)
+ * Loop-carried values are typed with `?` dims (they may change shape between iterations); the
+ * rows of each scan output are collected in a list and joined after the loop (imp_rows_*: each
+ * row is copied O(log n) times, not once per later iteration). */
 static bool conv_loop(Imp *imp) {
     Ctx *ctx = imp->ctx;
     const OxGraph *body = graph_attr(imp, "body");
@@ -1401,26 +1436,19 @@ static bool conv_loop(Imp *imp) {
         scope_pop(imp);
         return false;
     }
-    /* Scan accumulators: Tensor[(?, elem...), dt]. */
+    /* Scan accumulators: the rows so far (imp_rows_*), joined once after the loop. */
     Var **p_s = arena_array(&imp->arena, n_scan + 1, sizeof *p_s);
     Expr **s_init = arena_array(&imp->arena, n_scan + 1, sizeof *s_init);
+    Type **s_elem = arena_array(&imp->arena, n_scan + 1, sizeof *s_elem);
     for (uint32_t k = 0; k < n_scan; k++) {
         TensorType *et = imp_tt(bo[1 + n_carried + k]);
         if (et == NULL) {
             scope_pop(imp);
             return imp_error(imp, "scan output %u is not a tensor", k);
         }
-        int64_t *d = arena_array(&imp->arena, et->ndim + 2, sizeof *d);
-        d[0] = DIM_ANY;
-        int64_t *d0 = arena_array(&imp->arena, et->ndim + 2, sizeof *d0);
-        d0[0] = 0;
-        for (uint32_t j = 0; j < et->ndim; j++) {
-            d[j + 1] = et->shape[j];
-            d0[j + 1] = et->shape[j] >= 0 ? et->shape[j] : 0;
-        }
-        p_s[k] = typed_var(imp, "scan", ir_type_tensor(ctx, et->dtype, et->ndim + 1, d));
-        s_init[k] = imp_const_tensor(imp, et->dtype, et->ndim + 1, d0, NULL);
-        if (s_init[k]) s_init[k]->checked_type = p_s[k]->base.checked_type;
+        s_elem[k] = imp_rows_elem(imp, et);
+        p_s[k] = typed_var(imp, "scan", imp_rows_type(imp, s_elem[k]));
+        s_init[k] = imp_rows_empty(imp, s_elem[k]);
     }
     /* Captured outer values become trailing parameters passed unchanged. */
     uint32_t n_cap = (uint32_t)s.cap_inner.len;
@@ -1467,27 +1495,9 @@ static bool conv_loop(Imp *imp) {
             return false;
         }
     }
-    for (uint32_t k = 0; k < n_scan; k++) {
-        ImpAttrs a = {0};
-        ia_int(imp, &a, "axis", 0);
-        Expr *el = imp_call1(imp, "expand_dims", bo[1 + n_carried + k], &a);
-        Expr *pair[2] = {&p_s[k]->base, el};
-        ImpAttrs c = {0};
-        ia_int(imp, &c, "axis", 0);
-        Expr *cat = el ? imp_call1(imp, "concatenate", imp_tuple(imp, 2, pair), &c) : NULL;
-        /* The first element starts the accumulator: its `?` dims are only known then. */
-        Expr *first_it =
-            cat ? imp_call2(imp, "equal", &p_i->base, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL)
-                : NULL;
-        if (first_it) {
-            Type *jt = imp_join(imp, el->checked_type, cat->checked_type);
-            Expr *pick = jt ? ir_if_new(ctx, first_it, el, cat, span) : NULL;
-            if (pick) pick->checked_type = jt;
-            next[2 + n_carried + k] = pick;
-        } else {
-            next[2 + n_carried + k] = NULL;
-        }
-    }
+    for (uint32_t k = 0; k < n_scan; k++)
+        next[2 + n_carried + k] =
+            imp_rows_push(imp, &p_s[k]->base, bo[1 + n_carried + k], s_elem[k]);
     for (uint32_t k = 0; k < n_cap; k++)
         next[2 + n_carried + n_scan + k] = s.cap_inner.data[k];
     for (uint32_t k = 0; k < n_params; k++)
@@ -1553,13 +1563,211 @@ static bool conv_loop(Imp *imp) {
     call->checked_type = ret;
     Expr *let = ir_let_new(ctx, loop, fn, call, span);
     let->checked_type = ret;
-    for (uint32_t k = 0; k < n_res; k++)
+    for (uint32_t k = 0; k < n_carried; k++)
         imp_out(imp, k, imp_get(imp, let, k));
+    for (uint32_t k = 0; k < n_scan; k++) {
+        Expr *joined = imp_rows_join(imp, imp_get(imp, let, n_carried + k), s_elem[k]);
+        if (joined == NULL) return false;
+        imp_out(imp, n_carried + k, joined);
+    }
     return true;
 }
 
-/* Scan (opset 9+), unrolled over the static scan length: each step converts the body in a child
- * scope with the states and the step's slices bound to its inputs. */
+/* ---- Scan ----------------------------------------------------------------------------------
+ * Scan (opset 9+, and Scan-8 once per batch element) becomes a let-bound recursive function,
+ * as Loop does:
+ *   %scan(%t, %s..., %rows..., %x..., %captured..., %len) =
+ *     if (%t < %len) { body(%s..., take(%x_k, t or len - 1 - t, axis_k)...);
+ *                      %scan(%t + 1, s_out..., Cons(y, %rows)..., %x..., %captured..., %len) }
+ *     else (%s..., %rows...)
+ * The body is converted once, whatever the scan length: unrolling it per step multiplied
+ * through nested Scans (578 bytes of nested Scans reached 6 GB). States are typed with `?`
+ * dims like Loop-carried values; the scan inputs are parameters (a function body never shares
+ * nodes with its caller) and keep their static types, so each step's slices do too. */
+
+typedef struct ScanFn {
+    uint32_t n_state, m, n_out, n_cap;
+    Var *var;         /* the let-bound function */
+    Expr *fn;         /* its definition */
+    Expr **cap_outer; /* outer values it captures, passed at each call */
+    Type **row_elem;  /* per scan output: the type of its rows (imp_rows_elem) */
+    Type *ret;        /* (states..., rows...) */
+} ScanFn;
+
+/* The function of a Scan body with n_state states of types st_t and m scan inputs of types x_t
+ * sliced along ax[k] (from the end when rev[k]). False after an error (at the node). */
+static bool scan_fn(Imp *imp, const OxGraph *body, uint32_t n_state, Type *const *st_t, uint32_t m,
+                    Type *const *x_t, const int64_t *ax, const bool *rev, ScanFn *sf) {
+    Ctx *ctx = imp->ctx;
+    if (body->n_inputs != n_state + m)
+        return imp_error(imp, "the body takes %u inputs, expected %u (%u states, %u scan inputs)",
+                         body->n_inputs, n_state + m, n_state, m);
+    if (body->n_outputs < n_state)
+        return imp_error(imp, "the body gives %u outputs, fewer than the %u states",
+                         body->n_outputs, n_state);
+    uint32_t n_out = body->n_outputs - n_state;
+    const OxNode *self = imp->node;
+    Span span = imp->span;
+    int64_t opset = imp->opset;
+    Expr **outs = imp->outs;
+    Type *i64 = ir_type_scalar(ctx, RLY_DTYPE_I64);
+    Var *p_t = typed_var(imp, "t", i64), *p_len = typed_var(imp, "len", i64);
+    Var **p_s = arena_array(&imp->arena, n_state + 1, sizeof *p_s);
+    Var **p_x = arena_array(&imp->arena, m + 1, sizeof *p_x);
+    for (uint32_t k = 0; k < n_state; k++)
+        p_s[k] = typed_var(imp, "s", imp_any_dims(imp, st_t[k]));
+    for (uint32_t k = 0; k < m; k++)
+        p_x[k] = typed_var(imp, "x", x_t[k]);
+    Scope s;
+    scope_push(imp, &s, true);
+    bool ok = define_inits(imp, body);
+    Expr *last =
+        imp_call2(imp, "subtract", &p_len->base, imp_scalar_i(imp, RLY_DTYPE_I64, 1), NULL);
+    Expr *back = imp_call2(imp, "subtract", last, &p_t->base, NULL);
+    for (uint32_t k = 0; k < n_state && ok; k++)
+        define(imp, body->inputs[k].name, &p_s[k]->base);
+    for (uint32_t k = 0; k < m && ok; k++) {
+        ImpAttrs a = {0};
+        ia_int(imp, &a, "axis", ax[k]);
+        ia_str(imp, &a, "mode", "fast");
+        Expr *slice = imp_call2(imp, "take", &p_x[k]->base, rev[k] ? back : &p_t->base, &a);
+        if (slice == NULL)
+            ok = false;
+        else
+            define(imp, body->inputs[n_state + k].name, slice);
+    }
+    ok = ok && convert_nodes(imp, body);
+    Expr **bo = ok ? graph_outputs(imp, body) : NULL;
+    imp->node = self, imp->span = span, imp->opset = opset, imp->outs = outs;
+    if (bo == NULL) {
+        scope_pop(imp);
+        return false;
+    }
+    Type **row_elem = arena_array(&imp->arena, n_out + 1, sizeof *row_elem);
+    Var **p_r = arena_array(&imp->arena, n_out + 1, sizeof *p_r);
+    for (uint32_t j = 0; j < n_out && ok; j++) {
+        TensorType *et = imp_tt(bo[n_state + j]);
+        if (et == NULL) {
+            ok = imp_error(imp, "scan output %u is not a tensor", j);
+            break;
+        }
+        row_elem[j] = imp_rows_elem(imp, et);
+        p_r[j] = typed_var(imp, "rows", imp_rows_type(imp, row_elem[j]));
+    }
+    for (uint32_t k = 0; k < n_state && ok; k++)
+        if (imp_join(imp, imp_any_dims(imp, imp_type(bo[k])), p_s[k]->base.checked_type) == NULL) {
+            StrBuf a = {0}, b = {0};
+            ir_print_type(ctx, imp_resolve(imp, p_s[k]->base.checked_type), &a);
+            ir_print_type(ctx, imp_resolve(imp, imp_type(bo[k])), &b);
+            ok = imp_error(imp, "state %u changes its type from %s to %s", k, sb_cstr(&a),
+                           sb_cstr(&b));
+            sb_free(&a);
+            sb_free(&b);
+        }
+    if (!ok) {
+        scope_pop(imp);
+        return false;
+    }
+    /* parameters: t, states, rows, scan inputs, captured values, len */
+    uint32_t n_cap = (uint32_t)s.cap_inner.len;
+    uint32_t n_params = 2 + n_state + n_out + m + n_cap;
+    Var **params = arena_array(&imp->arena, n_params, sizeof *params);
+    Expr **next = arena_array(&imp->arena, n_params, sizeof *next);
+    Type **pt = arena_array(&imp->arena, n_params, sizeof *pt);
+    uint32_t np = 0;
+    params[np] = p_t;
+    next[np++] = imp_call2(imp, "add", &p_t->base, imp_scalar_i(imp, RLY_DTYPE_I64, 1), NULL);
+    for (uint32_t k = 0; k < n_state; k++)
+        params[np] = p_s[k], next[np++] = bo[k];
+    for (uint32_t j = 0; j < n_out; j++)
+        params[np] = p_r[j],
+        next[np++] = imp_rows_push(imp, &p_r[j]->base, bo[n_state + j], row_elem[j]);
+    for (uint32_t k = 0; k < m; k++)
+        params[np] = p_x[k], next[np++] = &p_x[k]->base;
+    for (uint32_t k = 0; k < n_cap; k++)
+        params[np] = AS_VAR(s.cap_inner.data[k]), next[np++] = s.cap_inner.data[k];
+    params[np] = p_len, next[np++] = &p_len->base;
+    for (uint32_t k = 0; k < n_params; k++) {
+        ok &= next[k] != NULL;
+        pt[k] = params[k]->base.checked_type;
+    }
+    Expr *go = imp_call2(imp, "less", &p_t->base, &p_len->base, NULL);
+    if (!ok || go == NULL) {
+        scope_pop(imp);
+        return false;
+    }
+    uint32_t n_res = n_state + n_out;
+    Type **rt = arena_array(&imp->arena, n_res + 1, sizeof *rt);
+    Expr **res = arena_array(&imp->arena, n_res + 1, sizeof *res);
+    for (uint32_t k = 0; k < n_state; k++)
+        rt[k] = p_s[k]->base.checked_type, res[k] = &p_s[k]->base;
+    for (uint32_t j = 0; j < n_out; j++)
+        rt[n_state + j] = p_r[j]->base.checked_type, res[n_state + j] = &p_r[j]->base;
+    Type *ret = ir_type_tuple(ctx, n_res, rt);
+    Var *fv = typed_var(imp, "scan", ir_type_func(ctx, n_params, pt, ret, 0, NULL, 0, NULL));
+    Expr *again = ir_call_new(ctx, &fv->base, n_params, next, NULL, 0, NULL, span);
+    again->checked_type = ret;
+    Expr *body_if = ir_if_new(ctx, go, again, imp_tuple(imp, n_res, res), span);
+    body_if->checked_type = ret;
+    Expr *fn = ir_function_new(ctx, n_params, params, body_if, ret, 0, NULL, NULL, span);
+    fn->checked_type = fv->base.checked_type;
+    Expr **cap_outer = arena_array(&imp->arena, n_cap + 1, sizeof *cap_outer);
+    for (uint32_t k = 0; k < n_cap; k++)
+        cap_outer[k] = s.cap_outer.data[k];
+    scope_pop(imp);
+    *sf = (ScanFn){.n_state = n_state,
+                   .m = m,
+                   .n_out = n_out,
+                   .n_cap = n_cap,
+                   .var = fv,
+                   .fn = fn,
+                   .cap_outer = cap_outer,
+                   .row_elem = row_elem,
+                   .ret = ret};
+    return true;
+}
+
+/* A call of the scan function (inside its let): states st0, scan inputs xs, length len. */
+static Expr *scan_call(Imp *imp, const ScanFn *sf, Expr *const *st0, Expr *const *xs, Expr *len) {
+    uint32_t n_params = 2 + sf->n_state + sf->n_out + sf->m + sf->n_cap, np = 0;
+    Expr **args = arena_array(&imp->arena, n_params, sizeof *args);
+    args[np++] = imp_scalar_i(imp, RLY_DTYPE_I64, 0);
+    for (uint32_t k = 0; k < sf->n_state; k++)
+        args[np++] = st0[k];
+    for (uint32_t j = 0; j < sf->n_out; j++)
+        args[np++] = imp_rows_empty(imp, sf->row_elem[j]);
+    for (uint32_t k = 0; k < sf->m; k++)
+        args[np++] = xs[k];
+    for (uint32_t k = 0; k < sf->n_cap; k++)
+        args[np++] = sf->cap_outer[k];
+    args[np++] = len;
+    for (uint32_t k = 0; k < n_params; k++)
+        if (args[k] == NULL) return NULL;
+    Expr *call = ir_call_new(imp->ctx, &sf->var->base, n_params, args, NULL, 0, NULL, imp->span);
+    call->checked_type = sf->ret;
+    return call;
+}
+
+static Expr *let_scan(Imp *imp, const ScanFn *sf, Expr *body) {
+    if (body == NULL) return NULL;
+    Expr *let = ir_let_new(imp->ctx, sf->var, sf->fn, body, imp->span);
+    let->checked_type = body->checked_type;
+    return let;
+}
+
+/* The length of axis `axis` of x as an int64 scalar (shape_of at run time when unknown). */
+static Expr *axis_len(Imp *imp, Expr *x, uint32_t axis) {
+    int64_t d = imp_tt(x)->shape[axis];
+    if (dim_known(d)) return imp_scalar_i(imp, RLY_DTYPE_I64, d);
+    ImpAttrs sa = {0}, ta = {0};
+    ia_str(imp, &sa, "dtype", "int64");
+    ia_int(imp, &ta, "axis", 0);
+    return imp_call2(imp, "take", imp_call1(imp, "shape_of", x, &sa),
+                     imp_scalar_i(imp, RLY_DTYPE_I64, axis), &ta);
+}
+
+/* Scan (opset 9+): one call of the scan function; each scan output's rows are joined, reversed
+ * for scan_output_directions 1, and their axis moved to scan_output_axes. */
 static bool conv_scan(Imp *imp) {
     const OxGraph *body = graph_attr(imp, "body");
     if (body == NULL) return false;
@@ -1568,22 +1776,22 @@ static bool conv_scan(Imp *imp) {
     if (m < 1 || (uint64_t)m > n_in)
         return imp_error(imp, "num_scan_inputs must be in 1..%u", n_in);
     uint32_t n_state = n_in - (uint32_t)m;
-    if (body->n_inputs != n_in)
-        return imp_error(imp, "the body takes %u inputs, the node gives %u", body->n_inputs, n_in);
-    if (body->n_outputs < n_state)
-        return imp_error(imp, "the body gives fewer outputs than there are states");
-    uint32_t n_out = body->n_outputs - n_state;
     const int64_t *in_axes, *in_dirs, *out_axes, *out_dirs;
     uint32_t n_ia = imp_attr_ints(imp, "scan_input_axes", &in_axes);
     uint32_t n_id = imp_attr_ints(imp, "scan_input_directions", &in_dirs);
     uint32_t n_oa = imp_attr_ints(imp, "scan_output_axes", &out_axes);
     uint32_t n_od = imp_attr_ints(imp, "scan_output_directions", &out_dirs);
     Expr **state = arena_array(&imp->arena, n_state + 1, sizeof *state);
+    Type **st_t = arena_array(&imp->arena, n_state + 1, sizeof *st_t);
     Expr **xs = arena_array(&imp->arena, (size_t)m + 1, sizeof *xs);
+    Type **x_t = arena_array(&imp->arena, (size_t)m + 1, sizeof *x_t);
     int64_t *ax = arena_array(&imp->arena, (size_t)m + 1, sizeof *ax);
-    int64_t len = -1;
-    for (uint32_t k = 0; k < n_state; k++)
+    bool *rev = arena_array(&imp->arena, (size_t)m + 1, sizeof *rev);
+    int64_t len = DIM_ANY;
+    for (uint32_t k = 0; k < n_state; k++) {
         if ((state[k] = imp_in_req(imp, k, "initial state")) == NULL) return false;
+        st_t[k] = imp_type(state[k]);
+    }
     for (uint32_t k = 0; k < (uint32_t)m; k++) {
         if ((xs[k] = imp_in_req(imp, n_state + k, "scan input")) == NULL) return false;
         TensorType *t = imp_tt(xs[k]);
@@ -1591,64 +1799,68 @@ static bool conv_scan(Imp *imp) {
         if (t == NULL || a < -(int64_t)t->ndim || a >= (int64_t)t->ndim)
             return imp_error(imp, "scan input %u: axis %lld is out of range", k, (long long)a);
         ax[k] = a < 0 ? a + t->ndim : a;
+        rev[k] = k < n_id && in_dirs[k] != 0;
+        x_t[k] = imp_type(xs[k]);
         int64_t d = t->shape[ax[k]];
-        if (d < 0) return imp_error(imp, "scan input %u: the scan length must be static", k);
-        if (len >= 0 && d != len)
+        if (dim_known(d) && dim_known(len) && d != len)
             return imp_error(imp, "scan inputs have lengths %lld and %lld", (long long)len,
                              (long long)d);
-        len = d;
+        if (dim_known(d)) len = d;
     }
-    if (len > 100000)
-        return imp_error(imp, "scan length %lld is too long to unroll", (long long)len);
-    Expr ***steps = arena_array(&imp->arena, (size_t)n_out + 1, sizeof *steps);
-    for (uint32_t j = 0; j < n_out; j++)
-        steps[j] = arena_array(&imp->arena, (size_t)len + 1, sizeof **steps);
-    for (int64_t t = 0; t < len; t++) {
-        Expr **bind = arena_array(&imp->arena, n_in + 1, sizeof *bind);
-        for (uint32_t k = 0; k < n_state; k++)
-            bind[k] = state[k];
-        for (uint32_t k = 0; k < (uint32_t)m; k++) {
-            int64_t idx = (k < n_id && in_dirs[k]) ? len - 1 - t : t;
-            ImpAttrs a = {0};
-            ia_int(imp, &a, "axis", ax[k]);
-            bind[n_state + k] =
-                imp_call2(imp, "take", xs[k], imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a);
-            if (bind[n_state + k] == NULL) return false;
-        }
-        Expr **bo = inline_graph(imp, body, n_in, bind);
-        if (bo == NULL) return false;
-        for (uint32_t k = 0; k < n_state; k++)
-            state[k] = bo[k];
-        for (uint32_t j = 0; j < n_out; j++)
-            steps[j][t] = bo[n_state + j];
-    }
+    ScanFn sf;
+    if (!scan_fn(imp, body, n_state, st_t, (uint32_t)m, x_t, ax, rev, &sf)) return false;
+    /* the length: the first scan input's. Static lengths were compared above; at run time a
+     * shorter input fails at its first missing slice (take's "fast" mode checks) and the extra
+     * slices of a longer one are not read. */
+    Expr *len_e = dim_known(len) ? imp_scalar_i(imp, RLY_DTYPE_I64, len)
+                                 : axis_len(imp, xs[0], (uint32_t)ax[0]);
+    Expr *r = let_scan(imp, &sf, scan_call(imp, &sf, state, xs, len_e));
+    if (r == NULL) return false;
     for (uint32_t k = 0; k < n_state; k++)
-        imp_out(imp, k, state[k]);
-    for (uint32_t j = 0; j < n_out; j++) {
-        if (len == 0) return imp_error(imp, "a scan of length 0 has no outputs to stack");
-        if (j < n_od && out_dirs[j]) /* reverse: the last step first */
-            for (int64_t t = 0; t < len / 2; t++) {
-                Expr *x = steps[j][t];
-                steps[j][t] = steps[j][len - 1 - t];
-                steps[j][len - 1 - t] = x;
+        imp_out(imp, k, imp_get(imp, r, k));
+    for (uint32_t j = 0; j < sf.n_out; j++) {
+        Expr *y = imp_rows_join(imp, imp_get(imp, r, n_state + j), sf.row_elem[j]);
+        if (y == NULL) return false;
+        if (dim_known(len)) { /* the length is known: say so in the type */
+            TensorType *yt = imp_tt(y);
+            int64_t *shape = arena_array(&imp->arena, yt->ndim, sizeof *shape);
+            bool all = true;
+            for (uint32_t i = 0; i < yt->ndim; i++)
+                shape[i] = i == 0 ? len : yt->shape[i], all &= dim_known(shape[i]);
+            if (all) {
+                ImpAttrs ra = {0};
+                ia_ints(imp, &ra, "newshape", yt->ndim, shape);
+                y = imp_call1(imp, "reshape", y, &ra);
             }
-        uint32_t r = imp_rank(steps[j][0]);
+        }
+        uint32_t rank = imp_rank(y);
+        if (y && j < n_od && out_dirs[j]) { /* reverse: the last step first */
+            ImpAttrs ra = {0};
+            ia_int(imp, &ra, "axis", 0);
+            y = imp_call1(imp, "reverse", y, &ra);
+        }
         int64_t a = j < n_oa ? out_axes[j] : 0;
-        if (a < -(int64_t)(r + 1) || a > (int64_t)r)
+        if (a < -(int64_t)rank || a >= (int64_t)rank)
             return imp_error(imp, "scan output %u: axis %lld is out of range", j, (long long)a);
-        if (a < 0) a += r + 1;
-        ImpAttrs at = {0};
-        ia_int(imp, &at, "axis", a);
-        Expr *st = imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)len, steps[j]), &at);
-        if (st == NULL) return false;
-        imp_out(imp, n_state + j, st);
+        if (a < 0) a += rank;
+        if (y && a != 0) { /* move axis 0 to a */
+            int64_t *perm = arena_array(&imp->arena, rank, sizeof *perm);
+            for (uint32_t i = 0; i < rank; i++)
+                perm[i] = (int64_t)i < a ? (int64_t)i + 1 : (int64_t)i == a ? 0 : (int64_t)i;
+            ImpAttrs ta = {0};
+            ia_ints(imp, &ta, "axes", rank, perm);
+            y = imp_call1(imp, "transpose", y, &ta);
+        }
+        if (y == NULL) return false;
+        imp_out(imp, n_state + j, y);
     }
     return true;
 }
 
 /* Scan-8: inputs (sequence_lens, states..., scans...) all with a leading batch axis; the scan axis
- * of the scan inputs is 1. Unrolled over the static batch and sequence length; sequence_lens
- * must be absent (every sequence full length). */
+ * of the scan inputs is 1. One scan function, called once per batch element (the batch must be
+ * static) with that element's states and inputs; the results are stacked along the batch axis.
+ * sequence_lens must be absent (every sequence full length). */
 static bool conv_scan8(Imp *imp) {
     const OxGraph *body = graph_attr(imp, "body");
     if (body == NULL) return false;
@@ -1660,88 +1872,82 @@ static bool conv_scan8(Imp *imp) {
     if (m < 1 || (uint64_t)m + 1 > n_in)
         return imp_error(imp, "num_scan_inputs must be in 1..%u", n_in - 1);
     uint32_t n_state = n_in - 1 - (uint32_t)m;
-    if (body->n_inputs != n_state + (uint32_t)m)
-        return imp_error(imp, "the body takes %u inputs, expected %u", body->n_inputs,
-                         n_state + (uint32_t)m);
-    if (body->n_outputs < n_state) return imp_error(imp, "the body gives too few outputs");
-    uint32_t n_out = body->n_outputs - n_state;
     const int64_t *dirs;
     uint32_t n_dirs = imp_attr_ints(imp, "directions", &dirs);
     Expr **st0 = arena_array(&imp->arena, n_state + 1, sizeof *st0);
     Expr **xs = arena_array(&imp->arena, (size_t)m + 1, sizeof *xs);
-    int64_t batch = -1, len = -1;
-    for (uint32_t k = 0; k < n_state; k++)
+    int64_t batch = -1, len = DIM_ANY;
+    for (uint32_t k = 0; k < n_state; k++) {
         if ((st0[k] = imp_in_req(imp, 1 + k, "initial state")) == NULL) return false;
+        TensorType *t = imp_tt(st0[k]);
+        if (t == NULL || t->ndim < 1 || !dim_known(t->shape[0]))
+            return imp_error(imp, "initial state %u needs a static batch axis", k);
+    }
     for (uint32_t k = 0; k < (uint32_t)m; k++) {
         if ((xs[k] = imp_in_req(imp, 1 + n_state + k, "scan input")) == NULL) return false;
         TensorType *t = imp_tt(xs[k]);
-        if (t == NULL || t->ndim < 2 || t->shape[0] < 0 || t->shape[1] < 0)
-            return imp_error(imp, "scan input %u needs a static batch and sequence length", k);
-        if ((batch >= 0 && t->shape[0] != batch) || (len >= 0 && t->shape[1] != len))
+        if (t == NULL || t->ndim < 2 || !dim_known(t->shape[0]))
+            return imp_error(imp, "scan input %u needs a static batch axis and a sequence axis", k);
+        if ((batch >= 0 && t->shape[0] != batch) ||
+            (dim_known(len) && dim_known(t->shape[1]) && t->shape[1] != len))
             return imp_error(imp, "scan inputs differ in batch or sequence length");
-        batch = t->shape[0], len = t->shape[1];
+        batch = t->shape[0];
+        if (dim_known(t->shape[1])) len = t->shape[1];
     }
-    if (batch * len > 100000) return imp_error(imp, "the scan is too long to unroll");
-    Expr **fin = arena_array(&imp->arena, (size_t)(n_state * batch) + 1, sizeof *fin);
-    Expr **per_b = arena_array(&imp->arena, (size_t)(n_out * batch) + 1, sizeof *per_b);
-    Expr **steps = arena_array(&imp->arena, (size_t)len + 1, sizeof *steps);
-    Expr ***seq = arena_array(&imp->arena, n_out + 1, sizeof *seq);
-    for (uint32_t j = 0; j < n_out; j++)
-        seq[j] = arena_array(&imp->arena, (size_t)len + 1, sizeof **seq);
-    for (int64_t b = 0; b < batch; b++) {
-        Expr **state = arena_array(&imp->arena, n_state + 1, sizeof *state);
-        for (uint32_t k = 0; k < n_state; k++) {
-            ImpAttrs a = {0};
-            ia_int(imp, &a, "axis", 0);
-            state[k] = imp_call2(imp, "take", st0[k], imp_scalar_i(imp, RLY_DTYPE_I64, b), &a);
-            if (state[k] == NULL) return false;
-        }
-        for (int64_t t = 0; t < len; t++) {
-            Expr **bind = arena_array(&imp->arena, n_state + (size_t)m + 1, sizeof *bind);
-            for (uint32_t k = 0; k < n_state; k++)
-                bind[k] = state[k];
-            for (uint32_t k = 0; k < (uint32_t)m; k++) {
-                int64_t idx = (k < n_dirs && dirs[k]) ? len - 1 - t : t;
-                ImpAttrs a0 = {0}, a1 = {0};
-                ia_int(imp, &a0, "axis", 0);
-                ia_int(imp, &a1, "axis", 0);
-                Expr *xb = imp_call2(imp, "take", xs[k], imp_scalar_i(imp, RLY_DTYPE_I64, b), &a0);
-                bind[n_state + k] =
-                    imp_call2(imp, "take", xb, imp_scalar_i(imp, RLY_DTYPE_I64, idx), &a1);
-                if (bind[n_state + k] == NULL) return false;
-            }
-            Expr **bo = inline_graph(imp, body, n_state + (uint32_t)m, bind);
-            if (bo == NULL) return false;
-            for (uint32_t k = 0; k < n_state; k++)
-                state[k] = bo[k];
-            for (uint32_t j = 0; j < n_out; j++)
-                seq[j][t] = bo[n_state + j];
-        }
-        for (uint32_t k = 0; k < n_state; k++)
-            fin[k * batch + b] = state[k];
-        for (uint32_t j = 0; j < n_out; j++) {
-            for (int64_t t = 0; t < len; t++)
-                steps[t] = seq[j][t];
-            ImpAttrs a = {0};
-            ia_int(imp, &a, "axis", 0);
-            per_b[j * batch + b] =
-                imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)len, steps), &a);
-            if (per_b[j * batch + b] == NULL) return false;
-        }
-    }
+    for (uint32_t k = 0; k < n_state; k++)
+        if (imp_tt(st0[k])->shape[0] != batch)
+            return imp_error(imp, "initial state %u has batch %lld, the scan inputs %lld", k,
+                             (long long)imp_tt(st0[k])->shape[0], (long long)batch);
+    if (batch == 0) return imp_error(imp, "a batch of 0 sequences has no outputs to stack");
+    if (batch > 100000) return imp_error(imp, "batch %lld is too large", (long long)batch);
+    /* one batch element's types: the batch axis dropped */
+    ImpAttrs a0 = {0};
+    ia_int(imp, &a0, "axis", 0);
+    Expr *zero = imp_scalar_i(imp, RLY_DTYPE_I64, 0);
+    Type **st_t = arena_array(&imp->arena, n_state + 1, sizeof *st_t);
+    Type **x_t = arena_array(&imp->arena, (size_t)m + 1, sizeof *x_t);
+    int64_t *ax = arena_array(&imp->arena, (size_t)m + 1, sizeof *ax);
+    bool *rev = arena_array(&imp->arena, (size_t)m + 1, sizeof *rev);
     for (uint32_t k = 0; k < n_state; k++) {
-        ImpAttrs a = {0};
-        ia_int(imp, &a, "axis", 0);
-        Expr *st = imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)batch, fin + k * batch), &a);
+        Expr *e = imp_call2(imp, "take", st0[k], zero, &a0);
+        if (e == NULL) return false;
+        st_t[k] = imp_type(e);
+    }
+    for (uint32_t k = 0; k < (uint32_t)m; k++) {
+        Expr *e = imp_call2(imp, "take", xs[k], zero, &a0);
+        if (e == NULL) return false;
+        x_t[k] = imp_type(e);
+        ax[k] = 0;
+        rev[k] = k < n_dirs && dirs[k] != 0;
+    }
+    ScanFn sf;
+    if (!scan_fn(imp, body, n_state, st_t, (uint32_t)m, x_t, ax, rev, &sf)) return false;
+    Expr **calls = arena_array(&imp->arena, (size_t)batch, sizeof *calls);
+    Expr **st_b = arena_array(&imp->arena, n_state + 1, sizeof *st_b);
+    Expr **x_b = arena_array(&imp->arena, (size_t)m + 1, sizeof *x_b);
+    for (int64_t b = 0; b < batch; b++) {
+        Expr *bi = imp_scalar_i(imp, RLY_DTYPE_I64, b);
+        for (uint32_t k = 0; k < n_state; k++)
+            st_b[k] = imp_call2(imp, "take", st0[k], bi, &a0);
+        for (uint32_t k = 0; k < (uint32_t)m; k++)
+            x_b[k] = imp_call2(imp, "take", xs[k], bi, &a0);
+        Expr *len_e = dim_known(len) ? imp_scalar_i(imp, RLY_DTYPE_I64, len)
+                                     : (x_b[0] ? axis_len(imp, x_b[0], 0) : NULL);
+        if ((calls[b] = scan_call(imp, &sf, st_b, x_b, len_e)) == NULL) return false;
+    }
+    Expr *r = let_scan(imp, &sf, imp_tuple(imp, (uint32_t)batch, calls));
+    if (r == NULL) return false;
+    uint32_t n_res = n_state + sf.n_out;
+    Expr **per_b = arena_array(&imp->arena, (size_t)batch, sizeof *per_b);
+    for (uint32_t k = 0; k < n_res; k++) {
+        for (int64_t b = 0; b < batch; b++) {
+            Expr *v = imp_get(imp, imp_get(imp, r, (uint32_t)b), k);
+            per_b[b] = k < n_state ? v : imp_rows_join(imp, v, sf.row_elem[k - n_state]);
+            if (per_b[b] == NULL) return false;
+        }
+        Expr *st = imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)batch, per_b), &a0);
         if (st == NULL) return false;
         imp_out(imp, k, st);
-    }
-    for (uint32_t j = 0; j < n_out; j++) {
-        ImpAttrs a = {0};
-        ia_int(imp, &a, "axis", 0);
-        Expr *st = imp_call1(imp, "stack", imp_tuple(imp, (uint32_t)batch, per_b + j * batch), &a);
-        if (st == NULL) return false;
-        imp_out(imp, n_state + j, st);
     }
     return true;
 }
@@ -1970,20 +2176,122 @@ static void prune_globals(Module *mod) {
     vec_free(&used);
 }
 
-/* A Relay-friendly variable name for an ONNX value name. */
-static const char *var_name(Imp *imp, const char *s) {
-    size_t n = strlen(s);
-    char *b = arena_alloc(&imp->arena, n + 2);
-    size_t k = 0;
-    if (n == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
-        b[k++] = 'v';
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool ok =
-            c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        b[k++] = ok ? c : '_';
+/* ---- names ------------------------------------------------------------------------------------
+ * ONNX value names are any strings; Relay parameter names are identifiers. A graph input whose
+ * name is a plain identifier ([A-Za-z_][A-Za-z0-9_]*) keeps it; another gets each character
+ * outside [A-Za-z0-9_] replaced by '_' (and a 'v' prefix when it does not start with a letter or
+ * '_'), then the first suffix _1, _2, ... that no other parameter has. The plain names are
+ * reserved first, so the mapping is injective and a Relay name that equals some input's ONNX
+ * name is that input's own. When any name changed, @main records the ONNX names (attribute
+ * onnx_input_names, one per parameter), by which `rly run` binds inputs. */
+
+static bool ident_start(char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+static bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+
+static bool plain_name(const char *s) {
+    if (!ident_start(s[0])) return false;
+    for (const char *c = s; *c; c++)
+        if (!ident_char(*c)) return false;
+    return true;
+}
+
+/* The Relay names of the parameters whose ONNX names are onnx[0..n) (distinct) into out[];
+ * true when some name differs from its ONNX name. */
+static bool param_names(Imp *imp, uint32_t n, const char *const *onnx, const char **out) {
+    StrMap taken = {0}; /* Relay names given or reserved; value: the next suffix to try + 1 */
+    bool changed = false;
+    for (uint32_t i = 0; i < n; i++)
+        if (plain_name(onnx[i])) strmap_put(&taken, onnx[i], strlen(onnx[i]), (void *)1);
+    StrBuf b = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        const char *s = onnx[i];
+        if (plain_name(s)) {
+            out[i] = ir_intern(imp->ctx, s, strlen(s));
+            continue;
+        }
+        changed = true;
+        b.len = 0;
+        if (!ident_start(s[0])) sb_putc(&b, 'v');
+        for (const char *c = s; *c; c++)
+            sb_putc(&b, ident_char(*c) ? *c : '_');
+        size_t base_len = b.len;
+        char *base = arena_strndup(&imp->arena, sb_cstr(&b), base_len);
+        uintptr_t k = (uintptr_t)strmap_get(&taken, base, base_len);
+        while (strmap_get(&taken, sb_cstr(&b), b.len) != NULL) { /* taken: try base_k */
+            b.len = base_len;
+            sb_printf(&b, "_%lu", (unsigned long)(k ? k : 1));
+            k = k ? k + 1 : 2;
+        }
+        if (b.len != base_len) strmap_put(&taken, base, base_len, (void *)k); /* next try */
+        out[i] = ir_intern(imp->ctx, sb_cstr(&b), b.len);
+        strmap_put(&taken, out[i], b.len, (void *)1);
     }
-    return ir_intern(imp->ctx, b, k);
+    sb_free(&b);
+    strmap_free(&taken);
+    return changed;
+}
+
+/* Names that must be unique within a graph: its inputs, its initializers, and the outputs of its
+ * nodes, which may not reuse an input's or initializer's name either (an initializer named like
+ * an input is that input's default, which ONNX allows). Every graph of the model is checked,
+ * subgraphs too; false after reporting the first clash of each graph. */
+static bool check_names(Imp *imp) {
+    PtrVec stack = {0};
+    vec_push(&stack, (void *)imp->model->graph);
+    bool ok = true;
+    while (stack.len > 0) {
+        const OxGraph *g = vec_pop(&stack);
+        StrMap inputs = {0}, inits = {0};
+        bool g_ok = true;
+        for (uint32_t i = 0; i < g->n_inputs && g_ok; i++) {
+            const char *nm = g->inputs[i].name;
+            uintptr_t prev = (uintptr_t)strmap_get(&inputs, nm, strlen(nm));
+            if (nm[0] == '\0')
+                g_ok = graph_error(imp, "graph '%s': input %u has no name", g->name, i);
+            else if (prev)
+                g_ok =
+                    graph_error(imp, "graph '%s': input '%s' is declared twice (inputs %u and %u)",
+                                g->name, nm, (unsigned)prev - 1, i);
+            strmap_put(&inputs, nm, strlen(nm), (void *)(uintptr_t)(i + 1));
+        }
+        for (uint32_t i = 0; i < g->n_inits && g_ok; i++) {
+            const char *nm = g->inits[i].name;
+            uintptr_t prev = (uintptr_t)strmap_get(&inits, nm, strlen(nm));
+            if (nm[0] == '\0')
+                g_ok = graph_error(imp, "graph '%s': initializer %u has no name", g->name, i);
+            else if (prev)
+                g_ok = graph_error(imp,
+                                   "graph '%s': initializer '%s' is given twice (initializers %u "
+                                   "and %u)",
+                                   g->name, nm, (unsigned)prev - 1, i);
+            strmap_put(&inits, nm, strlen(nm), (void *)(uintptr_t)(i + 1));
+        }
+        for (uint32_t i = 0; i < g->n_nodes; i++) {
+            const OxNode *nd = &g->nodes[i];
+            for (uint32_t a = 0; a < nd->n_attrs; a++) {
+                if (nd->attrs[a].g) vec_push(&stack, nd->attrs[a].g);
+                for (uint32_t j = 0; j < nd->attrs[a].n_graphs; j++)
+                    vec_push(&stack, nd->attrs[a].graphs[j]);
+            }
+            for (uint32_t k = 0; k < nd->n_outputs && g_ok; k++) {
+                const char *o = nd->outputs[k];
+                bool is_in = strmap_get(&inputs, o, strlen(o)) != NULL;
+                if (!is_in && strmap_get(&inits, o, strlen(o)) == NULL) continue;
+                imp->node = nd;
+                imp->span = node_span(imp, nd);
+                g_ok = imp_error(imp, "output %u '%s' has the name of %s of graph '%s'", k, o,
+                                 is_in ? "an input" : "an initializer", g->name);
+                imp->node = NULL;
+            }
+        }
+        ok &= g_ok;
+        strmap_free(&inputs);
+        strmap_free(&inits);
+    }
+    vec_free(&stack);
+    return ok;
 }
 
 Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
@@ -2000,7 +2308,7 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         graph_error(imp, "the model has no graph");
         goto out;
     }
-    if (!check_supported(imp)) goto out;
+    if (!check_supported(imp) || !check_names(imp)) goto out;
     bool uses_default = false; /* a model of ai.onnx.preview.training nodes only needs no opset */
     for (uint32_t i = 0; i < g->n_nodes && !uses_default; i++) {
         const char *dom = g->nodes[i].domain;
@@ -2023,6 +2331,13 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
     PtrVec params = {0};
     bool ok = true;
     uint32_t used_shapes = 0;
+    const char **onnx_names = arena_array(&imp->arena, g->n_inputs + 1, sizeof *onnx_names);
+    const char **relay_names = arena_array(&imp->arena, g->n_inputs + 1, sizeof *relay_names);
+    uint32_t n_params = 0;
+    for (uint32_t i = 0; i < g->n_inputs; i++)
+        if (!strmap_get(&inits, g->inputs[i].name, strlen(g->inputs[i].name)))
+            onnx_names[n_params++] = g->inputs[i].name;
+    bool renamed = param_names(imp, n_params, onnx_names, relay_names);
     for (uint32_t i = 0; i < g->n_inputs && ok; i++) {
         const OxValueInfo *vi = &g->inputs[i];
         if (strmap_get(&inits, vi->name, strlen(vi->name))) continue;
@@ -2034,7 +2349,7 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
             ok = false;
             break;
         }
-        Var *v = typed_var(imp, var_name(imp, vi->name), t);
+        Var *v = typed_var(imp, relay_names[params.len], t);
         vec_push(&params, v);
         define(imp, vi->name, &v->base);
     }
@@ -2047,7 +2362,7 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
             if (!found) {
                 StrBuf names = {0};
                 for (size_t i = 0; i < params.len; i++)
-                    sb_printf(&names, "%s'%s'", i ? ", " : "", ((Var *)params.data[i])->name);
+                    sb_printf(&names, "%s'%s'", i ? ", " : "", onnx_names[i]);
                 graph_error(imp,
                             "--input-shapes names '%s', which is not a graph input (inputs: %s)",
                             opts->shapes[k].name, sb_cstr(&names));
@@ -2073,8 +2388,17 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         vec_free(&params);
         goto out;
     }
+    const Attrs *fn_attrs = NULL;
+    if (renamed) {
+        AttrValue **items = arena_array(&imp->arena, n_params + 1, sizeof *items);
+        for (uint32_t i = 0; i < n_params; i++)
+            items[i] = ir_attr_str(ctx, onnx_names[i], strlen(onnx_names[i]), SPAN_NONE);
+        AttrValue *list = ir_attr_list(ctx, n_params, items, SPAN_NONE);
+        const char *key = ir_intern(ctx, "onnx_input_names", 16);
+        fn_attrs = ir_attrs_new(ctx, 1, &key, &list);
+    }
     Expr *fn = ir_function_new(ctx, (uint32_t)params.len, (Var *const *)params.data, body, ret, 0,
-                               NULL, NULL, SPAN_NONE);
+                               NULL, fn_attrs, SPAN_NONE);
     GlobalVar *gv = ir_module_global(imp->mod, "main", 4, SPAN_NONE);
     ir_module_define(imp->mod, gv, AS_FUNCTION(fn), SPAN_NONE);
     fix_annotations(imp, fn); /* the parameters too: they are children of the function */

@@ -215,6 +215,21 @@ Var *imp_var(Imp *imp, const char *name, Type *t);
  * which the caller passes in. Returns g's outputs, NULL after an error. */
 Expr **imp_convert_body(Imp *imp, const OxGraph *g, uint32_t n, Expr *const *vals,
                         PtrVec *cap_outer, PtrVec *cap_inner);
+
+/* ---- row accumulators (import_seq.c): the scan outputs of Loop and Scan ----------------------
+ * A scan output grows by one row per iteration. Concatenating each row onto the result so far
+ * copies that result every time (quadratic in the iterations); instead the rows are collected
+ * in a List (a Cons each, newest first) and joined once at the end, by log2(n) passes that
+ * concatenate neighbours (@seq_merge: n - 1 concatenations, each row copied about log2(n)
+ * times). The rows of one output share a type: elem, Tensor[(?, row dims...), dtype]. */
+Type *imp_rows_elem(Imp *imp, const TensorType *row); /* (?, row...) */
+Type *imp_rows_type(Imp *imp, Type *elem);            /* List[elem], the accumulator */
+Expr *imp_rows_empty(Imp *imp, Type *elem);           /* no rows yet */
+/* rows with row (a tensor of the row type) pushed; NULL when an argument is NULL. */
+Expr *imp_rows_push(Imp *imp, Expr *rows, Expr *row, Type *elem);
+/* The rows as one tensor of type elem, the first pushed first; (0, row...) when there are none
+ * (a `?` row dim counts 0 then). */
+Expr *imp_rows_join(Imp *imp, Expr *rows, Type *elem);
 /* ==== end of the block added for sequences and optionals ===================================== */
 
 #endif /* RLY_ONNX_IMPORT_H */

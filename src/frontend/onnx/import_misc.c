@@ -316,11 +316,16 @@ static double relay_nearest(int nearest, double c) {
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* Output extents up to which axis_matches compares every index (a loop over the output axis at
+ * import time; past it the composition is used, whose cost is paid only when the model runs). */
+#define AXIS_CHECK_MAX ((int64_t)1 << 20)
+
 /* Whether Relay's resize along one axis (in -> out) picks the same pixels with the same weights
  * as ONNX on every output index. int_div: TVM resize2d's integer-division shortcut for
  * nearest-neighbour asymmetric resizes by an integer factor, which ignores the rounding method. */
 static bool axis_matches(const ResizeSpec *rs, int64_t in, int64_t out, double s, double outf,
                          double r0, double r1, bool int_div) {
+    if (out > AXIS_CHECK_MAX) return false; /* not checked: the composition is exact anyway */
     int64_t factor = in > 0 && out % in == 0 ? out / in : 0;
     bool use_div = int_div && rs->method == RZ_NEAREST && rs->mode == CT_ASYMMETRIC && factor > 0 &&
                    (double)factor <= 1.0 / (1e-5 * (double)in + 1e-5);
@@ -574,6 +579,9 @@ static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
         }
         if (zv) {
             if (zv[d] < 0) return imp_error(imp, "sizes[%u] is negative", d);
+            if (zv[d] > SUP_DIM_MAX)
+                return imp_error(imp, "sizes[%u] is %lld; dims are at most 2^62", d,
+                                 (long long)zv[d]);
             out[d] = zv[d];
             moved[d] = !(in >= 0 && zv[d] == in && roi_id);
             if (in > 0) scale[d] = (double)zv[d] / (double)in, outf[d] = (double)zv[d];
@@ -584,6 +592,12 @@ static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
             scale[d] = sv[d];
             if (in >= 0) {
                 outf[d] = sv[d] * (double)in;
+                /* checked before the conversion, which would be undefined past int64 */
+                if (!(outf[d] <= (double)SUP_DIM_MAX))
+                    return imp_error(imp,
+                                     "scales[%u] is %g: axis %u of size %lld would become %g "
+                                     "long; dims are at most 2^62",
+                                     d, sv[d], d, (long long)in, outf[d]);
                 out[d] = (int64_t)floor(outf[d]);
             }
         }
@@ -596,6 +610,9 @@ static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
             any = any || moved[d];
         if (!any) return out1(imp, x);
         if (all_static) {
+            char why[160];
+            if (sup_shape_check(r, out, false, why, sizeof why) != NULL)
+                return imp_error(imp, "the output: %s", why);
             Expr *y = resize_native(imp, rs, x, out, scale, outf, roi, moved);
             if (y) return out1(imp, y);
         }
@@ -1019,7 +1036,7 @@ static Expr *int_matmul(Imp *imp, Expr *a, Expr *b) {
             return NULL;
         }
         batch[i] = da > db ? da : db;
-        prod *= batch[i];
+        prod = sup_dim_mul_sat(prod, batch[i]); /* a broadcast of two shapes may pass 2^62 */
     }
     int64_t m = as[na - 2], k = as[na - 1], n = bs[nb - 1];
     int64_t full[18];

@@ -123,6 +123,12 @@ static const char *auto_pad(Imp *imp) {
     return ap[0] ? ap : "NOTSET";
 }
 
+/* The largest kernel size, stride, dilation and pad accepted: with every window number at most
+ * 2^31 and every dim at most 2^62 (SUP_DIM_MAX), the window arithmetic below ((k - 1) * d + 1,
+ * in + pads - extent, (out - 1) * s) stays inside int64; what multiplies a dim by a stride
+ * (ConvTranspose, MaxUnpool) is checked. */
+#define WINDOW_MAX ((int64_t)1 << 31)
+
 /* Window of node attributes over x (rank nsp + 2). kdflt: the kernel dims when kernel_shape is
  * absent (NULL: kernel_shape is required). With `pads`, also resolves auto_pad into w->pads the
  * way Conv and the pools do (ConvTranspose resolves its own). */
@@ -152,15 +158,19 @@ static bool window_read(Imp *imp, Expr *x, const int64_t *kdflt, bool pads, Wind
                              (long long)w->k[i]);
         if (w->s[i] < 1 || w->d[i] < 1)
             return imp_error(imp, "strides and dilations must be positive");
+        if (w->k[i] > WINDOW_MAX || w->s[i] > WINDOW_MAX || w->d[i] > WINDOW_MAX)
+            return imp_error(imp, "kernel_shape, strides and dilations must be at most 2^31");
     }
     if (!pads) return true;
     const char *ap = auto_pad(imp);
     if (strcmp(ap, "NOTSET") == 0) {
         if (!attr_n_ints(imp, "pads", 2 * nsp, 0, w->pads)) return false;
-        for (uint32_t i = 0; i < 2 * nsp; i++)
+        for (uint32_t i = 0; i < 2 * nsp; i++) {
             if (w->pads[i] < 0)
                 return imp_error(imp, "negative pads are not supported, got %lld",
                                  (long long)w->pads[i]);
+            if (w->pads[i] > WINDOW_MAX) return imp_error(imp, "pads must be at most 2^31");
+        }
         return true;
     }
     if (strcmp(ap, "VALID") == 0) {
@@ -275,6 +285,10 @@ static bool conv_transpose_convert(Imp *imp) {
     uint32_t nsp = win.nsp;
     int64_t opad[NSP_MAX], extra_begin[NSP_MAX] = {0}, extra_end[NSP_MAX] = {0};
     if (!attr_n_ints(imp, "output_padding", nsp, 0, opad)) return false;
+    for (uint32_t i = 0; i < nsp; i++)
+        if (opad[i] < 0 || opad[i] > WINDOW_MAX)
+            return imp_error(imp, "output_padding must be in 0..2^31, got %lld",
+                             (long long)opad[i]);
     const int64_t *os;
     uint32_t n_os = imp_attr_ints(imp, "output_shape", &os);
     const char *ap = auto_pad(imp);
@@ -292,8 +306,14 @@ static bool conv_transpose_convert(Imp *imp) {
                                  "%s needs static spatial input dims and kernel shape (spatial "
                                  "axis %u is unknown)",
                                  n_os ? "output_shape" : "auto_pad", i);
-            int64_t want = n_os ? os[i] : win.in[i] * win.s[i];
-            int64_t total = win.s[i] * (win.in[i] - 1) + opad[i] + extent(&win, i) - want;
+            int64_t want = n_os ? os[i] : 0, full = 0;
+            if ((!n_os && !sup_dim_mul(win.in[i], win.s[i], &want)) || want < 0 ||
+                want > SUP_DIM_MAX ||
+                !sup_dim_mul(win.s[i], win.in[i] ? win.in[i] - 1 : 0, &full) ||
+                !sup_dim_add(full, opad[i], &full) || !sup_dim_add(full, extent(&win, i), &full))
+                return imp_error(
+                    imp, "spatial axis %u: the output size is out of range (at most 2^62)", i);
+            int64_t total = full - (win.in[i] ? 0 : win.s[i]) - want;
             /* the split the specification gives, with floor division (the reference's: a
              * negative total under NOTSET adds zeros at the end) */
             int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
@@ -602,14 +622,26 @@ static bool max_unpool_convert(Imp *imp) {
     int64_t shape[2 + NSP_MAX], total = 1;
     shape[0] = t->shape[0];
     shape[1] = t->shape[1];
-    for (uint32_t i = 0; i < win.nsp; i++)
-        shape[2 + i] = win.in[i] < 0 ? -1
-                                     : (win.in[i] - 1) * win.s[i] + win.k[i] - win.pads[i] -
-                                           win.pads[win.nsp + i];
+    for (uint32_t i = 0; i < win.nsp; i++) {
+        int64_t grown = 0; /* (in - 1) * stride + kernel, checked: the stride is the model's */
+        if (win.in[i] < 0 || win.k[i] < 0) {
+            shape[2 + i] = -1;
+            continue;
+        }
+        if (win.in[i] == 0)
+            grown = win.k[i] - win.s[i];
+        else if (!sup_dim_mul(win.in[i] - 1, win.s[i], &grown) ||
+                 !sup_dim_add(grown, win.k[i], &grown))
+            return imp_error(imp, "spatial axis %u: the output size is over 2^62", i);
+        shape[2 + i] = grown - win.pads[i] - win.pads[win.nsp + i];
+        if (shape[2 + i] < 0)
+            return imp_error(imp, "spatial axis %u: the pads exceed the output size", i);
+    }
     for (uint32_t i = 0; i < r; i++) {
         if (shape[i] < 0)
             return imp_error(imp, "MaxUnpool needs static input dims (axis %u is unknown)", i);
-        total *= shape[i];
+        if (!sup_dim_mul(total, shape[i], &total))
+            return imp_error(imp, "the output has more than 2^62 elements");
     }
     ImpAttrs za = {0};
     ia_ints(imp, &za, "shape", 1, &total);

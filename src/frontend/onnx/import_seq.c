@@ -36,6 +36,39 @@ static const char helpers_src[] =
     "  match? (%xs) {\n"
     "    Cons(%x, %rest) => if (%n == 0) { %rest } else { Cons(%x, @seq_erase(%rest, %n - 1)) },\n"
     "  }\n"
+    "}\n"
+    "\n"
+    "// One pass of @seq_merge: neighbours joined by f (f(a, b) when fwd, f(b, a) otherwise),\n"
+    "// consed onto acc, so the result is in the other direction. Tail-recursive.\n"
+    "def @seq_merge_pass[A](%f: fn (A, A) -> A, %xs: List[A], %acc: List[A], %fwd: bool)\n"
+    "    -> List[A] {\n"
+    "  match (%xs) {\n"
+    "    Cons(%a, Cons(%b, %rest)) => {\n"
+    "      let %ab = if (%fwd) { %f(%a, %b) } else { %f(%b, %a) };\n"
+    "      @seq_merge_pass(%f, %rest, Cons(%ab, %acc), %fwd)\n"
+    "    },\n"
+    "    Cons(%a, Nil) => Cons(%a, %acc),\n"
+    "    Nil => %acc,\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "// xs joined by the associative f as a balanced tree: a list of at most one element, f of\n"
+    "// all of them in order (the list's order when fwd, the reverse otherwise). log2(n) passes\n"
+    "// (a concatenation copies each element about log2(n) times, not n/2 as a fold would).\n"
+    "def @seq_merge[A](%f: fn (A, A) -> A, %xs: List[A], %fwd: bool) -> List[A] {\n"
+    "  match (%xs) {\n"
+    "    Cons(_, Cons(_, _)) =>\n"
+    "      @seq_merge(%f, @seq_merge_pass(%f, %xs, Nil, %fwd), logical_not(%fwd)),\n"
+    "    _ => %xs,\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "// The first element of xs, or none when xs is empty.\n"
+    "def @seq_first[A](%xs: List[A], %none: A) -> A {\n"
+    "  match (%xs) {\n"
+    "    Cons(%x, _) => %x,\n"
+    "    Nil => %none,\n"
+    "  }\n"
     "}\n";
 
 static Expr *typed(Expr *e, Type *t) {
@@ -139,6 +172,60 @@ static Expr *list_of(Imp *imp, Expr *const *elems, uint32_t n, Type *elem) {
     for (uint32_t i = n; i-- > 0 && l != NULL;)
         l = cons(imp, elems[i], l, elem);
     return l;
+}
+
+/* fn (%x: t, %y: t) -> t { concatenate((%x, %y), axis) }: the join of @seq_merge. */
+static Expr *concat_fn(Imp *imp, Type *t, int64_t axis) {
+    Ctx *ctx = imp_ctx(imp);
+    Var *x = imp_var(imp, "x", t), *y = imp_var(imp, "y", t);
+    Expr *pair[2] = {&x->base, &y->base};
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", axis);
+    Expr *body = imp_call1(imp, "concatenate", imp_tuple(imp, 2, pair), &a);
+    if (body == NULL) return NULL;
+    Var *ps[2] = {x, y};
+    Type *pt[2] = {t, t};
+    return typed(ir_function_new(ctx, 2, ps, upcast(imp, body, t), t, 0, NULL, NULL, imp_span(imp)),
+                 ir_type_func(ctx, 2, pt, t, 0, NULL, 0, NULL));
+}
+
+/* @seq_merge(concat along axis, xs, fwd) of a List[t]: a list of at most one element. */
+static Expr *merge_list(Imp *imp, Expr *xs, Type *t, int64_t axis, bool fwd) {
+    Expr *f = concat_fn(imp, t, axis);
+    Expr *args[3] = {f, xs, imp_scalar_i(imp, RLY_DTYPE_BOOL, fwd)};
+    return gcall(imp, "seq_merge", 3, args, imp_list_type(imp, t));
+}
+
+Type *imp_rows_elem(Imp *imp, const TensorType *row) {
+    int64_t *d = imp_alloc(imp, ((size_t)row->ndim + 1) * sizeof *d);
+    d[0] = DIM_ANY;
+    for (uint32_t j = 0; j < row->ndim; j++)
+        d[j + 1] = row->shape[j];
+    return ir_type_tensor(imp_ctx(imp), row->dtype, row->ndim + 1, d);
+}
+
+Type *imp_rows_type(Imp *imp, Type *elem) { return imp_list_type(imp, elem); }
+
+Expr *imp_rows_empty(Imp *imp, Type *elem) { return nil(imp, elem); }
+
+Expr *imp_rows_push(Imp *imp, Expr *rows, Expr *row, Type *elem) {
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", 0);
+    Expr *r = imp_call1(imp, "expand_dims", row, &a);
+    return r && rows ? cons(imp, r, rows, elem) : NULL;
+}
+
+Expr *imp_rows_join(Imp *imp, Expr *rows, Type *elem) {
+    if (rows == NULL) return NULL;
+    TensorType *et = AS_TENSOR_TYPE(elem);
+    int64_t *d0 = imp_alloc(imp, ((size_t)et->ndim + 1) * sizeof *d0);
+    d0[0] = 0;
+    for (uint32_t j = 1; j < et->ndim; j++)
+        d0[j] = et->shape[j] >= 0 ? et->shape[j] : 0;
+    Expr *none = imp_const_tensor(imp, et->dtype, et->ndim, d0, NULL);
+    none->checked_type = elem; /* (0, row...) as the rows' type */
+    Expr *args[2] = {merge_list(imp, rows, elem, 0, false), none};
+    return gcall(imp, "seq_first", 2, args, elem);
 }
 
 static const char *type_text(Imp *imp, Type *t) {
@@ -367,8 +454,8 @@ static bool conv_sequence_length(Imp *imp) {
 }
 
 /* ConcatFromSequence: concatenate along axis, or stack along a new axis (new_axis = 1). A
- * run-time list is folded: @foldl(fn (%acc, %x) { concatenate((%acc, %x)) }, @hd(s), @tl(s)),
- * after a check that it is not empty. */
+ * run-time list (its elements expanded first for a new axis) is joined by @seq_merge with
+ * concatenate, after a check that it is not empty. */
 static bool conv_concat_from_sequence(Imp *imp) {
     Type *elem;
     Expr *s = seq_in(imp, 0, "input_sequence", &elem);
@@ -396,22 +483,23 @@ static bool conv_concat_from_sequence(Imp *imp) {
     for (int64_t i = 0; i < r; i++)
         shape[i] = DIM_ANY; /* -1: also `?` in trap's shape attribute */
     Type *acc_t = ir_type_tensor(ctx, et->dtype, (uint32_t)r, shape);
-    ImpAttrs ex = {0};
-    ia_int(imp, &ex, "axis", axis);
-    Var *acc = imp_var(imp, "acc", acc_t), *x = imp_var(imp, "x", elem);
-    Expr *xe = new_axis ? imp_call1(imp, "expand_dims", &x->base, &ex) : &x->base;
-    Expr *pair[2] = {&acc->base, xe};
-    Expr *body = xe ? imp_call1(imp, "concatenate", imp_tuple(imp, 2, pair), &a) : NULL;
-    if (body == NULL) return false;
-    Var *ps[2] = {acc, x};
-    Type *pt[2] = {acc_t, elem};
-    Expr *fn = typed(
-        ir_function_new(ctx, 2, ps, upcast(imp, body, acc_t), acc_t, 0, NULL, NULL, imp_span(imp)),
-        ir_type_func(ctx, 2, pt, acc_t, 0, NULL, 0, NULL));
-    Expr *hd = gcall(imp, "hd", 1, &s, elem);
-    Expr *first = new_axis ? imp_call1(imp, "expand_dims", hd, &ex) : hd;
-    Expr *fargs[3] = {fn, upcast(imp, first, acc_t), gcall(imp, "tl", 1, &s, imp_type(s))};
-    Expr *fold = gcall(imp, "foldl", 3, fargs, acc_t);
+    Expr *parts = s; /* List[acc_t] */
+    if (new_axis) {  /* @map(fn (%x) { expand_dims(%x, axis) }, s) */
+        ImpAttrs ex = {0};
+        ia_int(imp, &ex, "axis", axis);
+        Var *x = imp_var(imp, "x", elem);
+        Expr *xe = imp_call1(imp, "expand_dims", &x->base, &ex);
+        if (xe == NULL) return false;
+        Expr *fn = typed(ir_function_new(ctx, 1, &x, upcast(imp, xe, acc_t), acc_t, 0, NULL, NULL,
+                                         imp_span(imp)),
+                         ir_type_func(ctx, 1, &elem, acc_t, 0, NULL, 0, NULL));
+        Expr *margs[2] = {fn, s};
+        parts = gcall(imp, "map", 2, margs, imp_list_type(imp, acc_t));
+    } else if (elem != acc_t) {
+        return imp_error(imp, "internal error: sequence elements are not all-? tensors");
+    }
+    Expr *merged = merge_list(imp, parts, acc_t, axis, true);
+    Expr *fold = gcall(imp, "hd", 1, &merged, acc_t);
     Expr *empty =
         imp_call2(imp, "equal", length(imp, s), imp_scalar_i(imp, RLY_DTYPE_I32, 0), NULL);
     const OxNode *nd = imp_node(imp);

@@ -151,15 +151,22 @@ static bool const_nonneg(Expr *e) {
     return true;
 }
 
-/* ONNX indices in [-s, s-1] made non-negative: where(ind < 0, ind + size, ind); size broadcasts
- * against ind (a scalar, or one size per last axis of ind). Constant non-negative indices and
- * unsigned ones pass unchanged. */
+/* ONNX indices in [-s, s-1] made non-negative: where(-size <= ind < 0, ind + size, ind); size
+ * broadcasts against ind (a scalar, or one size per last axis of ind). Constant non-negative
+ * indices and unsigned ones pass unchanged. The kernels then check 0 <= index < s, so an index
+ * outside [-s, s-1] is a run-time error naming the index as given (one below -s is left as it
+ * is). Narrower signed indices are widened to int64 first: the sum must not wrap (int32 -1 on
+ * an axis longer than 2^31). */
 static Expr *fix_negative(Imp *imp, Expr *ind, Expr *size) {
     if (ind == NULL || size == NULL) return NULL;
     rly_dtype dt = imp_dtype(ind);
     if (!sup_dtype_is_int(dt) || const_nonneg(ind)) return ind;
+    ind = imp_cast(imp, ind, RLY_DTYPE_I64);
+    dt = RLY_DTYPE_I64;
     size = imp_cast(imp, size, dt);
-    Expr *neg = imp_call2(imp, "less", ind, imp_scalar_i(imp, dt, 0), NULL);
+    Expr *neg = imp_call2(
+        imp, "logical_and", imp_call2(imp, "less", ind, imp_scalar_i(imp, dt, 0), NULL),
+        imp_call2(imp, "greater_equal", ind, imp_call1(imp, "negative", size, NULL), NULL), NULL);
     Expr *shifted = imp_call2(imp, "add", ind, size, NULL);
     if (neg == NULL || shifted == NULL) return NULL;
     Expr *args[3] = {neg, shifted, ind};
@@ -647,13 +654,16 @@ static bool conv_slice10(Imp *imp) {
 
 /* ---- Gather, GatherElements, GatherND -------------------------------------------------------- */
 
-/* Gather: take along axis; take's "wrap" mode maps [-s, -1] to [0, s) exactly as ONNX does. */
+/* Gather: take along axis. Indices in [-s, -1] are shifted by s and take's "fast" mode checks
+ * the result, so anything outside [-s, s - 1] is a run-time error at the node, as in ONNX and
+ * onnxruntime ("wrap" would take an index modulo s and "clip" clamp it: a value either way). */
 static bool conv_gather(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "data"), *ind = imp_in_req(imp, 1, "indices");
     if (x == NULL || ind == NULL) return false;
     int64_t axis;
     if (!norm_axis(imp, imp_attr_int(imp, "axis", 0), imp_rank(x), "axis", &axis)) return false;
-    Expr *y = take(imp, x, ind, axis, "wrap");
+    ind = fix_negative(imp, ind, dim_scalar(imp, x, (uint32_t)axis, imp_dtype(ind)));
+    Expr *y = take(imp, x, ind, axis, "fast");
     if (y == NULL) return false;
     imp_out(imp, 0, y);
     return true;

@@ -18,6 +18,7 @@
  * Messages read "name: where: what (at byte N)", where is a path such as
  * `graph.node[3] 'conv1' attribute 'pads'`, kept as a string stack while descending. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#define _DEFAULT_SOURCE   /* madvise (MADV_DONTNEED: posix_madvise's is a no-op on Linux) */
 #include "frontend/onnx/onnx.h"
 
 #include <errno.h>
@@ -50,6 +51,7 @@ typedef struct Dec {
     const char *name;    /* the error prefix: a path or a label */
     const uint8_t *base; /* the buffer being decoded (byte offsets are from here) */
     bool copy;           /* copy raw_data into the arena instead of borrowing it */
+    bool mapped;         /* base is a read-only file mapping (copy_payload may drop its pages) */
     const char *dir;     /* the model's directory, for external data; NULL: not allowed */
     OxModel *model;      /* owner of external mappings; NULL for a lone tensor */
     int graph_depth, type_depth;
@@ -241,6 +243,31 @@ static void *alloc_n(Dec *d, size_t n, size_t size) {
     return n ? arena_array(d->arena, n, size) : NULL;
 }
 
+/* A copy of n bytes of a payload (a misaligned raw_data, or any payload when d->copy) into the
+ * arena. When the bytes lie in a file mapping (mapped), the pages copied are dropped from the
+ * process as the copy proceeds (MADV_DONTNEED on a read-only private file mapping only unmaps
+ * them: a later read faults them in again from the file), so a model of misaligned weights
+ * costs its size once in memory, not twice (the copy plus the mapped pages it was read from). */
+static const void *copy_payload(Dec *d, const uint8_t *src, size_t n, bool mapped) {
+    uint8_t *dst = arena_alloc(d->arena, n);
+    const size_t chunk = (size_t)4 << 20;
+    long page_l = sysconf(_SC_PAGESIZE);
+    uintptr_t page = page_l > 0 ? (uintptr_t)page_l : 4096;
+    /* [dropped, ...): the whole pages of the payload not dropped yet (the partial first and
+     * last pages may hold other fields: they stay) */
+    uintptr_t dropped = ((uintptr_t)src + page - 1) / page * page;
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t k = n - off < chunk ? n - off : chunk;
+        memcpy(dst + off, src + off, k);
+        if (!mapped) continue;
+        uintptr_t hi = ((uintptr_t)src + off + k) / page * page;
+        if (hi <= dropped) continue;
+        (void)madvise((void *)dropped, hi - dropped, MADV_DONTNEED); /* a hint: errors harmless */
+        dropped = hi;
+    }
+    return dst;
+}
+
 /* ==== TensorProto ========================================================================== */
 
 static void fmt_dims(const int64_t *dims, size_t n, char *buf, size_t cap) {
@@ -426,7 +453,7 @@ static void load_external(Dec *d, OxTensor *t, const KV *ext, size_t n_ext, size
         t->data = p;
         t->borrowed = true;
     } else {
-        t->data = arena_memdup(d->arena, p, length);
+        t->data = copy_payload(d, p, length, true); /* e->map, mapped by ext_map */
     }
 }
 
@@ -625,7 +652,7 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
             t->data = raw;
             t->borrowed = true;
         } else {
-            t->data = arena_memdup(d->arena, raw, nbytes);
+            t->data = copy_payload(d, raw, nbytes, d->mapped);
         }
         t->nbytes = nbytes;
         return;
@@ -1144,8 +1171,8 @@ static void set_err(char *err, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
-static OxModel *load_model(const uint8_t *data, size_t len, const char *name, const char *dir,
-                           char *err, size_t err_cap) {
+static OxModel *load_model(const uint8_t *data, size_t len, bool mapped, const char *name,
+                           const char *dir, char *err, size_t err_cap) {
     char dummy[1];
     if (err == NULL || err_cap == 0) err = dummy, err_cap = sizeof dummy;
     err[0] = '\0';
@@ -1160,6 +1187,7 @@ static OxModel *load_model(const uint8_t *data, size_t len, const char *name, co
              .base = data,
              .dir = dir,
              .model = m,
+             .mapped = mapped,
              .err = err,
              .err_cap = err_cap};
     if (!run_decode(&d, model_fn, data, len, m)) {
@@ -1174,7 +1202,7 @@ static OxModel *load_model(const uint8_t *data, size_t len, const char *name, co
 OxModel *ox_load_bytes(const void *data, size_t len, const char *name, char *err, size_t err_cap) {
     if (name == NULL) name = "<memory>";
     static const uint8_t empty[1];
-    return load_model(data ? data : empty, data ? len : 0, name, NULL, err, err_cap);
+    return load_model(data ? data : empty, data ? len : 0, false, name, NULL, err, err_cap);
 }
 
 OxModel *ox_load_file(const char *path, char *err, size_t err_cap) {
@@ -1217,7 +1245,7 @@ OxModel *ox_load_file(const char *path, char *err, size_t err_cap) {
     else
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     static const uint8_t empty[1];
-    OxModel *m = load_model(map ? map : empty, len, path, dir, err, err_cap);
+    OxModel *m = load_model(map ? map : empty, len, map != NULL, path, dir, err, err_cap);
     if (m == NULL) {
         if (map) munmap(map, len);
         return NULL;

@@ -209,10 +209,10 @@ Token text_lex_next(Lexer *lx) {
             return make_error(lx, LEX_ERR_SIGIL, i, i + 1, i + 1);
         return make(lx, TK_GLOBAL, i, skip_ident_chars(lx, j));
     }
-    case '"': {
+    case '"': { /* escapes (\", \\, ...) are decoded by the parser; here they only hide a quote */
         uint32_t j = i + 1;
         while (j < lx->len && at(lx, j) != '"')
-            j++;
+            j += at(lx, j) == '\\' && j + 1 < lx->len ? 2 : 1;
         if (j >= lx->len) return make_error(lx, LEX_ERR_STRING, i, i + 1, lx->len);
         return make(lx, TK_STRING, i, j + 1);
     }

@@ -301,6 +301,10 @@ static const char *decode_ndarray(Ctx *ctx, const char *b64, size_t n, Expr **ou
             else
                 count *= (size_t)shape[i];
         }
+        char why[128];
+        if (err == NULL && sup_shape_check((uint32_t)ndim, shape, false, why, sizeof why) != NULL)
+            err = "tensor shape in b64ndarrays is too large (each dim and the product of the "
+                  "nonzero dims at most 2^62)";
         if (err == NULL && (!rd(&p, end, &nbytes, 8) || nbytes != count * sup_dtype_size(dt) ||
                             (size_t)(end - p) != nbytes))
             err = "tensor data size does not match its shape in b64ndarrays";

@@ -484,6 +484,9 @@ static int64_t parse_dim(Parser *p) {
                     "invalid tensor dimension %s: expected a non-negative "
                     "integer, '?' or a name",
                     describe(p, t, buf, sizeof buf));
+        if (lit.i > SUP_DIM_MAX) /* the shape limit (support.h, "shapes") */
+            fail_at(p, tok_span(p, t), "tensor dimension %s is too large: dims are at most 2^62",
+                    describe(p, t, buf, sizeof buf));
         advance(p);
         return lit.i;
     }
@@ -511,6 +514,7 @@ static Type *parse_tensor_type(Parser *p) {
     expect(p, TK_LBRACKET);
     size_t base = p->dims.len;
     if (p->tok.kind != TK_LPAREN) fail_expected(p, "'(' to start the tensor shape");
+    uint32_t lo = p->tok.lo;
     advance(p);
     while (p->tok.kind != TK_RPAREN) {
         int64_t d = parse_dim(p);
@@ -518,6 +522,10 @@ static Type *parse_tensor_type(Parser *p) {
         if (!list_next(p, TK_RPAREN)) break;
     }
     advance(p); /* ) */
+    char why[128];
+    if (sup_shape_check((uint32_t)(p->dims.len - base), STACK_FROM(p->dims, base), true, why,
+                        sizeof why) != NULL)
+        fail_at(p, span_of(p, lo, p->last_hi), "tensor shape: %s", why);
     expect(p, TK_COMMA);
     Token dt = p->tok;
     int code = dt.kind == TK_IDENT ? sup_dtype_parse(tok_text(p, dt), tok_len(dt)) : -1;
@@ -720,6 +728,40 @@ static AttrValue *attr_list_rest(Parser *p, TokKind close, uint32_t lo) {
     return v;
 }
 
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* The text of a string literal's body: \" \\ \n \t \xHH decoded; any other backslash is
+ * kept as written (TVM reads strings without escapes). */
+static void unescape(const char *s, size_t n, StrBuf *out) {
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c != '\\' || i + 1 >= n) {
+            sb_putc(out, c);
+            continue;
+        }
+        char d = s[i + 1];
+        int hi, lo;
+        if (d == '"' || d == '\\') {
+            sb_putc(out, d), i++;
+        } else if (d == 'n') {
+            sb_putc(out, '\n'), i++;
+        } else if (d == 't') {
+            sb_putc(out, '\t'), i++;
+        } else if (d == 'x' && i + 3 < n && (hi = hex_digit(s[i + 2])) >= 0 &&
+                   (lo = hex_digit(s[i + 3])) >= 0 && (hi | lo) != 0) {
+            sb_putc(out, (char)(hi * 16 + lo));
+            i += 3;
+        } else {
+            sb_putc(out, c);
+        }
+    }
+}
+
 static AttrValue *parse_attr_value(Parser *p) {
     enter(p);
     Token t = p->tok;
@@ -738,10 +780,14 @@ static AttrValue *parse_attr_value(Parser *p) {
         advance(p);
         v = ir_attr_bool(p->ctx, t.kind == TK_TRUE, sp);
         break;
-    case TK_STRING:
+    case TK_STRING: {
         advance(p);
-        v = ir_attr_str(p->ctx, tok_text(p, t) + 1, tok_len(t) - 2, sp);
+        StrBuf sb = {0};
+        unescape(tok_text(p, t) + 1, tok_len(t) - 2, &sb);
+        v = ir_attr_str(p->ctx, sb_cstr(&sb), sb.len, sp);
+        sb_free(&sb);
         break;
+    }
     case TK_LBRACKET:
         advance(p);
         v = attr_list_rest(p, TK_RBRACKET, t.lo);

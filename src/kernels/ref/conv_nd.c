@@ -397,7 +397,8 @@ static int conv_result(KCall *kc, ConvKind kind, const Conv *c, const DLTensor *
     if (kern_nn_layout_shape(kc, ol, ref, dims, &ndim, shape) == 0 &&
         (o = k_out(kc, 0, out_dtype_or(kc, k_dtype(a)), ndim, shape)) != NULL &&
         kern_nn_view(kc, ndim, shape, ol, ref, "result", &ov) == 0)
-        rc = conv_run(kc, kind, c, a, av, b, bv, o, &ov);
+        rc = k_numel(o) == 0 ? 0 /* nothing to compute; the dims may be huge */
+                             : conv_run(kc, kind, c, a, av, b, bv, o, &ov);
     kern_nn_view_free(&ov);
     return rc;
 }

@@ -203,13 +203,15 @@ static int64_t pool_divisor(const Pool *p, const int64_t *o) {
 /* Input offset of output element idx with the spatial indices zeroed, and the spatial output
  * position into o[SP]. */
 static int64_t pool_base(const Pool *p, const int64_t *idx, const int64_t *in_st, int64_t *o) {
-    int64_t base = 0;
-    for (uint32_t d = 0; d < p->ndim; d++)
-        base += idx[d] * in_st[d];
+    bool spatial[K_MAX_DIMS] = {false};
     for (int i = 0; i < SP; i++) {
         o[i] = p->axis[i] >= 0 ? idx[p->axis[i]] : 0;
-        if (p->axis[i] >= 0) base -= idx[p->axis[i]] * in_st[p->axis[i]];
+        if (p->axis[i] >= 0) spatial[p->axis[i]] = true;
     }
+    /* Only the other axes: an output position times an input stride need not fit in int64. */
+    int64_t base = 0;
+    for (uint32_t d = 0; d < p->ndim; d++)
+        if (!spatial[d]) base += idx[d] * in_st[d];
     return base;
 }
 
@@ -355,10 +357,12 @@ static int adaptive(KCall *kc, uint32_t nsp, bool is_max, bool global) {
     int64_t s[SP];
     for (int i = 0; i < SP; i++)
         s[i] = sp_stride(&p, in_st, i);
+    /* An empty input (a spatial extent 0, another perhaps huge) makes every window empty. */
+    bool empty = k_numel(x) == 0;
     for (int64_t flat = 0; flat < total; flat++, k_next(idx, ndim, shape)) {
-        int64_t op[SP], lo[SP], hi[SP], count = 1;
+        int64_t op[SP], lo[SP] = {0}, hi[SP] = {0}, count = empty ? 0 : 1;
         int64_t base = pool_base(&p, idx, in_st, op);
-        for (int i = 0; i < SP; i++) {
+        for (int i = 0; i < SP && !empty; i++) {
             lo[i] = op[i] * p.in[i] / p.out[i];
             hi[i] = ((op[i] + 1) * p.in[i] + p.out[i] - 1) / p.out[i];
             count *= hi[i] - lo[i];

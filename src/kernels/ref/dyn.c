@@ -16,7 +16,7 @@
 #define DYN_MAX_VALS (2 * K_MAX_DIMS) /* the most values a shape-like argument holds here */
 #define DYN_MAX_ATTRS 24
 #define DYN_MAX_LISTS 4
-#define VOLUME_LIMIT ((int64_t)1 << 62)    /* the most elements a result may have (as DIM_LIMIT) */
+#define VOLUME_LIMIT SUP_DIM_MAX /* the most elements a result may have (support.h, "shapes") */
 #define PAD_LIMIT (((int64_t)1 << 31) - 1) /* the largest pad width (as nn.pad's relation) */
 
 /* ---- reading tensor arguments --------------------------------------------------------------- */
@@ -88,8 +88,7 @@ static int load_number(KCall *kc, uint32_t a, const char *what, double *v) {
 static bool volume_ok(int64_t *acc, const int64_t *v, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
         if (v[i] == 0) continue;
-        if (v[i] < 0 || __builtin_mul_overflow(*acc, v[i], acc) || *acc > VOLUME_LIMIT)
-            return false;
+        if (!sup_dim_mul(*acc, v[i], acc)) return false;
     }
     return true;
 }

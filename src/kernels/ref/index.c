@@ -153,6 +153,15 @@ static int take_ref(KCall *kc) {
     int64_t na = dim(x, (uint32_t)axis);
     int64_t nq = k_shape_numel(nd - (uint32_t)axis - 1, x->shape + axis + 1);
     int64_t nj = k_shape_numel(ni - (uint32_t)bd, ind->shape + bd);
+    /* An empty result: the indices are still checked (as the loop below would, once per p)
+     * without walking the other dims, which may be huge. */
+    if (k_numel(o) == 0) {
+        for (int64_t i = 0; i < k_numel(ind) && np > 0; i++) {
+            int64_t k;
+            if (!take_index(kc, mode, load_index(ind, i), axis, na, &k)) return -1;
+        }
+        return 0;
+    }
     for (int64_t b = 0; b < nb; b++)
         for (int64_t p = 0; p < np; p++)
             for (int64_t j = 0; j < nj; j++) {
@@ -221,6 +230,13 @@ static int gather_nd_ref(KCall *kc) {
     int64_t nby = k_shape_numel(ni - 1, ind->shape + 1);
     int64_t nz = k_shape_numel(nd - (uint32_t)(bd + m), x->shape + bd + m);
     int64_t nx = k_shape_numel((uint32_t)m, x->shape + bd);
+    if (k_numel(o) == 0) { /* the indices are still checked; the other dims may be huge */
+        for (int64_t i = 0; i < k_numel(ind); i++) {
+            int64_t r = i / nby, v = load_index(ind, i), size = dim(x, (uint32_t)(bd + r));
+            if (v < 0 || v >= size) return range_error(kc, v, bd + r, size);
+        }
+        return 0;
+    }
     for (int64_t by = 0; by < nby; by++) {
         int64_t b = ny ? by / ny : 0, off = 0;
         for (int64_t r = 0; r < m; r++) {
@@ -394,6 +410,18 @@ static int adv_index_ref(KCall *kc) {
     k_strides(nd, x->shape, st);
     DLTensor *o = k_out(kc, 0, k_dtype(x), nb + nd - k, shape);
     if (o == NULL) return -1;
+    /* An empty result: the indices are still checked when their broadcast is not empty (it
+     * reads each of them), without walking the broadcast, which may be huge. */
+    if (k_numel(o) == 0) {
+        for (uint32_t i = 0; i < k && k_shape_numel(nb, bshape) > 0; i++) {
+            const DLTensor *t = k_field(kc, 0, i + 1);
+            for (int64_t j = 0, size = dim(x, i); j < k_numel(t); j++) {
+                int64_t v = load_index(t, j), w = v < 0 ? v + size : v;
+                if (w < 0 || w >= size) return range_error(kc, v, i, size);
+            }
+        }
+        return 0;
+    }
     int64_t(*ist)[K_MAX_DIMS] = malloc(sizeof *ist * (k ? k : 1));
     if (ist == NULL) return k_error(kc, "out of memory");
     for (uint32_t i = 0; i < k; i++)
@@ -538,7 +566,7 @@ static int one_hot_ref(KCall *kc) {
     for (uint32_t i = 0, j = 0; i <= n; i++)
         shape[i] = i == axis ? depth : dim(ind, j++);
     DLTensor *o = k_out(kc, 0, dt, n + 1, shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     uint64_t von = 0, voff = 0; /* the two values converted to dt */
     k_convert(&von, dt, 0, k_ptr(on), k_dtype(on), 0);
     k_convert(&voff, dt, 0, k_ptr(off), k_dtype(off), 0);
@@ -583,6 +611,7 @@ static int scan(KCall *kc, bool prod) {
     }
     DLTensor *o = k_out(kc, 0, dt, n, shape);
     if (o == NULL) return -1;
+    if (k_numel(o) == 0) return 0; /* outer or inner may still be huge */
     bool fl = sup_dtype_is_float(dt);
     void *y = k_ptr(o);
     for (int64_t a = 0; a < outer; a++)
@@ -695,9 +724,10 @@ static int64_t axis_pos(const SortRows *s, int64_t p) { return (p / s->inner) % 
 static int sort_write(KCall *kc, const DLTensor *x, int64_t axis, int64_t k, DLTensor *ov,
                       DLTensor *oi) {
     SortRows s;
+    if (k_numel(x) == 0) return 0; /* no rows to sort (their count or length may be huge) */
     if (!sort_rows_init(kc, x, axis, &s)) return -1;
     SortKey key = {k_ptr(x), k_dtype(x), !k_bool(kc, "is_ascend")};
-    for (int64_t r = 0; r < s.outer * s.inner; r++) {
+    for (int64_t r = 0, rows = sup_dim_mul_sat(s.outer, s.inner); r < rows; r++) {
         sort_row(&s, &key, r);
         int64_t a = r / s.inner, b = r % s.inner;
         for (int64_t j = 0; j < k; j++) {
@@ -828,6 +858,7 @@ static int sequence_mask_ref(KCall *kc) {
     rly_dtype dt = k_dtype(x);
     DLTensor *o = out_copy(kc, x);
     if (o == NULL) return -1;
+    if (k_numel(o) == 0) return 0; /* the batch and time dims may be huge */
     int64_t inner = k_shape_numel(n - 2, shape + 2);
     double mask = k_float(kc, "mask_value");
     for (int64_t a = 0; a < shape[0]; a++)

@@ -160,7 +160,7 @@ static int matmul_common(KCall *kc, bool ta, bool tb) {
     shape[n - 1] = units;
     if (ta) shape[n - 2] = a->shape[n - 1];
     DLTensor *o = k_out(kc, 0, out_dtype_or(kc, k_dtype(a)), n, shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     Prod p = {.n = units, .k = ka, .b_rk = tb ? 1 : units, .b_rn = tb ? ka : 1};
     if (!ta) {
         p.m = ka > 0 ? k_numel(a) / ka : k_shape_numel(n - 1, a->shape);
@@ -204,7 +204,7 @@ static int k_batch_matmul(KCall *kc) {
                        (long long)xk, (long long)yk);
     int64_t batch = bx == 1 ? by : bx, shape[3] = {batch, xi, yj};
     DLTensor *o = k_out(kc, 0, out_dtype_or(kc, k_dtype(x)), 3, shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     Prod *ps = kern_nn_scratch(kc, batch, sizeof(Prod));
     if (ps == NULL) return -1;
     for (int64_t i = 0; i < batch; i++) {
@@ -246,7 +246,7 @@ static int k_bias_add(KCall *kc) {
     if (bias->ndim != 1 || bias->shape[0] != c)
         return k_error(kc, "bias must have %lld elements", (long long)c);
     DLTensor *o = k_out(kc, 0, k_dtype(x), (uint32_t)x->ndim, x->shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     rly_dtype dt = k_dtype(x);
     for (int64_t i = 0, f = 0; i < outer; i++)
         for (int64_t ch = 0; ch < c; ch++)
@@ -289,7 +289,7 @@ static int k_prelu(KCall *kc) {
         return k_error(kc, "alpha must have %lld elements", (long long)c);
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, (uint32_t)x->ndim, x->shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     for (int64_t i = 0, f = 0; i < outer; i++)
         for (int64_t ch = 0; ch < c; ch++) {
             Slope a = slope_at(k_ptr(alpha), dt, ch);
@@ -372,13 +372,14 @@ static int subpixel(KCall *kc, bool to_space) {
     int ci = chw[0], hi = chw[1], wi = chw[2];
     int64_t c = x->shape[ci], h = x->shape[hi], w = x->shape[wi], shape[4];
     memcpy(shape, x->shape, sizeof shape);
+    int64_t bb = sup_dim_mul_sat(b, b); /* past the limit: k_out refuses the shape */
     if (to_space) {
-        if (c % (b * b) != 0) return k_error(kc, "channels are not divisible by block_size^2");
-        shape[ci] = c / (b * b), shape[hi] = h * b, shape[wi] = w * b;
+        if (c % bb != 0) return k_error(kc, "channels are not divisible by block_size^2");
+        shape[ci] = c / bb, shape[hi] = sup_dim_mul_sat(h, b), shape[wi] = sup_dim_mul_sat(w, b);
     } else {
         if (h % b != 0 || w % b != 0)
             return k_error(kc, "height and width must be divisible by block_size");
-        shape[ci] = c * b * b, shape[hi] = h / b, shape[wi] = w / b;
+        shape[ci] = sup_dim_mul_sat(c, bb), shape[hi] = h / b, shape[wi] = w / b;
     }
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, 4, shape);
@@ -424,7 +425,9 @@ static int norm_groups(KCall *kc, const DLTensor *x, const bool *reduced, int64_
     if (ng->key == NULL) return -1;
     ng->n_keys = 1;
     for (uint32_t d = 0; d < ndim; d++)
-        if (!reduced[d]) ng->n_keys *= (int64_t)d == axis && groups > 1 ? groups : x->shape[d];
+        if (!reduced[d])
+            ng->n_keys = sup_dim_mul_sat(ng->n_keys,
+                                         (int64_t)d == axis && groups > 1 ? groups : x->shape[d]);
     ng->per_key = ng->n_keys > 0 ? n / ng->n_keys : 0;
     int64_t per_group = (axis >= 0 && groups > 1) ? x->shape[axis] / groups : 1;
     for (int64_t f = 0; f < n; f++, k_next(idx, ndim, x->shape)) {
@@ -470,7 +473,7 @@ static int affine_norm(KCall *kc, const bool *reduced, int64_t axis, int64_t gro
     if (gamma->ndim != 1 || gamma->shape[0] != c || beta->ndim != 1 || beta->shape[0] != c)
         return k_error(kc, "gamma and beta must have %lld elements", (long long)c);
     DLTensor *o = k_out(kc, 0, dt, (uint32_t)x->ndim, x->shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* no statistics to keep */
     NormGroups ng = {0};
     double *mean = NULL, *var = NULL;
     int rc = -1;
@@ -642,7 +645,7 @@ static int k_l2_normalize(KCall *kc) {
     }
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, ndim, x->shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* no sums to keep */
     NormGroups ng = {0};
     if (norm_groups(kc, x, reduced, -1, 1, &ng) != 0) return -1;
     double *ss = kern_nn_scratch(kc, ng.n_keys, sizeof(double));
@@ -672,7 +675,7 @@ static int k_lrn(KCall *kc) {
     if (size < 1) return k_error(kc, "size must be positive");
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, (uint32_t)x->ndim, x->shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* outer may be huge */
     double bias = k_float(kc, "bias"), alpha = k_float(kc, "alpha"), beta = k_float(kc, "beta");
     const void *src = k_ptr(x);
     for (int64_t i = 0; i < outer; i++)
@@ -699,7 +702,7 @@ static int softmax_common(KCall *kc, bool log_form) {
     if (channel_split(kc, x, &outer, &c, &inner) != 0) return -1;
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, (uint32_t)x->ndim, x->shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* outer may be huge */
     const void *src = k_ptr(x);
     void *dst = k_ptr(o);
     for (int64_t i = 0; i < outer; i++)

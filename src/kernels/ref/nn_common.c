@@ -59,11 +59,13 @@ int kern_nn_view(KCall *kc, uint32_t ndim, const int64_t *shape, const char *lay
     k_strides(l.n, shape, st);
     v->n = (uint32_t)strlen(ref);
     v->compact = strcmp(layout, ref) == 0;
+    bool empty = k_shape_numel(ndim, shape) == 0;
     for (uint32_t p = 0; p < v->n; p++) {
         int i = k_layout_find(&l, ref[p]);
         int j = k_layout_find(&l, (char)(ref[p] - 'A' + 'a'));
         int64_t f = j >= 0 ? l.factor[j] : 1;
-        v->dim[p] = shape[i] * f;
+        v->dim[p] = sup_dim_mul_sat(shape[i], f);
+        if (empty) continue; /* no element to address; the dims may be huge */
         v->off[p] = kern_nn_scratch(kc, v->dim[p], sizeof(int64_t));
         if (v->off[p] == NULL) {
             kern_nn_view_free(v);
@@ -159,7 +161,7 @@ uint64_t kern_nn_castu(const void *base, rly_dtype dt, int64_t i, rly_dtype as) 
     do {                                                                                           \
         int64_t idx_[8] = {0}, total_ = 1, flat_ = 0;                                              \
         for (uint32_t p_ = 0; p_ < (v)->n; p_++)                                                   \
-            total_ *= (v)->dim[p_];                                                                \
+            total_ = sup_dim_mul_sat(total_, (v)->dim[p_]);                                        \
         uint32_t last_ = (v)->n - 1;                                                               \
         int64_t inner_ = (v)->dim[last_];                                                          \
         while (total_ > 0 && inner_ > 0) {                                                         \

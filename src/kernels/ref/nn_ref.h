@@ -32,7 +32,8 @@ void *kern_nn_scratch(KCall *kc, int64_t count, size_t size);
 typedef struct KView {
     uint32_t n;      /* reference axes (<= 8) */
     int64_t dim[8];  /* extents in reference order */
-    int64_t *off[8]; /* off[p][v]: offset contributed by reference axis p at index v */
+    int64_t *off[8]; /* off[p][v]: offset contributed by reference axis p at index v; all NULL
+                      * for an empty tensor (no element to address, dims perhaps huge) */
     bool compact;    /* the layout is the reference order itself (off[p][v] = v * stride) */
 } KView;
 

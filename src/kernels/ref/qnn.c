@@ -358,7 +358,7 @@ static int qnn_conv2d(KCall *kc) {
     int64_t shape[4];
     shape[yn] = n, shape[yc] = out_c, shape[yh] = oh, shape[yw] = ow;
     DLTensor *y = k_out(kc, 0, out_dt, 4, shape);
-    if (y == NULL) return -1;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* dims may be huge */
     int64_t xs[4], ws[4], ys[4];
     k_strides(4, x->shape, xs);
     k_strides(4, w->shape, ws);
@@ -439,7 +439,7 @@ static int qnn_dense(KCall *kc) {
     memcpy(shape, x->shape, nd * sizeof(int64_t));
     shape[nd - 1] = units;
     DLTensor *y = k_out(kc, 0, out_dt, nd, shape);
-    if (y == NULL) return -1;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* dims may be huge */
     int64_t rows = k > 0 ? k_numel(x) / k : k_shape_numel(nd - 1, x->shape), zx = qp_zp(&izp, 0);
     const void *xp = k_ptr(x), *wp = k_ptr(w);
     void *yp = k_ptr(y);
@@ -564,7 +564,7 @@ static int qnn_concatenate(KCall *kc) {
         shape[axis] += t->shape[axis];
     }
     DLTensor *y = k_out(kc, 0, dt, nd, shape);
-    if (y == NULL) return -1;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* dims may be huge */
     int64_t outer = k_shape_numel((uint32_t)axis, shape), inner = 1;
     for (uint32_t d = (uint32_t)axis + 1; d < nd; d++)
         inner *= shape[d];

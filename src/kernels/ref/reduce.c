@@ -73,10 +73,10 @@ static int red_plan(KCall *kc, const DLTensor *x, bool has_exclude, RedPlan *p) 
             p->out_shape[p->out_ndim++] = x->shape[d];
         else if (keep)
             p->out_shape[p->out_ndim++] = 1;
-        if (p->red[d])
-            p->n_red *= x->shape[d];
+        if (p->red[d]) /* a sub-product of x's shape: within the limit */
+            p->n_red = sup_dim_mul_sat(p->n_red, x->shape[d]);
         else
-            p->n_out *= x->shape[d];
+            p->n_out = sup_dim_mul_sat(p->n_out, x->shape[d]);
     }
     ReBcast *it = &p->it;
     it->ndim = nd;
@@ -88,9 +88,9 @@ static int red_plan(KCall *kc, const DLTensor *x, bool has_exclude, RedPlan *p) 
         it->stride[0][d] = p->red[d] ? 0 : so;
         it->stride[1][d] = p->red[d] ? sr : 0;
         if (p->red[d])
-            sr *= x->shape[d];
+            sr = sup_dim_mul_sat(sr, x->shape[d]);
         else
-            so *= x->shape[d];
+            so = sup_dim_mul_sat(so, x->shape[d]);
     }
     it->off[0] = it->off[1] = it->off[2] = 0;
     return 0;

@@ -323,9 +323,14 @@ static int tuple_fields(KCall *kc, uint32_t *k) {
     return 0;
 }
 
-/* Join the k fields, each seen as (outer, chunk_i) blocks, into out row by row. */
+/* Join the k fields, each seen as (outer, chunk_i) blocks, into out row by row. Nothing to do
+ * for an empty result, whose outer count may be huge. */
 static void join_blocks(KCall *kc, uint32_t k, int64_t outer, const int64_t *chunk, void *out) {
     char *d = out;
+    int64_t total = 0;
+    for (uint32_t i = 0; i < k; i++)
+        total |= chunk[i];
+    if (total == 0) return;
     for (int64_t r = 0; r < outer; r++)
         for (uint32_t i = 0; i < k; i++) {
             const DLTensor *t = k_field(kc, 0, i);
@@ -355,7 +360,10 @@ static int concatenate_ref(KCall *kc) {
                 free(chunk);
                 return k_error(kc, "tensor %u differs from tensor 0 in dimension %u", i, d);
             }
-        shape[axis] += dim(t, (uint32_t)axis);
+        if (!sup_dim_add(shape[axis], dim(t, (uint32_t)axis), &shape[axis])) {
+            free(chunk);
+            return k_error(kc, "the joined axis %lld is too large (over 2^62)", (long long)axis);
+        }
         chunk[i] = k_shape_numel(n - (uint32_t)axis, t->shape + axis);
     }
     DLTensor *o = k_out(kc, 0, k_dtype(t0), n, shape);
@@ -460,9 +468,8 @@ static int tile_ref(KCall *kc) {
     for (uint32_t i = 0; i < t; i++) {
         bool has_d = i >= t - n;
         int64_t d = has_d ? dim(x, i - (t - n)) : 1, k = i < t - r ? 1 : reps[i - (t - r)];
-        if (k < 0 || (d != 0 && k > INT64_MAX / d))
+        if (!sup_dim_mul(d, k, &shape[i]))
             return k_error(kc, "reps %lld is negative or too large", (long long)k);
-        shape[i] = d * k;
         vshape[2 * i] = k;
         vshape[2 * i + 1] = d;
         vst[2 * i] = 0;
@@ -481,7 +488,8 @@ static int repeat_ref(KCall *kc) {
     if (k < 1) return k_error(kc, "repeats must be >= 1, got %lld", (long long)k);
     if (k_is_none(kc, "axis") || !k_axis(k_int(kc, "axis"), n, &axis))
         return k_error(kc, "axis is missing or out of range for rank %u", n);
-    if (dim(x, (uint32_t)axis) != 0 && k > INT64_MAX / dim(x, (uint32_t)axis))
+    int64_t repeated;
+    if (!sup_dim_mul(dim(x, (uint32_t)axis), k, &repeated))
         return k_error(kc, "repeats %lld is too large", (long long)k);
     int64_t st[K_MAX_DIMS], shape[K_MAX_DIMS], vshape[VIEW_MAX], vst[VIEW_MAX];
     k_strides(n, x->shape, st);

@@ -203,10 +203,10 @@ int kern_vision_multibox_prior(KCall *kc) {
         return k_error(kc, "sizes, ratios, steps or offsets have the wrong length");
     bool clip = k_bool(kc, "clip");
     int64_t h = x->shape[2], w = x->shape[3], per = (int64_t)n_s + n_r - 1;
-    int64_t shape[3] = {1, h * w * per, 4};
+    int64_t shape[3] = {1, sup_dim_mul_sat(sup_dim_mul_sat(h, w), per), 4}; /* k_out checks */
     rly_dtype dt = k_dtype(x);
     DLTensor *y = k_out(kc, 0, dt, 3, shape);
-    if (y == NULL) return -1;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* h or w may be huge */
     void *yp = k_ptr(y);
     double step_h = steps[0] > 0 ? steps[0] : 1.0 / (double)h;
     double step_w = steps[1] > 0 ? steps[1] : 1.0 / (double)w;
@@ -345,10 +345,10 @@ int kern_vision_proposal(KCall *kc) {
         bbox->shape[0] != b_n || bbox->shape[2] != h || bbox->shape[3] != w ||
         info->shape[0] != b_n)
         return k_error(kc, "cls_prob, bbox_pred and im_info disagree on their shapes");
-    int64_t shape[2] = {b_n * post_n, 5};
+    int64_t shape[2] = {sup_dim_mul_sat(b_n, post_n), 5}; /* k_out refuses one past the limit */
     rly_dtype dt = k_dtype(cls), b_dt = k_dtype(bbox), i_dt = k_dtype(info);
     DLTensor *out = k_out(kc, 0, dt, 2, shape);
-    if (out == NULL) return -1;
+    if (out == NULL || k_numel(out) == 0) return out == NULL ? -1 : 0; /* h, w may be huge */
     int64_t n_box = h * w * a_n;
     if (pre_n <= 0 || pre_n > n_box) pre_n = n_box;
     Box5 *boxes = vr_alloc(n_box, sizeof(Box5));
@@ -440,17 +440,20 @@ int kern_vision_yolo_reorg(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
     int64_t s = k_int(kc, "stride");
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
+    int64_t s2, cs2;
     if (s <= 0 || h % s != 0 || w % s != 0)
         return k_error(kc, "stride %lld does not divide the %lldx%lld map", (long long)s,
                        (long long)h, (long long)w);
-    if (c % (s * s) != 0)
-        return k_error(kc, "yolo_reorg needs channels (%lld) divisible by stride^2 (%lld)",
-                       (long long)c, (long long)(s * s));
-    int64_t shape[4] = {n, c * s * s, h / s, w / s};
+    if (!sup_dim_mul(s, s, &s2) || c % s2 != 0)
+        return k_error(kc, "yolo_reorg needs channels (%lld) divisible by stride^2 (%lld^2)",
+                       (long long)c, (long long)s);
+    if (!sup_dim_mul(c, s2, &cs2))
+        return k_error(kc, "%lld channels times stride^2 is too large", (long long)c);
+    int64_t shape[4] = {n, cs2, h / s, w / s};
     rly_dtype dt = k_dtype(x);
     DLTensor *y = k_out(kc, 0, dt, 4, shape);
-    if (y == NULL) return -1;
-    int64_t oc = c / (s * s), cnt = 0;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* n or c may be huge */
+    int64_t oc = c / s2, cnt = 0;
     const void *xp = k_ptr(x);
     void *yp = k_ptr(y);
     for (int64_t b = 0; b < n; b++)

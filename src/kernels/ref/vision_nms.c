@@ -117,6 +117,7 @@ int kern_vision_nms(KCall *kc) {
     } else if ((out = k_out(kc, 0, dt, 3, x->shape)) == NULL) {
         return -1;
     }
+    if (k_outs_empty(kc)) return 0;
     /* The working copy of one batch's boxes (rows of k values, dtype dt) and their indices. */
     size_t esz = sup_dtype_size(dt);
     unsigned char *work = vr_alloc(n * k, esz), *work2 = vr_alloc(n * k, esz);
@@ -245,6 +246,11 @@ int kern_vision_all_class_nms(KCall *kc) {
             (o_cnt = k_out(kc, 2, RLY_DTYPE_I64, 1, &b_n)) == NULL)
             return -1;
     }
+    if (k_numel(scores) == 0) { /* nothing selected; the batch or box count may be huge */
+        for (int64_t i = 0; i < k_numel(o_cnt); i++)
+            k_storei(k_ptr(o_cnt), RLY_DTYPE_I64, i, 0);
+        return 0;
+    }
     int64_t *order = vr_alloc(n, sizeof(int64_t)), *tmp = vr_alloc(n, sizeof(int64_t));
     double *score = vr_alloc(n, sizeof(double)), *live = vr_alloc(n, sizeof(double));
     if (order == NULL || tmp == NULL || score == NULL || live == NULL) {
@@ -332,6 +338,7 @@ int kern_vision_regular_nms(KCall *kc) {
         (o_score = k_out(kc, 2, RLY_DTYPE_F32, 2, s2)) == NULL ||
         (o_num = k_out(kc, 3, RLY_DTYPE_I32, 1, &b_n)) == NULL)
         return -1;
+    if (k_outs_empty(kc)) return 0; /* no batch; the box count may be huge */
     rly_dtype b_dt = k_dtype(boxes), s_dt = k_dtype(scores);
     int64_t offset = c_all - n_cls, cap = max_det + n;
     int64_t *keep = vr_alloc(n, sizeof(int64_t)), *order = vr_alloc(cap, sizeof(int64_t));
