@@ -128,6 +128,31 @@ RLY_API rly_status rly_module_gradient(rly_module *mod, const char *entry, const
  * comment (written without the spaces). */
 RLY_API rly_status rly_module_print_typed(rly_module *mod, char **out);
 
+/* ---- optimizing ---------------------------------------------------------------------------
+ * A pipeline of Relay's passes (docs/passes.md) over a module, in place: the default pipeline of
+ * an opt level (TVM's: a pass runs when its level is at most opt_level), or an explicit list
+ * "FoldConstant,FuseOps(fuse_opt_level=2)" run in order. Types are inferred once and kept valid
+ * by every pass. */
+typedef struct rly_opt_options {
+    int opt_level;               /* 0..3 */
+    const char *passes;          /* NULL: the default pipeline; else the passes to run */
+    const char *required_passes; /* comma-separated: run whatever their level; may be NULL */
+    const char *disabled_passes; /* comma-separated: never run; may be NULL */
+    const char *print_ir_after;  /* NULL, a pass name, or "all": print the module after it */
+    int time_passes;             /* nonzero: a table of the time each pass took */
+    int verify_types;            /* nonzero: re-infer after every pass and check (tests) */
+} rly_opt_options;
+/* Optimize mod in place. *report (when report is not NULL) receives what print_ir_after and
+ * time_passes asked for, or NULL; free it with rly_free. Errors (a bad pipeline, a type error
+ * in the module) are RLY_STATUS_ERROR with the message in rly_last_error(). */
+RLY_API rly_status rly_module_optimize(rly_module *mod, const rly_opt_options *opts, char **report);
+/* The registered passes: name, opt level, parameters with defaults, one line each; free with
+ * rly_free. */
+RLY_API rly_status rly_passes_describe(char **out);
+/* Whether a and b (of one context) are alpha-equivalent (TVM's assert_structural_equal with
+ * map_free_vars); when not, rly_last_error() shows where they first differ, located in both. */
+RLY_API rly_status rly_module_compare(rly_module *a, rly_module *b, int *equal);
+
 /* ---- running ------------------------------------------------------------------------------
  * rly_module_run type-checks a module and runs one function through the reference interpreter
  * (the semantic oracle), with inputs from .npy/.npz files or generated, and either writes the
@@ -157,6 +182,7 @@ typedef struct rly_run_options {
                             of physical memory) */
     uint64_t max_depth;  /* non-tail Relay calls active at once (default: 10^7) */
     double timeout;      /* seconds of wall-clock time (0: none); checked between operations */
+    int opt_level;       /* run the default pipeline of this level (0: none) before running */
 } rly_run_options;
 #define RLY_NO_LIMIT UINT64_MAX
 

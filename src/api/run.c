@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "eval/eval.h"
+#include "passes/passes.h"
 #include "runtime/npy.h"
 #include "types/types.h"
 
@@ -414,7 +415,13 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
     Value *result = NULL;
     rly_status st = RLY_STATUS_OK;
     RLY_TRY;
-    if (!ir_well_formed(mod) || !ty_infer_module(mod)) {
+    if (opts->opt_level < 0 || opts->opt_level > 3) {
+        st = api_fail(RLY_STATUS_INVALID, "opt level %d is not 0..3", opts->opt_level);
+        goto out;
+    }
+    PassOptions po = {.opt_level = opts->opt_level};
+    if (!ir_well_formed(mod) ||
+        !(opts->opt_level > 0 ? pass_run(mod, &po) : ty_infer_module(mod))) {
         st = api_fail_diags(ctx);
         goto out;
     }

@@ -7,6 +7,8 @@
  * recursively. */
 #include "ir/ir.h"
 
+#include <stdio.h>
+
 typedef struct Pair {
     Expr *a, *b;
 } Pair;
@@ -17,8 +19,9 @@ typedef struct Eq {
     PtrMap memo;             /* a -> b once the pair has been pushed */
     Vec(Pair) work;
     bool map_free_vars;
-    PtrMap type_memo;  /* pair of type ids -> 1 + the tvar_gen under which they were equal */
-    uint64_t tvar_gen; /* bumped whenever a TypeVar mapping changes */
+    PtrMap type_memo;      /* pair of type ids -> 1 + the tvar_gen under which they were equal */
+    uint64_t tvar_gen;     /* bumped whenever a TypeVar mapping changes */
+    Expr *fail_a, *fail_b; /* the pair that differed */
 } Eq;
 
 static bool same_name(const char *a, const char *b) { return a == b || strcmp(a, b) == 0; }
@@ -281,7 +284,10 @@ static bool run(Eq *q) {
         void *m = ptrmap_get(&q->memo, p.a);
         if (m == p.b) continue;
         ptrmap_put(&q->memo, p.a, p.b);
-        if (!node_eq(q, p.a, p.b)) return false;
+        if (!node_eq(q, p.a, p.b)) {
+            q->fail_a = p.a, q->fail_b = p.b;
+            return false;
+        }
     }
     return true;
 }
@@ -311,9 +317,47 @@ bool ir_type_equal(Type *a, Type *b) {
     return ok;
 }
 
-bool ir_module_equal(const Module *a, const Module *b) {
-    if (a->is_expr != b->is_expr || a->types.len != b->types.len || a->funcs.len != b->funcs.len)
+/* Describe the pair of nodes that differ. */
+static void describe_diff(const Expr *a, const Expr *b, IrDiff *d) {
+    d->a = a->span, d->b = b->span;
+    const char *ka = ir_expr_kind_names[a->kind], *kb = ir_expr_kind_names[b->kind];
+    if (a->kind != b->kind) {
+        snprintf(d->what, sizeof d->what, "a %s in the first, a %s in the second", ka, kb);
+    } else if (a->kind == EXPR_CALL && ((Call *)a)->op->kind == EXPR_OP &&
+               ((Call *)b)->op->kind == EXPR_OP &&
+               !same_name(((Op *)((Call *)a)->op)->name, ((Op *)((Call *)b)->op)->name)) {
+        snprintf(d->what, sizeof d->what, "a call of %s in the first, of %s in the second",
+                 ((Op *)((Call *)a)->op)->name, ((Op *)((Call *)b)->op)->name);
+    } else if (a->kind == EXPR_OP || a->kind == EXPR_GLOBAL_VAR || a->kind == EXPR_VAR) {
+        const char *na = a->kind == EXPR_OP           ? ((Op *)a)->name
+                         : a->kind == EXPR_GLOBAL_VAR ? ((GlobalVar *)a)->name
+                                                      : ((Var *)a)->name;
+        const char *nb = b->kind == EXPR_OP           ? ((Op *)b)->name
+                         : b->kind == EXPR_GLOBAL_VAR ? ((GlobalVar *)b)->name
+                                                      : ((Var *)b)->name;
+        snprintf(d->what, sizeof d->what, "%s %s in the first, %s in the second", ka, na, nb);
+    } else {
+        snprintf(d->what, sizeof d->what,
+                 "the two %ss differ (arity, attributes, types, values or bindings)", ka);
+    }
+}
+
+bool ir_module_equal(const Module *a, const Module *b) { return ir_module_equal_diff(a, b, NULL); }
+
+bool ir_module_equal_diff(const Module *a, const Module *b, IrDiff *d) {
+    if (d) memset(d, 0, sizeof *d);
+    if (a->is_expr != b->is_expr) {
+        if (d) snprintf(d->what, sizeof d->what, "one is an expression, the other a module");
         return false;
+    }
+    if (a->types.len != b->types.len || a->funcs.len != b->funcs.len) {
+        if (d)
+            snprintf(d->what, sizeof d->what,
+                     "%zu type definitions and %zu functions in the first, %zu and %zu in the "
+                     "second",
+                     a->types.len, a->funcs.len, b->types.len, b->funcs.len);
+        return false;
+    }
     Eq q = {.map_free_vars = true};
     bool ok = true;
     for (size_t i = 0; ok && i < a->types.len; i++) {
@@ -324,10 +368,21 @@ bool ir_module_equal(const Module *a, const Module *b) {
             ok = ctor_eq(x->ctors[j], y->ctors[j]) &&
                  types_eq(&q, x->ctors[j]->n_inputs, x->ctors[j]->inputs, y->ctors[j]->n_inputs,
                           y->ctors[j]->inputs);
+        if (!ok && d) {
+            d->a = x->span, d->b = y->span;
+            snprintf(d->what, sizeof d->what, "type definitions %s and %s differ", x->header->name,
+                     y->header->name);
+        }
     }
     for (size_t i = 0; ok && i < a->funcs.len; i++) {
         FuncDef *x = &a->funcs.data[i], *y = &b->funcs.data[i];
         ok = same_name(x->gvar->name, y->gvar->name) && (x->func == NULL) == (y->func == NULL);
+        if (!ok && d) {
+            d->a = x->span, d->b = y->span;
+            snprintf(d->what, sizeof d->what,
+                     "definition %zu is @%s in the first, @%s in the second", i + 1, x->gvar->name,
+                     y->gvar->name);
+        }
         if (ok && x->func) {
             push_pair(&q, &x->func->base, &y->func->base);
             ok = run(&q);
@@ -338,6 +393,7 @@ bool ir_module_equal(const Module *a, const Module *b) {
         push_pair(&q, a->expr, b->expr);
         ok = run(&q);
     }
+    if (!ok && d && q.fail_a) describe_diff(q.fail_a, q.fail_b, d);
     eq_free(&q);
     return ok;
 }

@@ -626,6 +626,13 @@ bool ir_well_formed(Module *m);
 bool ir_expr_equal(Expr *a, Expr *b, bool map_free_vars);
 bool ir_type_equal(Type *a, Type *b);
 bool ir_module_equal(const Module *a, const Module *b);
+/* The same, saying where they first differ: the two spans (SPAN_NONE where a definition is
+ * missing) and what differs, in words. */
+typedef struct IrDiff {
+    Span a, b;
+    char what[256];
+} IrDiff;
+bool ir_module_equal_diff(const Module *a, const Module *b, IrDiff *d);
 uint64_t ir_expr_hash(Expr *e);
 uint64_t ir_type_hash(Type *t);
 uint64_t ir_module_hash(const Module *m);

@@ -20,4 +20,109 @@ typedef enum GradMode {
  * first-order mode does not take, at its span). */
 bool pass_gradient(Module *m, const char *entry, GradMode mode, const char *out_name);
 
+/* ======================================================================================
+ * The pass manager (pass.c). docs/passes.md says what each pass does and who writes
+ * checked_type when.
+ *
+ * A pass is a row of the registry (passes.def lists one PASS(c_name) per file; each file
+ * defines `const PassDef pass_<c_name>`): TVM's name, its opt level, its parameters with
+ * defaults, and the function that runs it. A pipeline is a list of passes with arguments,
+ * `FoldConstant,FuseOps(fuse_opt_level=2)`, or the default pipeline of an opt level.
+ *
+ * Types: the pipeline infers types once at its start. A pass keeps them valid: every node it
+ * builds gets its checked_type as it is built (pass_op_call, pass_retype, pass_rebuild), so
+ * no pass needs inference after it. PassOptions.verify_types re-infers the whole module after
+ * every pass and reports any node whose type a pass got wrong (the tests run with it).
+ * Effects: no pass drops, duplicates or reorders a reference write or a call that may do one
+ * (pass_is_pure says which expressions are free of effects), and nothing in an if/match arm is
+ * evaluated before the arm is chosen.
+ * ====================================================================================== */
+
+typedef enum PassKind {
+    PASS_MODULE,   /* run_module transforms the whole module in place */
+    PASS_FUNCTION, /* run_expr rewrites each global function and the bare expression */
+} PassKind;
+
+/* The arguments of one pass in a pipeline: every declared parameter, given or defaulted, as
+ * text ("2", "True", "NHWC", "[1, 2]"), checked against its declared type. */
+typedef struct PassArg {
+    const char *key, *val;
+} PassArg;
+typedef struct PassArgs {
+    uint32_t n;
+    PassArg *items;
+} PassArgs;
+
+typedef struct PassCtx {
+    Ctx *ctx;
+    int opt_level;        /* the pipeline's (a pass parameter of -1 often means "this") */
+    const PassArgs *args; /* this pass's arguments */
+    const char *name;     /* this pass's name, for messages */
+} PassCtx;
+
+/* Argument values (the key must be a declared parameter: a bug otherwise). */
+int64_t pass_arg_int(const PassCtx *pc, const char *key);
+bool pass_arg_bool(const PassCtx *pc, const char *key);
+double pass_arg_float(const PassCtx *pc, const char *key);
+const char *pass_arg_str(const PassCtx *pc, const char *key); /* quotes removed */
+
+typedef struct PassDef {
+    const char *name; /* TVM's registered name: "FoldConstant" */
+    int opt_level;    /* runs in the default pipeline of this level and above */
+    PassKind kind;
+    const char *params; /* "name:type=default,..." with type int|bool|float|str; "" for none */
+    /* PASS_MODULE: transform m in place (definitions replaced, added or removed). False after
+     * reporting an error into ctx->diags. */
+    bool (*run_module)(PassCtx *pc, Module *m);
+    /* PASS_FUNCTION: the rewritten expression (a Function for a global; e itself when nothing
+     * changes); NULL after reporting an error. */
+    Expr *(*run_expr)(PassCtx *pc, Module *m, Expr *e);
+    const char *doc; /* one line */
+} PassDef;
+
+/* The registry, in passes.def order. */
+size_t pass_count(void);
+const PassDef *pass_at(size_t i);
+const PassDef *pass_lookup(const char *name); /* NULL when unknown */
+
+typedef struct PassOptions {
+    int opt_level;           /* 0..3: which passes of the default pipeline run */
+    const char *passes;      /* NULL: the default pipeline; else "A,B(k=v,...),..." run in order */
+    const char *required;    /* comma-separated names run whatever their level; may be NULL */
+    const char *disabled;    /* comma-separated names never run; may be NULL */
+    const char *print_after; /* a pass name or "all": the module is printed after it */
+    bool time_passes;        /* a table of the time each pass took */
+    bool verify_types;       /* re-infer after each pass and check every node's type */
+    StrBuf *report;          /* where print_after and time_passes write (NULL: stderr) */
+} PassOptions;
+
+/* Run a pipeline over m in place. Infers types first (once). False after reporting an error
+ * into ctx->diags (a bad pipeline text, a pass that failed, a type a pass got wrong). */
+bool pass_run(Module *m, const PassOptions *o);
+/* The default pipeline (the names, comma-separated) of an opt level. */
+const char *pass_default_pipeline(void);
+
+/* ---- for passes: typed construction ----------------------------------------------------- */
+
+/* A call of operator `op` typed by its relation; NULL with an error in ctx->diags when the
+ * relation refuses the arguments (each argument must carry its checked_type). */
+Expr *pass_op_call(Ctx *ctx, const char *op, uint32_t n_args, Expr *const *args, const Attrs *attrs,
+                   Span span);
+/* Set the checked_type of e (a node just built from typed children) from its children, as
+ * inference would: an operator call by its relation, a call of a monomorphic function by its
+ * result type, a tuple from its fields, a let from its body, ... A call of a polymorphic
+ * function or a constructor keeps `fallback`. False (an error in ctx->diags) when an operator's
+ * relation refuses. */
+bool pass_retype(Ctx *ctx, Expr *e, Type *fallback);
+/* A Rewriter post callback for passes that rebuild nodes: e (rebuilt from orig when a child
+ * changed) gets its type with pass_retype(orig's type as fallback). */
+Expr *pass_rebuild(Rewriter *rw, Expr *orig, Expr *e);
+/* Rewrite every function of m (and its expression) in place with rw. */
+void pass_rewrite_module(Rewriter *rw, Module *m);
+/* Whether evaluating e is free of effects, so that it may be dropped, duplicated or moved:
+ * no reference is created, read or written, and no function or closure is called (a callee may
+ * do any of these; a function literal is a value, pure whatever its body). Conservative;
+ * memoized in `memo` (node -> answer) across calls; free it with ptrmap_free. */
+bool pass_is_pure(PtrMap *memo, Expr *e);
+
 #endif /* RLY_PASSES_H */

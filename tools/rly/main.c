@@ -22,7 +22,7 @@ static int usage(FILE *f) {
         "                          standard library (List, Option, Tree, map, foldl, ...) visible\n"
         "  run FILE [--entry NAME] [--input NAME=path.npy ...] [--inputs in.npz]\n"
         "      [--output out.npz] [--fill random|zeros|ones] [--seed N] [--prelude]\n"
-        "      [--max-memory BYTES] [--timeout SECONDS] [--max-depth N]\n"
+        "      [--max-memory BYTES] [--timeout SECONDS] [--max-depth N] [-O0..3]\n"
         "                          type-check FILE and run its @main (or NAME) in the reference\n"
         "                          interpreter; print the result, or write it to out.npz as\n"
         "                          output_0, output_1, ... (tuples flattened depth-first).\n"
@@ -30,7 +30,7 @@ static int usage(FILE *f) {
         "                          with --fill. Limits end a runaway run with an error: memory\n"
         "                          of live values (BYTES, or with K/M/G/T; default RAM/4),\n"
         "                          wall-clock time (default none), Relay call depth (default\n"
-        "                          10^7); 'none' lifts one\n"
+        "                          10^7); 'none' lifts one. -O N optimizes first (default -O0)\n"
         "  grad FILE [--entry NAME] [--name G] [--mode higher|first] [--prelude] [-o OUT.rly]\n"
         "                          reverse-mode AD: print the module with @main (or @G) defined\n"
         "                          as the gradient of @main (or @NAME):\n"
@@ -39,6 +39,16 @@ static int usage(FILE *f) {
         "                          `rly run` executes it (output_0 the value, output_1.. the\n"
         "                          gradients). higher: the whole language; first: dataflow\n"
         "                          programs, straight-line output\n"
+        "  opt FILE|MODEL.onnx [-O0..3] [--passes 'A,B(k=v,...)'] [--required A,B]\n"
+        "      [--disabled A,B] [--print-ir-after NAME|all] [--time-passes] [--verify]\n"
+        "      [--prelude] [--input-shapes ...] [-o OUT.rly]\n"
+        "                          optimize: the default pipeline of the opt level (default\n"
+        "                          -O3), or the passes given, in order; print the result (or\n"
+        "                          write OUT.rly). --list shows the passes. --verify re-infers\n"
+        "                          after each pass and checks every type\n"
+        "  equal A.rly B.rly [--prelude]\n"
+        "                          exit 0 when the modules are alpha-equivalent; otherwise show\n"
+        "                          where they first differ, in both files, and exit 1\n"
         "  import MODEL.onnx [-o OUT.rly] [--input-shapes 'name:[1,3,224,224] ...']\n"
         "                          import an ONNX model; print its Relay text, or write OUT.rly\n"
         "                          and the OUT.npz side file of weights\n"
@@ -199,6 +209,17 @@ static bool parse_limit(const char *s, bool sized, uint64_t *out) {
     return true;
 }
 
+/* -O0..-O3, or -O N (then *i moves past N); -1 after reporting a bad level. */
+static int parse_opt_level(const char *a, const char *next, int *i) {
+    const char *lv = a[2] ? a + 2 : next;
+    if (!a[2] && next) (*i)++;
+    if (lv == NULL || lv[0] < '0' || lv[0] > '3' || lv[1] != '\0') {
+        fprintf(stderr, "rly: -O takes a level 0, 1, 2 or 3, not '%s'\n", lv ? lv : "");
+        return -1;
+    }
+    return lv[0] - '0';
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *in = NULL;
     int prelude = 0;
@@ -229,6 +250,10 @@ static int cmd_run(int argc, char **argv) {
                         argv[i]);
                 return 2;
             }
+        } else if (strncmp(a, "-O", 2) == 0) {
+            int lvl = parse_opt_level(a, has ? argv[i + 1] : NULL, &i);
+            if (lvl < 0) return 2;
+            o.opt_level = lvl;
         } else if (strcmp(a, "--timeout") == 0 && has) {
             const char *t = argv[++i];
             char *end;
@@ -518,6 +543,98 @@ static int cmd_demo(void) {
     return rc;
 }
 
+static int cmd_opt(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    int prelude = 0;
+    rly_opt_options o = {.opt_level = 3};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(a, "--list") == 0) {
+            char *text = NULL;
+            if (rly_passes_describe(&text) != RLY_STATUS_OK) return report(NULL);
+            fputs(text, stdout);
+            rly_free(text);
+            return fflush(stdout) == 0 ? 0 : 1;
+        } else if (strncmp(a, "-O", 2) == 0) {
+            if ((o.opt_level = parse_opt_level(a, has ? argv[i + 1] : NULL, &i)) < 0) return 2;
+        } else if (strcmp(a, "--passes") == 0 && has) {
+            o.passes = argv[++i];
+        } else if (strcmp(a, "--required") == 0 && has) {
+            o.required_passes = argv[++i];
+        } else if (strcmp(a, "--disabled") == 0 && has) {
+            o.disabled_passes = argv[++i];
+        } else if (strcmp(a, "--print-ir-after") == 0 && has) {
+            o.print_ir_after = argv[++i];
+        } else if (strcmp(a, "--time-passes") == 0) {
+            o.time_passes = 1;
+        } else if (strcmp(a, "--verify") == 0) {
+            o.verify_types = 1;
+        } else if (strcmp(a, "--prelude") == 0) {
+            prelude = 1;
+        } else if (strcmp(a, "--input-shapes") == 0 && has) {
+            g_input_shapes = argv[++i];
+        } else if (strcmp(a, "-o") == 0 && has) {
+            out = argv[++i];
+        } else if (file_arg("opt", a, &in)) {
+            return 2;
+        }
+    }
+    if (need_file("opt", in)) return 2;
+    rly_ctx *ctx;
+    if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
+    rly_module *mod = NULL;
+    int rc = load(ctx, in, prelude, &mod);
+    if (rc == 0) {
+        char *rep = NULL;
+        rly_status st = rly_module_optimize(mod, &o, &rep);
+        if (rep) {
+            fputs(rep, stderr);
+            rly_free(rep);
+        }
+        rc = st != RLY_STATUS_OK ? report(NULL) : print_module(ctx, mod, out);
+    }
+    rly_ctx_free(ctx);
+    return rc;
+}
+
+static int cmd_equal(int argc, char **argv) {
+    const char *files[2] = {NULL, NULL};
+    int prelude = 0, n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--prelude") == 0) {
+            prelude = 1;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "rly equal: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        } else if (n == 2) {
+            fprintf(stderr, "rly equal: unexpected argument '%s' (two files are compared)\n",
+                    argv[i]);
+            return 2;
+        } else {
+            files[n++] = argv[i];
+        }
+    }
+    if (n < 2) {
+        fputs("rly equal: two files to compare are needed\n", stderr);
+        return 2;
+    }
+    rly_ctx *ctx;
+    if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
+    rly_module *a = NULL, *b = NULL;
+    int rc = load(ctx, files[0], prelude, &a);
+    if (rc == 0) rc = load(ctx, files[1], prelude, &b);
+    if (rc == 0) {
+        int equal = 0;
+        if (rly_module_compare(a, b, &equal) != RLY_STATUS_OK)
+            rc = report(NULL);
+        else if (!equal)
+            rc = report(NULL);
+    }
+    rly_ctx_free(ctx);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return usage(stderr);
     const char *cmd = argv[1];
@@ -527,6 +644,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 2, argv + 2);
     if (strcmp(cmd, "grad") == 0) return cmd_grad(argc - 2, argv + 2);
+    if (strcmp(cmd, "opt") == 0) return cmd_opt(argc - 2, argv + 2);
+    if (strcmp(cmd, "equal") == 0) return cmd_equal(argc - 2, argv + 2);
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0) return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "demo") == 0) return cmd_demo();
