@@ -2,7 +2,7 @@
  *
  *   bench_conv [-r REPS]          default REPS = 5
  *
- * Calls the kernel that kern_ref_lookup("nn.conv2d") returns with a hand-built KCall (no IR,
+ * Calls the kernel that kern_ref_lookup(OP_ID_NN_CONV2D) returns with a hand-built KCall (no IR,
  * no interpreter) on ResNet-like float32 layers and reports the best of REPS runs as seconds
  * and GFLOP/s (2 * N * K * C/groups * R * S * OH * OW flops). Each layer is also checked once
  * against a direct double-precision convolution (max relative error over the output). The
@@ -97,7 +97,7 @@ static int run_conv(const Layer *l, const DLTensor *x, const DLTensor *w, DLTens
                 .alloc = alloc_out,
                 .err = err,
                 .err_cap = err_cap};
-    return kern_ref_lookup("nn.conv2d")(&kc);
+    return kern_ref_lookup(OP_ID_NN_CONV2D)(&kc);
 }
 
 static DLTensor make_tensor(int64_t *shape, float *data) {

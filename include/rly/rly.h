@@ -150,7 +150,9 @@ RLY_API rly_status rly_module_optimize(rly_module *mod, const rly_opt_options *o
  * rly_free. */
 RLY_API rly_status rly_passes_describe(char **out);
 /* Whether a and b (of one context) are alpha-equivalent (TVM's assert_structural_equal with
- * map_free_vars); when not, rly_last_error() shows where they first differ, located in both. */
+ * map_free_vars); when not, rly_last_error() shows where they first differ, located in both.
+ * The type arguments inference records on calls of polymorphic functions count: compare two
+ * inferred modules or two uninferred ones. */
 RLY_API rly_status rly_module_compare(rly_module *a, rly_module *b, int *equal);
 
 /* ---- running ------------------------------------------------------------------------------
@@ -263,9 +265,11 @@ RLY_API rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const 
  * and the operators the importer does not support. Free with rly_free. */
 RLY_API rly_status rly_onnx_info(const char *path, char **text);
 /* Run one ONNX test-case folder (model.onnx + test_data_set_N/{input,output}_K.pb) through the
- * interpreter and compare with its outputs. *passed is 1 or 0; *report (free with rly_free)
- * gives the reason of a failure. RLY_STATUS_OK unless the run itself could not happen. */
-RLY_API rly_status rly_onnx_test_case(const char *dir, int *passed, char **report);
+ * interpreter and compare with its outputs. opt_level 1..3 first optimizes the imported module
+ * with the default pipeline of that level (as rly_module_optimize); 0 runs it as imported.
+ * *passed is 1 or 0; *report (free with rly_free) gives the reason of a failure.
+ * RLY_STATUS_OK unless the run itself could not happen. */
+RLY_API rly_status rly_onnx_test_case(const char *dir, int opt_level, int *passed, char **report);
 
 #ifdef __cplusplus
 }

@@ -687,7 +687,7 @@ static uint32_t data_hints(const OxModel *m, const char *dir, ImpShape *out, uin
     return n;
 }
 
-rly_status rly_onnx_test_case(const char *dir, int *passed, char **report) {
+rly_status rly_onnx_test_case(const char *dir, int opt_level, int *passed, char **report) {
     *passed = 0;
     *report = NULL;
     StrBuf why = {0};
@@ -708,6 +708,11 @@ rly_status rly_onnx_test_case(const char *dir, int *passed, char **report) {
         ir_ctx_keep(ctx, m, free_model);
         if (import_checked(ctx, m, hints, n_hints, &mod) != RLY_STATUS_OK) {
             sb_puts(&why, "import: ");
+            brief(rly_last_error(), &why);
+        } else if (opt_level > 0 &&
+                   rly_module_optimize(mod, &(rly_opt_options){.opt_level = opt_level}, NULL) !=
+                       RLY_STATUS_OK) {
+            sb_printf(&why, "optimize (-O%d): ", opt_level);
             brief(rly_last_error(), &why);
         } else {
             st = run_sets_checked(ctx, mod, dir, &why, passed);

@@ -421,7 +421,8 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
     }
     PassOptions po = {.opt_level = opts->opt_level};
     if (!ir_well_formed(mod) ||
-        !(opts->opt_level > 0 ? pass_run(mod, &po) : ty_infer_module(mod))) {
+        !(opts->opt_level > 0 ? pass_run(mod, &po)
+                              : pass_module_typed(mod) || ty_infer_module(mod))) {
         st = api_fail_diags(ctx);
         goto out;
     }

@@ -257,111 +257,6 @@ static FnInfo *fn_info(Interp *it, Function *fn, Expr *body) {
     return fi;
 }
 
-/* ---- attributes for kernels --------------------------------------------------------------------
- */
-
-/* The scalar leaves of a (possibly nested) attribute list, in order. Attribute values are
- * small and written by hand, so recursion over their nesting is bounded by the parser's limit. */
-static void flatten_attr(const AttrValue *v, PtrVec *out) {
-    if (v->kind != ATTR_LIST) {
-        vec_push(out, (void *)v);
-        return;
-    }
-    for (uint32_t i = 0; i < v->list.n; i++)
-        flatten_attr(v->list.items[i], out);
-}
-
-static void conv_attr(Interp *it, const AttrSpec *spec, const AttrValue *v, KAttr *k) {
-    memset(k, 0, sizeof *k);
-    k->name = spec->name;
-    bool list_type = spec->type == AT_INTS || spec->type == AT_OPT_INTS ||
-                     spec->type == AT_FLOATS || spec->type == AT_STRS;
-    switch (v->kind) {
-    case ATTR_INT:
-    case ATTR_BOOL:
-    case ATTR_FLOAT: {
-        double f = v->kind == ATTR_FLOAT ? v->f : v->kind == ATTR_INT ? (double)v->i : v->b;
-        int64_t i = v->kind == ATTR_FLOAT ? (int64_t)v->f : v->kind == ATTR_INT ? v->i : v->b;
-        if (list_type) {
-            int64_t *ints = arena_alloc(&it->arena, sizeof *ints);
-            double *fl = arena_alloc(&it->arena, sizeof *fl);
-            ints[0] = i, fl[0] = f;
-            k->kind = spec->type == AT_FLOATS ? KA_FLOATS : KA_INTS;
-            k->n = 1, k->ints = ints, k->floats = fl;
-        } else {
-            k->kind = v->kind == ATTR_FLOAT ? KA_FLOAT : KA_INT;
-            k->i = i, k->f = f;
-        }
-        break;
-    }
-    case ATTR_STR:
-        if (spec->type == AT_DTYPE) {
-            k->kind = KA_INT;
-            k->i = v->s[0] ? sup_dtype_parse(v->s, strlen(v->s)) : -1;
-            k->s = v->s;
-        } else {
-            k->kind = KA_STR;
-            k->s = v->s;
-        }
-        break;
-    case ATTR_LIST: {
-        /* Nested lists (nn.pad's pad_width=[[1, 2], [0, 0]]) are flattened row by row. */
-        PtrVec leaves = {0};
-        flatten_attr(v, &leaves);
-        uint32_t n = (uint32_t)leaves.len;
-        const AttrValue *const *items = (const AttrValue *const *)leaves.data;
-        bool strs = n > 0 && items[0]->kind == ATTR_STR;
-        bool floats = false;
-        for (uint32_t i = 0; i < n; i++)
-            floats |= items[i]->kind == ATTR_FLOAT;
-        k->n = n;
-        if (strs) {
-            const char **s = arena_array(&it->arena, n, sizeof *s);
-            for (uint32_t i = 0; i < n; i++)
-                s[i] = items[i]->kind == ATTR_STR ? items[i]->s : "";
-            k->kind = KA_STRS, k->strs = s;
-            vec_free(&leaves);
-            break;
-        }
-        int64_t *ints = arena_array(&it->arena, n ? n : 1, sizeof *ints);
-        double *fl = arena_array(&it->arena, n ? n : 1, sizeof *fl);
-        for (uint32_t i = 0; i < n; i++) {
-            const AttrValue *x = items[i];
-            fl[i] = x->kind == ATTR_FLOAT ? x->f : x->kind == ATTR_INT ? (double)x->i : x->b;
-            ints[i] = x->kind == ATTR_FLOAT ? (int64_t)x->f : x->kind == ATTR_INT ? x->i : x->b;
-        }
-        k->kind = floats || spec->type == AT_FLOATS ? KA_FLOATS : KA_INTS;
-        k->ints = ints, k->floats = fl;
-        vec_free(&leaves);
-        break;
-    }
-    default: k->kind = KA_NONE; break;
-    }
-}
-
-static CallInfo *call_info(Interp *it, Call *c, const OpDef *op) {
-    NodeInfo *n = node(it, c->base.id);
-    if (n->info) return n->info;
-    CallInfo *ci = arena_alloc(&it->arena, sizeof *ci);
-    ci->op = op;
-    ci->fn = op->user_kernel ? NULL : kern_ref_lookup(op->name);
-    ci->n_attrs = op->n_attrs;
-    ci->attrs = arena_array(&it->arena, op->n_attrs ? op->n_attrs : 1, sizeof(KAttr));
-    const AttrValue **vals = arena_array(&it->arena, op->n_attrs ? op->n_attrs : 1, sizeof *vals);
-    StrBuf msg = {0};
-    Span where;
-    if (!op_bind_attrs(op, c->attrs, vals, &msg, &where)) {
-        fail(it, where.file ? where : c->base.span, "%s: %s", op->name, sb_cstr(&msg));
-        sb_free(&msg);
-        return NULL;
-    }
-    sb_free(&msg);
-    for (uint32_t i = 0; i < op->n_attrs; i++)
-        conv_attr(it, &op->attrs[i], vals[i], &ci->attrs[i]);
-    node(it, c->base.id)->info = ci;
-    return ci;
-}
-
 /* ---- values ------------------------------------------------------------------------------------
  */
 
@@ -461,6 +356,28 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
 
 /* ---- operator calls ---------------------------------------------------------------------------
  */
+
+/* The kernel and the lowered attributes of an operator call, made on its first run. */
+static CallInfo *call_info(Interp *it, Call *c, const OpDef *op) {
+    NodeInfo *n = node(it, c->base.id);
+    if (n->info) return n->info;
+    StrBuf msg = {0};
+    Span where;
+    KAttr *attrs = op_lower_attrs(op, c->attrs, &it->arena, &msg, &where);
+    if (attrs == NULL) {
+        fail(it, where.file ? where : c->base.span, "%s: %s", op->name, sb_cstr(&msg));
+        sb_free(&msg);
+        return NULL;
+    }
+    sb_free(&msg);
+    CallInfo *ci = arena_alloc(&it->arena, sizeof *ci);
+    ci->op = op;
+    ci->fn = op->user_kernel ? NULL : kern_ref_lookup(op->id);
+    ci->attrs = attrs;
+    ci->n_attrs = op->n_attrs;
+    node(it, c->base.id)->info = ci;
+    return ci;
+}
 
 static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
     Interp *it = kc->rt;
@@ -748,7 +665,7 @@ static void step_call(Interp *it, Task *t) {
     if (n > 0) memcpy(own, &it->vals.data[it->vals.len - n], sizeof(Value *) * n);
     it->vals.len -= n;
     if (callee->kind == EXPR_OP) {
-        const OpDef *op = AS_OP(callee)->info;
+        const OpDef *op = op_def_of(callee);
         if (op == NULL) {
             fail(it, c->base.span, "unknown operator %s", AS_OP(callee)->name);
             for (uint32_t i = 0; i < n; i++)

@@ -11,6 +11,8 @@
 
 typedef struct Pair {
     Expr *a, *b;
+    Expr *pa, *pb; /* the pair whose children these are (NULL at the top): where to say a
+                      difference is when these have no place in the source (operators) */
 } Pair;
 
 typedef struct Eq {
@@ -22,6 +24,8 @@ typedef struct Eq {
     PtrMap type_memo;      /* pair of type ids -> 1 + the tvar_gen under which they were equal */
     uint64_t tvar_gen;     /* bumped whenever a TypeVar mapping changes */
     Expr *fail_a, *fail_b; /* the pair that differed */
+    Expr *fail_pa, *fail_pb;
+    Expr *cur_a, *cur_b; /* the pair being compared (the parent of what it pushes) */
 } Eq;
 
 static bool same_name(const char *a, const char *b) { return a == b || strcmp(a, b) == 0; }
@@ -152,7 +156,7 @@ static bool type_eq(Eq *q, Type *a0, Type *b0) {
 }
 
 static void push_pair(Eq *q, Expr *a, Expr *b) {
-    Pair p = {a, b};
+    Pair p = {a, b, q->cur_a, q->cur_b};
     vec_push(&q->work, p);
 }
 
@@ -284,8 +288,9 @@ static bool run(Eq *q) {
         void *m = ptrmap_get(&q->memo, p.a);
         if (m == p.b) continue;
         ptrmap_put(&q->memo, p.a, p.b);
+        q->cur_a = p.a, q->cur_b = p.b;
         if (!node_eq(q, p.a, p.b)) {
-            q->fail_a = p.a, q->fail_b = p.b;
+            q->fail_a = p.a, q->fail_b = p.b, q->fail_pa = p.pa, q->fail_pb = p.pb;
             return false;
         }
     }
@@ -317,8 +322,10 @@ bool ir_type_equal(Type *a, Type *b) {
     return ok;
 }
 
-/* Describe the pair of nodes that differ. */
-static void describe_diff(const Expr *a, const Expr *b, IrDiff *d) {
+/* Describe the pair of nodes that differ; a node without a place in the source (an operator, a
+ * global reference) is described through its parent (the call). */
+static void describe_diff(const Expr *a, const Expr *b, const Expr *pa, const Expr *pb, IrDiff *d) {
+    if (a->span.file == 0 && pa && pb && a->kind == b->kind) a = pa, b = pb;
     d->a = a->span, d->b = b->span;
     const char *ka = ir_expr_kind_names[a->kind], *kb = ir_expr_kind_names[b->kind];
     if (a->kind != b->kind) {
@@ -393,7 +400,7 @@ bool ir_module_equal_diff(const Module *a, const Module *b, IrDiff *d) {
         push_pair(&q, a->expr, b->expr);
         ok = run(&q);
     }
-    if (!ok && d && q.fail_a) describe_diff(q.fail_a, q.fail_b, d);
+    if (!ok && d && q.fail_a) describe_diff(q.fail_a, q.fail_b, q.fail_pa, q.fail_pb, d);
     eq_free(&q);
     return ok;
 }

@@ -3,6 +3,7 @@
 #include "kernels/kernel.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -366,45 +367,13 @@ bool k_axis(int64_t axis, uint32_t ndim, int64_t *out) {
 
 /* ---- layouts ------------------------------------------------------------------------------- */
 
-int k_layout_find(const KLayout *l, char a) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] == a) return (int)i;
-    return -1;
-}
-
-int64_t k_layout_block(const KLayout *l, char a) {
-    int j = k_layout_find(l, (char)(a - 'A' + 'a'));
-    return j < 0 ? 0 : l->factor[j];
-}
-
-bool k_layout_parse(const char *s, KLayout *l) {
-    l->text = s;
-    l->n = 0;
-    if (s == NULL || s[0] == '\0') return false;
-    for (const char *p = s; *p;) {
-        if (l->n == K_MAX_DIMS) return false;
-        if (*p >= 'A' && *p <= 'Z') {
-            if (k_layout_find(l, *p) >= 0) return false;
-            l->axis[l->n] = *p++;
-            l->factor[l->n++] = 0;
-            continue;
-        }
-        int64_t f = 0;
-        while (*p >= '0' && *p <= '9' && f <= INT32_MAX)
-            f = f * 10 + (*p++ - '0');
-        if (f <= 0 || f > INT32_MAX || !(*p >= 'a' && *p <= 'z') || k_layout_find(l, *p) >= 0)
-            return false;
-        l->axis[l->n] = *p++;
-        l->factor[l->n++] = f;
-    }
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->factor[i] > 0 && k_layout_find(l, (char)(l->axis[i] - 'a' + 'A')) < 0) return false;
-    return true;
-}
+_Static_assert(SUP_LAYOUT_MAX >= K_MAX_DIMS, "a layout can name every axis of a tensor");
 
 int k_layout_attr(KCall *kc, const char *attr, uint32_t ndim, KLayout *l) {
     const char *s = k_str(kc, attr);
-    if (!k_layout_parse(s, l)) return k_error(kc, "%s \"%s\" is not a layout", attr, s);
+    char why[256];
+    l->attr = attr;
+    if (sup_layout_parse(s, l, why, sizeof why) != NULL) return k_error(kc, "%s %s", attr, why);
     if (l->n != ndim)
         return k_error(kc, "%s \"%s\" has %u axes but its tensor has rank %u", attr, s, l->n, ndim);
     return 0;
@@ -419,33 +388,35 @@ int k_layout_axes(KCall *kc, const KLayout *l, const char *axes, int *pos) {
     return 0;
 }
 
-/* ---- registry ----------------------------------------------------------------------------------
- */
+/* ---- registry ---------------------------------------------------------------------------- */
 
-static const KernelDef *const kern_tables[] = {
-    kern_ref_unary, kern_ref_binary, kern_ref_reduce,    kern_ref_transform,
-    kern_ref_index, kern_ref_nn,     kern_ref_conv_pool, kern_ref_image_vision,
-    kern_ref_qnn,   kern_ref_misc,   kern_ref_dyn,
-};
+/* A new operator changes this count: give it a kernel row (support/ops.def), then update it. */
+_Static_assert(OP_ID_COUNT == 231, "operator added or removed: see support/ops.def");
 
-size_t kern_ref_count(void) {
-    size_t n = 0;
-    for (size_t t = 0; t < sizeof kern_tables / sizeof *kern_tables; t++)
-        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++)
-            n++;
-    return n;
+static struct {
+    pthread_once_t once;
+    KernelFn by_id[OP_ID_COUNT];
+} reg = {PTHREAD_ONCE_INIT, {0}};
+
+static void reg_init(void) {
+    static const KernelDef *const tables[] = {
+        kern_ref_unary, kern_ref_binary, kern_ref_reduce,    kern_ref_transform,
+        kern_ref_index, kern_ref_nn,     kern_ref_conv_pool, kern_ref_image_vision,
+        kern_ref_qnn,   kern_ref_misc,   kern_ref_dyn,
+    };
+    for (size_t t = 0; t < RLY_ARRAY_LEN(tables); t++)
+        for (const KernelDef *k = tables[t]; k->fn != NULL; k++) {
+            RLY_CHECK(k->op < OP_ID_COUNT && reg.by_id[k->op] == NULL,
+                      "kernel table: id %u out of range or given two kernels", k->op);
+            reg.by_id[k->op] = k->fn;
+        }
+    for (uint32_t id = 0; id < OP_ID_COUNT; id++)
+        RLY_CHECK(reg.by_id[id] != NULL, "kernel table: %s has no reference kernel",
+                  sup_op_name(id));
 }
 
-const KernelDef *kern_ref_at(size_t i) {
-    for (size_t t = 0; t < sizeof kern_tables / sizeof *kern_tables; t++)
-        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++)
-            if (i-- == 0) return k;
-    return NULL;
-}
-
-KernelFn kern_ref_lookup(const char *name) {
-    for (size_t t = 0; t < sizeof kern_tables / sizeof *kern_tables; t++)
-        for (const KernelDef *k = kern_tables[t]; k->name != NULL; k++)
-            if (strcmp(k->name, name) == 0) return k->fn;
-    return NULL;
+KernelFn kern_ref_lookup(uint32_t op) {
+    if (op >= OP_ID_COUNT) return NULL;
+    pthread_once(&reg.once, reg_init);
+    return reg.by_id[op];
 }

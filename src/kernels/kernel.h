@@ -175,26 +175,20 @@ bool k_axis(int64_t axis, uint32_t ndim, int64_t *out);
 
 /* ---- layouts ------------------------------------------------------------------------------- */
 
-/* A layout string as TVM writes it: primal axes in upper case, each once ("NCHW", "NHWC",
- * "NCDHW" for data: batch N, channels C, spatial D, H, W; "OIHW", "HWIO" for weights: output
- * channels O, input channels I); a split adds a sub-axis, a block size and the lower-case letter
- * of an axis the layout also names ("NCHW16c": C = C_outer * 16 + c). The one parser of layouts
- * in src/kernels; the type relation (src/ops) has checked the attribute, a kernel still checks
- * the parse, the rank and the axes it reads. */
-typedef struct KLayout {
-    const char *text;           /* the string parsed, for messages */
-    uint32_t n;                 /* axes, = the rank of a tensor in this layout (>= 1) */
-    char axis[K_MAX_DIMS];      /* 'A'..'Z' a primal axis, 'a'..'z' a sub-axis */
-    int64_t factor[K_MAX_DIMS]; /* block size of a sub-axis, in [1, INT32_MAX]; 0 for primal */
-} KLayout;
-
-/* Parse s; false when it is not a layout (empty, an axis twice, a sub-axis without a block size
- * or without its primal axis, more than K_MAX_DIMS axes). */
-bool k_layout_parse(const char *s, KLayout *l);
+/* Layouts ("NCHW", "NCHW16c", "OIHW4i4o") are parsed by the one parser in support.h ("data
+ * layouts"), which the type relations (src/ops) use too; the relation has checked the attribute,
+ * a kernel still checks the parse, the rank and the axes it reads. */
+typedef SupLayout KLayout;
+/* Parse s; false when it is not a layout. */
+static inline bool k_layout_parse(const char *s, KLayout *l) {
+    char why[8]; /* the reason is not needed here */
+    l->attr = NULL;
+    return sup_layout_parse(s, l, why, sizeof why) == NULL;
+}
 /* The position of axis a ('N' primal, 'c' a sub-axis) in l, or -1. */
-int k_layout_find(const KLayout *l, char a);
+static inline int k_layout_find(const KLayout *l, char a) { return sup_layout_find(l, a); }
 /* The block size of primal axis a's sub-axis, or 0 when l does not split a. */
-int64_t k_layout_block(const KLayout *l, char a);
+static inline int64_t k_layout_block(const KLayout *l, char a) { return sup_layout_block(l, a); }
 /* The layout attribute `attr` of a tensor of rank ndim, parsed: -1 with an error when it is not
  * a layout or has another number of axes. */
 int k_layout_attr(KCall *kc, const char *attr, uint32_t ndim, KLayout *l);
@@ -204,20 +198,21 @@ int k_layout_axes(KCall *kc, const KLayout *l, const char *axes, int *pos);
 
 /* ---- the kernel registry ------------------------------------------------------------------- */
 
+/* One row per operator: its id (support/ops.def) and its reference kernel. */
 typedef struct KernelDef {
-    const char *name; /* operator name, as in the operator table */
+    uint32_t op; /* OP_ID_* */
     KernelFn fn;
 } KernelDef;
 
-/* Per-category tables of reference kernels, each terminated by a row with name NULL. */
+/* Per-category tables of reference kernels (src/kernels/ref/<category>.c, the categories of
+ * support/ops.def), each terminated by a row with fn NULL. Together they hold one row per
+ * builtin operator, which the registry checks when it first indexes them. */
 extern const KernelDef kern_ref_unary[], kern_ref_binary[], kern_ref_reduce[], kern_ref_transform[],
     kern_ref_index[], kern_ref_nn[], kern_ref_conv_pool[], kern_ref_image_vision[], kern_ref_qnn[],
     kern_ref_misc[], kern_ref_dyn[];
 
-/* The reference kernel of operator `name`, or NULL. */
-KernelFn kern_ref_lookup(const char *name);
-/* Every registered reference kernel, for coverage checks. */
-size_t kern_ref_count(void);
-const KernelDef *kern_ref_at(size_t i);
+/* The reference kernel of operator id `op`: an array access (the tables are indexed by id once,
+ * at first use). NULL for op >= OP_ID_COUNT (registered operators bring their own kernels). */
+KernelFn kern_ref_lookup(uint32_t op);
 
 #endif /* RLY_KERNELS_KERNEL_H */

@@ -99,18 +99,12 @@ static bool spatial_padding(RelCall *rc, uint32_t nsp, int64_t *total) {
 
 static char lower(char c) { return (char)(c - 'A' + 'a'); }
 
-/* Parse `text`, the value of attribute `attr`. */
 /* The layout names exactly the primal axes of `ref` (TVM's BijectiveLayout to ref exists). */
 static bool layout_convertible(RelCall *rc, const Layout *l, const char *ref) {
-    bool ok = true;
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] < 'a' && strchr(ref, l->axis[i]) == NULL) ok = false;
-    for (const char *r = ref; *r; r++)
-        if (layout_find(l, *r) < 0) ok = false;
-    if (!ok)
-        rel_error(rc, "%s \"%s\" is not convertible to %s (it must have exactly the axes %s)",
-                  l->attr, l->text, ref, ref);
-    return ok;
+    if (sup_layout_convertible(l, ref)) return true;
+    rel_error(rc, "%s \"%s\" is not convertible to %s (it must have exactly the axes %s)", l->attr,
+              l->text, ref, ref);
+    return false;
 }
 
 /* Parse attribute `attr` and check it is convertible to `ref`; "" means `dflt` when given. */
@@ -137,7 +131,6 @@ static bool layout_unsplit(RelCall *rc, const Layout *l, const char *spatial) {
     return true;
 }
 
-/* The tensor's rank matches the layout, and its block dimensions their block sizes. */
 /* A shape in layout l -> its dims in the order of `ref` (split axes multiplied back). */
 static bool layout_to_ref(RelCall *rc, const Layout *l, const int64_t *shape, const char *ref,
                           int64_t *out) {
@@ -862,61 +855,59 @@ static const AttrSpec dilate_attrs[] = {
     END,
 };
 
-#define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 #define FUSE OP_OUT_EWISE_FUSABLE
 
 OpDef ops_conv_pool_table[] = {
-    ROW("nn.conv1d", 2, FUSE, conv1d_rel, conv1d_attrs, "data, weight",
-        "1-D convolution; weight (out_channels, in_channels/groups, kw) in OIW"),
-    ROW("nn.conv2d", 2, FUSE, conv2d_rel, conv2d_attrs, "data, weight",
-        "2-D convolution; weight (out_channels, in_channels/groups, kh, kw) in OIHW"),
-    ROW("nn.conv3d", 2, FUSE, conv3d_rel, conv3d_attrs, "data, weight",
-        "3-D convolution; weight (out_channels, in_channels/groups, kd, kh, kw) in OIDHW"),
-    ROW("nn.conv1d_transpose", 2, FUSE, conv1d_t_rel, conv1d_t_attrs, "data, weight",
-        "transposed 1-D convolution; weight (in_channels, out_channels/groups, kw) in IOW"),
-    ROW("nn.conv2d_transpose", 2, FUSE, conv2d_t_rel, conv2d_t_attrs, "data, weight",
-        "transposed 2-D convolution; weight (in_channels, out_channels/groups, kh, kw) in IOHW"),
-    ROW("nn.conv3d_transpose", 2, FUSE, conv3d_t_rel, conv3d_t_attrs, "data, weight",
-        "transposed 3-D convolution; weight (in_channels, out_channels/groups, kd, kh, kw)"),
-    ROW("nn.conv2d_backward_weight", 2, FUSE, conv2d_bw_weight_rel, conv2d_attrs, "grad, data",
-        "gradient of conv2d with respect to its weight (layouts: data_layout of grad, "
-        "kernel_layout of data, out_layout of the result)"),
-    ROW("nn.max_pool1d", 1, FUSE, pool1d_rel, max_pool1d_attrs, "data", "1-D max pooling"),
-    ROW("nn.max_pool2d", 1, FUSE, pool2d_rel, max_pool2d_attrs, "data", "2-D max pooling"),
-    ROW("nn.max_pool3d", 1, FUSE, pool3d_rel, max_pool3d_attrs, "data", "3-D max pooling"),
-    ROW("nn.avg_pool1d", 1, FUSE, pool1d_rel, avg_pool1d_attrs, "data", "1-D average pooling"),
-    ROW("nn.avg_pool2d", 1, FUSE, pool2d_rel, avg_pool2d_attrs, "data", "2-D average pooling"),
-    ROW("nn.avg_pool3d", 1, FUSE, pool3d_rel, avg_pool3d_attrs, "data", "3-D average pooling"),
-    ROW("nn.max_pool2d_grad", 2, FUSE, pool2d_grad_rel, max_pool2d_attrs, "out_grad, data",
-        "gradient of max_pool2d with respect to data"),
-    ROW("nn.avg_pool2d_grad", 2, FUSE, pool2d_grad_rel, avg_pool2d_attrs, "out_grad, data",
-        "gradient of avg_pool2d with respect to data"),
-    ROW("nn.global_avg_pool2d", 1, FUSE, global_pool2d_rel, global_pool_attrs, "data",
-        "mean over H and W, which become 1"),
-    ROW("nn.global_max_pool2d", 1, FUSE, global_pool2d_rel, global_pool_attrs, "data",
-        "max over H and W, which become 1"),
-    ROW("nn.adaptive_avg_pool1d", 1, FUSE, adaptive_pool1d_rel, adaptive1d_attrs, "data",
-        "average pooling to a given output width"),
-    ROW("nn.adaptive_avg_pool2d", 1, FUSE, adaptive_pool2d_rel, adaptive2d_attrs, "data",
-        "average pooling to a given output height and width"),
-    ROW("nn.adaptive_avg_pool3d", 1, FUSE, adaptive_pool3d_rel, adaptive3d_attrs, "data",
-        "average pooling to a given output depth, height and width"),
-    ROW("nn.adaptive_max_pool1d", 1, FUSE, adaptive_pool1d_rel, adaptive1d_attrs, "data",
-        "max pooling to a given output width"),
-    ROW("nn.adaptive_max_pool2d", 1, FUSE, adaptive_pool2d_rel, adaptive2d_attrs, "data",
-        "max pooling to a given output height and width"),
-    ROW("nn.adaptive_max_pool3d", 1, FUSE, adaptive_pool3d_rel, adaptive3d_attrs, "data",
-        "max pooling to a given output depth, height and width"),
-    ROW("nn.upsampling", 1, OP_INJECTIVE, upsampling2d_rel, upsampling_attrs, "data",
-        "resize H and W by scale_h and scale_w (sizes rounded to nearest)"),
-    ROW("nn.upsampling3d", 1, OP_INJECTIVE, upsampling3d_rel, upsampling3d_attrs, "data",
-        "resize D, H and W by scale_d, scale_h and scale_w"),
-    ROW("nn.pad", 2, OP_INJECTIVE, pad_rel, pad_attrs, "data, pad_value",
-        "pad each axis by [before, after] (constant pad_value, edge or reflect)"),
-    ROW("nn.mirror_pad", 1, OP_INJECTIVE, mirror_pad_rel, mirror_pad_attrs, "data",
-        "pad each axis by [before, after] with its mirror image (SYMMETRIC or REFLECT)"),
-    ROW("nn.dilate", 1, OP_INJECTIVE, dilate_rel, dilate_attrs, "data",
-        "insert stride - 1 copies of dilation_value between elements along each axis"),
+    OP_ROW(NN_CONV1D, 2, FUSE, conv1d_rel, conv1d_attrs, "data, weight",
+           "1-D convolution; weight (out_channels, in_channels/groups, kw) in OIW"),
+    OP_ROW(NN_CONV2D, 2, FUSE, conv2d_rel, conv2d_attrs, "data, weight",
+           "2-D convolution; weight (out_channels, in_channels/groups, kh, kw) in OIHW"),
+    OP_ROW(NN_CONV3D, 2, FUSE, conv3d_rel, conv3d_attrs, "data, weight",
+           "3-D convolution; weight (out_channels, in_channels/groups, kd, kh, kw) in OIDHW"),
+    OP_ROW(NN_CONV1D_TRANSPOSE, 2, FUSE, conv1d_t_rel, conv1d_t_attrs, "data, weight",
+           "transposed 1-D convolution; weight (in_channels, out_channels/groups, kw) in IOW"),
+    OP_ROW(NN_CONV2D_TRANSPOSE, 2, FUSE, conv2d_t_rel, conv2d_t_attrs, "data, weight",
+           "transposed 2-D convolution; weight (in_channels, out_channels/groups, kh, kw) in IOHW"),
+    OP_ROW(NN_CONV3D_TRANSPOSE, 2, FUSE, conv3d_t_rel, conv3d_t_attrs, "data, weight",
+           "transposed 3-D convolution; weight (in_channels, out_channels/groups, kd, kh, kw)"),
+    OP_ROW(NN_CONV2D_BACKWARD_WEIGHT, 2, FUSE, conv2d_bw_weight_rel, conv2d_attrs, "grad, data",
+           "gradient of conv2d with respect to its weight (layouts: data_layout of grad, "
+           "kernel_layout of data, out_layout of the result)"),
+    OP_ROW(NN_MAX_POOL1D, 1, FUSE, pool1d_rel, max_pool1d_attrs, "data", "1-D max pooling"),
+    OP_ROW(NN_MAX_POOL2D, 1, FUSE, pool2d_rel, max_pool2d_attrs, "data", "2-D max pooling"),
+    OP_ROW(NN_MAX_POOL3D, 1, FUSE, pool3d_rel, max_pool3d_attrs, "data", "3-D max pooling"),
+    OP_ROW(NN_AVG_POOL1D, 1, FUSE, pool1d_rel, avg_pool1d_attrs, "data", "1-D average pooling"),
+    OP_ROW(NN_AVG_POOL2D, 1, FUSE, pool2d_rel, avg_pool2d_attrs, "data", "2-D average pooling"),
+    OP_ROW(NN_AVG_POOL3D, 1, FUSE, pool3d_rel, avg_pool3d_attrs, "data", "3-D average pooling"),
+    OP_ROW(NN_MAX_POOL2D_GRAD, 2, FUSE, pool2d_grad_rel, max_pool2d_attrs, "out_grad, data",
+           "gradient of max_pool2d with respect to data"),
+    OP_ROW(NN_AVG_POOL2D_GRAD, 2, FUSE, pool2d_grad_rel, avg_pool2d_attrs, "out_grad, data",
+           "gradient of avg_pool2d with respect to data"),
+    OP_ROW(NN_GLOBAL_AVG_POOL2D, 1, FUSE, global_pool2d_rel, global_pool_attrs, "data",
+           "mean over H and W, which become 1"),
+    OP_ROW(NN_GLOBAL_MAX_POOL2D, 1, FUSE, global_pool2d_rel, global_pool_attrs, "data",
+           "max over H and W, which become 1"),
+    OP_ROW(NN_ADAPTIVE_AVG_POOL1D, 1, FUSE, adaptive_pool1d_rel, adaptive1d_attrs, "data",
+           "average pooling to a given output width"),
+    OP_ROW(NN_ADAPTIVE_AVG_POOL2D, 1, FUSE, adaptive_pool2d_rel, adaptive2d_attrs, "data",
+           "average pooling to a given output height and width"),
+    OP_ROW(NN_ADAPTIVE_AVG_POOL3D, 1, FUSE, adaptive_pool3d_rel, adaptive3d_attrs, "data",
+           "average pooling to a given output depth, height and width"),
+    OP_ROW(NN_ADAPTIVE_MAX_POOL1D, 1, FUSE, adaptive_pool1d_rel, adaptive1d_attrs, "data",
+           "max pooling to a given output width"),
+    OP_ROW(NN_ADAPTIVE_MAX_POOL2D, 1, FUSE, adaptive_pool2d_rel, adaptive2d_attrs, "data",
+           "max pooling to a given output height and width"),
+    OP_ROW(NN_ADAPTIVE_MAX_POOL3D, 1, FUSE, adaptive_pool3d_rel, adaptive3d_attrs, "data",
+           "max pooling to a given output depth, height and width"),
+    OP_ROW(NN_UPSAMPLING, 1, OP_INJECTIVE, upsampling2d_rel, upsampling_attrs, "data",
+           "resize H and W by scale_h and scale_w (sizes rounded to nearest)"),
+    OP_ROW(NN_UPSAMPLING3D, 1, OP_INJECTIVE, upsampling3d_rel, upsampling3d_attrs, "data",
+           "resize D, H and W by scale_d, scale_h and scale_w"),
+    OP_ROW(NN_PAD, 2, OP_INJECTIVE, pad_rel, pad_attrs, "data, pad_value",
+           "pad each axis by [before, after] (constant pad_value, edge or reflect)"),
+    OP_ROW(NN_MIRROR_PAD, 1, OP_INJECTIVE, mirror_pad_rel, mirror_pad_attrs, "data",
+           "pad each axis by [before, after] with its mirror image (SYMMETRIC or REFLECT)"),
+    OP_ROW(NN_DILATE, 1, OP_INJECTIVE, dilate_rel, dilate_attrs, "data",
+           "insert stride - 1 copies of dilation_value between elements along each axis"),
     {0},
 };

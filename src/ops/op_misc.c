@@ -120,24 +120,22 @@ static const AttrSpec tfidf_attrs[] = {{"mode", AT_STR, "\"TF\"", "TF|IDF|TFIDF"
                                        {"weights", AT_FLOATS, "[]", NULL},
                                        {0}};
 
-#define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
-
 OpDef ops_misc_table[] = {
-    ROW("annotation.stop_fusion", 1, OP_OPAQUE, identity_any_rel, NULL, "data",
-        "identity that keeps FuseOps from fusing across it"),
-    ROW("annotation.checkpoint", 1, OP_OPAQUE, identity_any_rel, NULL, "data",
-        "identity marking a value to recompute rather than keep during gradient"),
-    ROW("debug", 1, OP_OPAQUE, identity_any_rel, debug_attrs, "data",
-        "identity that calls debug_func with the value at run time"),
-    ROW("trap", 0, OP_OPAQUE, trap_rel, trap_attrs, "",
+    OP_ROW(ANNOTATION_STOP_FUSION, 1, OP_OPAQUE, identity_any_rel, NULL, "data",
+           "identity that keeps FuseOps from fusing across it"),
+    OP_ROW(ANNOTATION_CHECKPOINT, 1, OP_OPAQUE, identity_any_rel, NULL, "data",
+           "identity marking a value to recompute rather than keep during gradient"),
+    OP_ROW(DEBUG, 1, OP_OPAQUE, identity_any_rel, debug_attrs, "data",
+           "identity that calls debug_func with the value at run time"),
+    OP_ROW(
+        TRAP, 0, OP_OPAQUE, trap_rel, trap_attrs, "",
         "a runtime error with `message` where a Tensor[shape, dtype] is expected (rly's own; the "
         "ONNX importer puts it in If branches that cannot run for the model's static shapes)"),
-    ROW("det", 1, OP_OPAQUE, det_rel, NULL, "data",
-        "determinant of each square matrix in the last two axes (LU with partial pivoting; "
-        "ONNX Det)"),
-    ROW("tfidf_vectorizer", 1, OP_OPAQUE, tfidf_rel, tfidf_attrs, "data",
-        "per row of data, how often each n-gram of pool occurs (skips up to max_skip_count), "
-        "weighted by mode, at the n-gram's ngram_indexes column (ONNX TfIdfVectorizer)"),
+    OP_ROW(DET, 1, OP_OPAQUE, det_rel, NULL, "data",
+           "determinant of each square matrix in the last two axes (LU with partial pivoting; "
+           "ONNX Det)"),
+    OP_ROW(TFIDF_VECTORIZER, 1, OP_OPAQUE, tfidf_rel, tfidf_attrs, "data",
+           "per row of data, how often each n-gram of pool occurs (skips up to max_skip_count), "
+           "weighted by mode, at the n-gram's ngram_indexes column (ONNX TfIdfVectorizer)"),
     {0},
 };

@@ -507,35 +507,33 @@ static const AttrSpec binary_attrs[] = {
 };
 static const AttrSpec concat_attrs[] = {{"axis", AT_INT, "0", NULL}, {0}};
 
-#define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
 #define BINARY_ARGS                                                                                \
     "lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale, "               \
     "output_zero_point"
 
 OpDef ops_qnn_table[] = {
-    ROW("qnn.quantize", 3, OP_ELEMWISE, quantize_rel, quantize_attrs,
-        "data, output_scale, output_zero_point",
-        "clip(round(data / scale) + zero_point) cast to out_dtype"),
-    ROW("qnn.dequantize", 3, OP_ELEMWISE, dequantize_rel, dequantize_attrs,
-        "data, input_scale, input_zero_point", "(data - zero_point) * scale as out_dtype"),
-    ROW("qnn.requantize", 5, OP_ELEMWISE, requantize_rel, requantize_attrs,
-        "data, input_scale, input_zero_point, output_scale, output_zero_point",
-        "re-express a quantized tensor with a new scale and zero point"),
-    ROW("qnn.conv2d", 6, OP_OUT_EWISE_FUSABLE, qnn_conv2d_rel, conv2d_attrs,
-        "data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale",
-        "quantized 2-D convolution accumulating in out_dtype (int32 by default)"),
-    ROW("qnn.dense", 6, OP_OUT_EWISE_FUSABLE, qnn_dense_rel, dense_attrs,
-        "data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale",
-        "quantized dense accumulating in out_dtype (int32 by default)"),
-    ROW("qnn.add", 8, OP_BROADCAST, qnn_binary_rel, binary_attrs, BINARY_ARGS,
-        "quantized lhs + rhs with broadcasting, in the output scale and zero point"),
-    ROW("qnn.subtract", 8, OP_OPAQUE, qnn_binary_rel, binary_attrs, BINARY_ARGS,
-        "quantized lhs - rhs with broadcasting, in the output scale and zero point"),
-    ROW("qnn.mul", 8, OP_OPAQUE, qnn_binary_rel, binary_attrs, BINARY_ARGS,
-        "quantized lhs * rhs with broadcasting, in the output scale and zero point"),
-    ROW("qnn.concatenate", 5, OP_INJECTIVE, qnn_concatenate_rel, concat_attrs,
-        "data, input_scales, input_zero_points, output_scale, output_zero_point",
-        "concatenate quantized tensors along axis, requantized to the output parameters"),
+    OP_ROW(QNN_QUANTIZE, 3, OP_ELEMWISE, quantize_rel, quantize_attrs,
+           "data, output_scale, output_zero_point",
+           "clip(round(data / scale) + zero_point) cast to out_dtype"),
+    OP_ROW(QNN_DEQUANTIZE, 3, OP_ELEMWISE, dequantize_rel, dequantize_attrs,
+           "data, input_scale, input_zero_point", "(data - zero_point) * scale as out_dtype"),
+    OP_ROW(QNN_REQUANTIZE, 5, OP_ELEMWISE, requantize_rel, requantize_attrs,
+           "data, input_scale, input_zero_point, output_scale, output_zero_point",
+           "re-express a quantized tensor with a new scale and zero point"),
+    OP_ROW(QNN_CONV2D, 6, OP_OUT_EWISE_FUSABLE, qnn_conv2d_rel, conv2d_attrs,
+           "data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale",
+           "quantized 2-D convolution accumulating in out_dtype (int32 by default)"),
+    OP_ROW(QNN_DENSE, 6, OP_OUT_EWISE_FUSABLE, qnn_dense_rel, dense_attrs,
+           "data, weight, input_zero_point, kernel_zero_point, input_scale, kernel_scale",
+           "quantized dense accumulating in out_dtype (int32 by default)"),
+    OP_ROW(QNN_ADD, 8, OP_BROADCAST, qnn_binary_rel, binary_attrs, BINARY_ARGS,
+           "quantized lhs + rhs with broadcasting, in the output scale and zero point"),
+    OP_ROW(QNN_SUBTRACT, 8, OP_OPAQUE, qnn_binary_rel, binary_attrs, BINARY_ARGS,
+           "quantized lhs - rhs with broadcasting, in the output scale and zero point"),
+    OP_ROW(QNN_MUL, 8, OP_OPAQUE, qnn_binary_rel, binary_attrs, BINARY_ARGS,
+           "quantized lhs * rhs with broadcasting, in the output scale and zero point"),
+    OP_ROW(QNN_CONCATENATE, 5, OP_INJECTIVE, qnn_concatenate_rel, concat_attrs,
+           "data, input_scales, input_zero_points, output_scale, output_zero_point",
+           "concatenate quantized tensors along axis, requantized to the output parameters"),
     {0},
 };

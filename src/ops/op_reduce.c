@@ -165,35 +165,32 @@ static const AttrSpec logsumexp_attrs[] = {
     {0},
 };
 
-#define RED(name, n, pattern, rel, attrs, args, doc)                                               \
-    { name, n, pattern, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
-
 OpDef ops_reduce_table[] = {
-    RED("sum", 1, OP_COMM_REDUCE, numeric_reduce_rel, reduce_attrs, "data",
-        "the sum over the reduced axes"),
-    RED("mean", 1, OP_COMM_REDUCE, numeric_reduce_rel, reduce_attrs, "data",
-        "the mean over the reduced axes (same dtype; integers divide truncating)"),
-    RED("max", 1, OP_COMM_REDUCE, any_reduce_rel, reduce_attrs, "data",
-        "the maximum over the reduced axes"),
-    RED("min", 1, OP_COMM_REDUCE, any_reduce_rel, reduce_attrs, "data",
-        "the minimum over the reduced axes"),
-    RED("prod", 1, OP_COMM_REDUCE, numeric_reduce_rel, reduce_attrs, "data",
-        "the product over the reduced axes"),
-    RED("all", 1, OP_COMM_REDUCE, bool_reduce_rel, reduce_attrs, "data",
-        "logical AND of a bool tensor over the reduced axes"),
-    RED("any", 1, OP_COMM_REDUCE, bool_reduce_rel, reduce_attrs, "data",
-        "logical OR of a bool tensor over the reduced axes"),
-    RED("argmax", 1, OP_COMM_REDUCE, arg_reduce_rel, arg_reduce_attrs, "data",
-        "int32 index of the maximum over the reduced axes (first, or last with "
-        "select_last_index)"),
-    RED("argmin", 1, OP_COMM_REDUCE, arg_reduce_rel, arg_reduce_attrs, "data",
-        "int32 index of the minimum over the reduced axes (first, or last with "
-        "select_last_index)"),
-    RED("variance", 2, OP_COMM_REDUCE, variance_rel, variance_attrs, "data, mean",
-        "mean of (data - mean)**2 over the reduced axes (divided by n - 1 when unbiased)"),
-    RED("std", 2, OP_COMM_REDUCE, std_rel, variance_attrs, "data, mean",
-        "sqrt(variance(data, mean)) over the reduced axes"),
-    RED("logsumexp", 1, OP_OPAQUE, logsumexp_rel, logsumexp_attrs, "data",
-        "log(sum(exp(data))) over the reduced axes, computed stably"),
+    OP_ROW(SUM, 1, OP_COMM_REDUCE, numeric_reduce_rel, reduce_attrs, "data",
+           "the sum over the reduced axes"),
+    OP_ROW(MEAN, 1, OP_COMM_REDUCE, numeric_reduce_rel, reduce_attrs, "data",
+           "the mean over the reduced axes (same dtype; integers divide truncating)"),
+    OP_ROW(MAX, 1, OP_COMM_REDUCE, any_reduce_rel, reduce_attrs, "data",
+           "the maximum over the reduced axes"),
+    OP_ROW(MIN, 1, OP_COMM_REDUCE, any_reduce_rel, reduce_attrs, "data",
+           "the minimum over the reduced axes"),
+    OP_ROW(PROD, 1, OP_COMM_REDUCE, numeric_reduce_rel, reduce_attrs, "data",
+           "the product over the reduced axes"),
+    OP_ROW(ALL, 1, OP_COMM_REDUCE, bool_reduce_rel, reduce_attrs, "data",
+           "logical AND of a bool tensor over the reduced axes"),
+    OP_ROW(ANY, 1, OP_COMM_REDUCE, bool_reduce_rel, reduce_attrs, "data",
+           "logical OR of a bool tensor over the reduced axes"),
+    OP_ROW(ARGMAX, 1, OP_COMM_REDUCE, arg_reduce_rel, arg_reduce_attrs, "data",
+           "int32 index of the maximum over the reduced axes (first, or last with "
+           "select_last_index)"),
+    OP_ROW(ARGMIN, 1, OP_COMM_REDUCE, arg_reduce_rel, arg_reduce_attrs, "data",
+           "int32 index of the minimum over the reduced axes (first, or last with "
+           "select_last_index)"),
+    OP_ROW(VARIANCE, 2, OP_COMM_REDUCE, variance_rel, variance_attrs, "data, mean",
+           "mean of (data - mean)**2 over the reduced axes (divided by n - 1 when unbiased)"),
+    OP_ROW(STD, 2, OP_COMM_REDUCE, std_rel, variance_attrs, "data, mean",
+           "sqrt(variance(data, mean)) over the reduced axes"),
+    OP_ROW(LOGSUMEXP, 1, OP_OPAQUE, logsumexp_rel, logsumexp_attrs, "data",
+           "log(sum(exp(data))) over the reduced axes, computed stably"),
     {0},
 };

@@ -943,59 +943,6 @@ static RelResult meshgrid_rel(RelCall *rc) {
 
 /* ---- einsum ---------------------------------------------------------------------------------- */
 
-#define N_LABELS 52
-#define ELLIPSIS (-2)
-
-static int label_index(char c) {
-    if (c >= 'a' && c <= 'z') return c - 'a';
-    if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
-    return -1;
-}
-
-static char label_char(int l) { return (char)(l < 26 ? 'a' + l : 'A' + (l - 26)); }
-
-/* One term of the equation: its labels in order, ELLIPSIS standing for "...". */
-typedef struct Term {
-    uint32_t n;
-    int item[MAX_RANK];
-    bool has_ellipsis;
-} Term;
-
-/* Parse one term starting at *p; stops at ',', '-' or the end. */
-static bool parse_term(RelCall *rc, const char *eq, const char **p, Term *t) {
-    t->n = 0;
-    t->has_ellipsis = false;
-    for (const char *q = *p;; q++) {
-        char c = *q;
-        if (c == ' ') continue;
-        if (c == '\0' || c == ',' || c == '-') {
-            *p = q;
-            return true;
-        }
-        if (t->n == MAX_RANK) {
-            rel_error(rc, "equation \"%s\" has a term with more than %d labels", eq, MAX_RANK);
-            return false;
-        }
-        if (c == '.') {
-            if (q[1] != '.' || q[2] != '.' || t->has_ellipsis) {
-                rel_error(rc, "equation \"%s\": write \"...\" at most once per term", eq);
-                return false;
-            }
-            t->has_ellipsis = true;
-            t->item[t->n++] = ELLIPSIS;
-            q += 2;
-            continue;
-        }
-        int l = label_index(c);
-        if (l < 0) {
-            rel_error(rc, "equation \"%s\" has '%c', which is not a letter, ',', \"->\" or \"...\"",
-                      eq, c);
-            return false;
-        }
-        t->item[t->n++] = l;
-    }
-}
-
 static RelResult einsum_rel(RelCall *rc) {
     uint32_t k;
     TensorType **ts = rel_tensor_tuple(rc, 0, &k);
@@ -1006,35 +953,18 @@ static RelResult einsum_rel(RelCall *rc) {
             return rel_error(rc, "tensor %u has dtype %s but tensor 0 has %s", i,
                              sup_dtype_name(ts[i]->dtype), sup_dtype_name(ts[0]->dtype));
     const char *eq = attr_str(rc, "equation");
-    Term *terms = arena_array(&rc->ctx->arena, k, sizeof(Term));
-    Term *outt = arena_alloc(&rc->ctx->arena, sizeof(Term));
-    const char *p = eq;
-    for (uint32_t i = 0;; i++) {
-        Term t;
-        if (!parse_term(rc, eq, &p, &t)) return REL_ERROR;
-        if (i < k) terms[i] = t;
-        if (*p == ',') {
-            p++;
-            continue;
-        }
-        if (i + 1 != k)
-            return rel_error(rc, "equation \"%s\" has %u input terms but %u tensors are given", eq,
-                             i + 1, k);
-        break;
-    }
-    bool explicit_out = *p == '-';
-    if (explicit_out) {
-        if (p[1] != '>') return rel_error(rc, "equation \"%s\": '-' must start \"->\"", eq);
-        p += 2;
-        if (!parse_term(rc, eq, &p, outt)) return REL_ERROR;
-        if (*p != '\0') return rel_error(rc, "equation \"%s\" has more than one \"->\"", eq);
-    }
+    SupEinsum *ein = arena_alloc(&rc->ctx->arena, sizeof *ein);
+    char why[256];
+    if (sup_einsum_parse(eq, ein, why, sizeof why) != NULL) return rel_error(rc, "%s", why);
+    if (ein->n_in != k)
+        return rel_error(rc, "equation \"%s\" has %u input terms but %u tensors are given", eq,
+                         ein->n_in, k);
     /* the size of each label, and the broadcast shape of the ellipsis dims */
-    int64_t size[N_LABELS] = {0};
-    int count[N_LABELS] = {0};
+    int64_t size[SUP_EINSUM_LABELS] = {0};
+    bool seen[SUP_EINSUM_LABELS] = {0};
     uint32_t n_ell = 0;
     for (uint32_t i = 0; i < k; i++) {
-        const Term *t = &terms[i];
+        const SupEinsumTerm *t = &ein->in[i];
         uint32_t labels = t->n - (t->has_ellipsis ? 1 : 0);
         if (t->has_ellipsis ? ts[i]->ndim < labels : ts[i]->ndim != labels)
             return rel_error(rc, "term %u of \"%s\" has %u labels but tensor %u has rank %u", i, eq,
@@ -1046,10 +976,11 @@ static RelResult einsum_rel(RelCall *rc) {
     for (uint32_t j = 0; j < n_ell; j++)
         ell_shape[j] = 1;
     for (uint32_t i = 0; i < k; i++) {
-        const Term *t = &terms[i];
+        const SupEinsumTerm *t = &ein->in[i];
         uint32_t ell = ts[i]->ndim - (t->n - (t->has_ellipsis ? 1 : 0)), dim = 0;
         for (uint32_t j = 0; j < t->n; j++) {
-            if (t->item[j] == ELLIPSIS) {
+            int l = ein->items[t->start + j];
+            if (l == SUP_EINSUM_ELLIPSIS) {
                 for (uint32_t e = 0; e < ell; e++) {
                     int64_t *slot = &ell_shape[n_ell - ell + e], d = ts[i]->shape[dim++];
                     if (!dim_broadcast(*slot, d, slot))
@@ -1060,50 +991,34 @@ static RelResult einsum_rel(RelCall *rc) {
                 }
                 continue;
             }
-            int l = t->item[j];
             int64_t d = ts[i]->shape[dim++];
-            if (count[l]++ == 0)
-                size[l] = d;
+            if (!seen[l])
+                size[l] = d, seen[l] = true;
             else if (!dim_compat(size[l], d))
                 return rel_error(rc, "label %c has size %s in one place and %s in tensor %u",
-                                 label_char(l), rel_dim_str(rc, size[l]), rel_dim_str(rc, d), i);
+                                 sup_einsum_char(l), rel_dim_str(rc, size[l]), rel_dim_str(rc, d),
+                                 i);
             else
                 size[l] = dim_merge(size[l], d);
         }
     }
-    if (!explicit_out) { /* numpy's implicit output: "...", then the labels seen once, sorted */
-        outt->n = 0;
-        outt->has_ellipsis = n_ell > 0;
-        if (n_ell) outt->item[outt->n++] = ELLIPSIS;
-        for (int l = 26; l < N_LABELS; l++) /* capitals sort first, as in ASCII */
-            if (count[l] == 1) outt->item[outt->n++] = l;
-        for (int l = 0; l < 26; l++)
-            if (count[l] == 1) outt->item[outt->n++] = l;
-    } else if (n_ell > 0 && !outt->has_ellipsis) {
+    if (n_ell > 0 && !ein->out.has_ellipsis)
         return rel_error(rc,
                          "equation \"%s\": the inputs have \"...\" dims but the output has no "
                          "\"...\"",
                          eq);
-    }
-    uint32_t rank = outt->n - (outt->has_ellipsis ? 1 : 0) + (outt->has_ellipsis ? n_ell : 0);
+    /* the parser checked the output's labels */
+    uint32_t rank = ein->out.n - (ein->out.has_ellipsis ? 1 : 0) + n_ell;
     if (rank > MAX_RANK) return rel_error(rc, "the result would have rank %u", rank);
     int64_t *out = rel_dims(rc, rank);
-    int seen[N_LABELS] = {0};
     uint32_t o = 0;
-    for (uint32_t j = 0; j < outt->n; j++) {
-        int l = outt->item[j];
-        if (l == ELLIPSIS) {
+    for (uint32_t j = 0; j < ein->out.n; j++) {
+        int l = ein->items[ein->out.start + j];
+        if (l == SUP_EINSUM_ELLIPSIS)
             for (uint32_t e = 0; e < n_ell; e++)
                 out[o++] = ell_shape[e];
-            continue;
-        }
-        if (count[l] == 0)
-            return rel_error(rc, "equation \"%s\": output label %c is not in any input", eq,
-                             label_char(l));
-        if (seen[l]++)
-            return rel_error(rc, "equation \"%s\": output label %c appears twice", eq,
-                             label_char(l));
-        out[o++] = size[l];
+        else
+            out[o++] = size[l];
     }
     return rel_out_tensor(rc, ts[0]->dtype, o, out);
 }
@@ -1254,67 +1169,64 @@ static const AttrSpec sliding_window_attrs[] = {{"axis", AT_INT, NULL, NULL},
                                                 {"strides", AT_INTS, NULL, NULL},
                                                 {0}};
 
-#define ROW(name, n, pat, rel, attrs, args, doc)                                                   \
-    { name, n, pat, rel, attrs, args, doc, 0, 0, 0, 0, 0 }
-
 OpDef ops_transform_table[] = {
-    ROW("cast", 1, OP_ELEMWISE, cast_rel, cast_attrs, "data", "convert to dtype, elementwise"),
-    ROW("cast_like", 2, OP_ELEMWISE, cast_like_rel, NULL, "data, dtype_like",
-        "convert data to the dtype of dtype_like"),
-    ROW("reinterpret", 1, OP_ELEMWISE, reinterpret_rel, cast_attrs, "data",
-        "view the bits of data as dtype (same bit width)"),
-    ROW("expand_dims", 1, OP_BROADCAST, expand_dims_rel, expand_dims_attrs, "data",
-        "insert num_newaxis size-1 axes at axis"),
-    ROW("squeeze", 1, OP_INJECTIVE, squeeze_rel, squeeze_attrs, "data",
-        "drop the size-1 axes listed in axis (all of them when None)"),
-    ROW("reshape", 1, OP_INJECTIVE, reshape_rel, reshape_attrs, "data",
-        "reshape to newshape; 0 copies, -1 infers, -2 copies the rest, -3 merges, -4 splits"),
-    ROW("reshape_like", 2, OP_INJECTIVE, reshape_like_rel, reshape_like_attrs, "data, shape_like",
-        "replace data dims [lhs_begin, lhs_end) by shape_like dims [rhs_begin, rhs_end)"),
-    ROW("transpose", 1, OP_INJECTIVE, transpose_rel, transpose_attrs, "data",
-        "permute the axes (reverse them when axes is None)"),
-    ROW("concatenate", 1, OP_INJECTIVE, concatenate_rel, axis0_attrs, "data",
-        "join a tuple of tensors along axis"),
-    ROW("stack", 1, OP_INJECTIVE, stack_rel, axis0_attrs, "data",
-        "join a tuple of same-shape tensors along a new axis"),
-    ROW("split", 1, OP_INJECTIVE, split_rel, split_attrs, "data",
-        "split along axis into equal sections or at indices; a tuple"),
-    ROW("tile", 1, OP_BROADCAST, tile_rel, tile_attrs, "data",
-        "repeat the whole tensor reps times"),
-    ROW("repeat", 1, OP_BROADCAST, repeat_rel, repeat_attrs, "data",
-        "repeat each element repeats times along axis"),
-    ROW("reverse", 1, OP_INJECTIVE, reverse_rel, reverse_attrs, "data",
-        "reverse the order of elements along axis"),
-    ROW("reverse_sequence", 2, OP_INJECTIVE, reverse_sequence_rel, reverse_sequence_attrs,
-        "data, seq_lengths",
-        "reverse the first seq_lengths[b] elements along seq_axis per batch b"),
-    ROW("where", 3, OP_BROADCAST, where_rel, NULL, "condition, x, y",
-        "x where condition is nonzero, else y, with broadcasting"),
-    ROW("broadcast_to", 1, OP_BROADCAST, broadcast_to_rel, broadcast_to_attrs, "data",
-        "broadcast data to shape"),
-    ROW("broadcast_to_like", 2, OP_BROADCAST, broadcast_to_like_rel, NULL, "data, broadcast_type",
-        "broadcast data to the shape of broadcast_type"),
-    ROW("collapse_sum_like", 2, OP_COMM_REDUCE, collapse_sum_like_rel, NULL, "data, collapse_type",
-        "sum data down to the shape of collapse_type (the inverse of broadcasting)"),
-    ROW("collapse_sum_to", 2, OP_COMM_REDUCE, collapse_sum_to_rel, collapse_sum_to_attrs,
-        "data, shape", "sum data down to shape (the inverse of broadcasting)"),
-    ROW("layout_transform", 1, OP_INJECTIVE, layout_transform_rel, layout_transform_attrs, "data",
-        "change the data layout, e.g. NCHW to NHWC or NCHW16c"),
-    ROW("strided_slice", 1, OP_INJECTIVE, strided_slice_rel, strided_slice_attrs, "data",
-        "slice [begin, end) with strides (or sizes) on all or the given axes"),
-    ROW("slice_like", 2, OP_INJECTIVE, slice_like_rel, slice_like_attrs, "data, shape_like",
-        "slice data from 0 to the sizes of shape_like on axes"),
-    ROW("meshgrid", 1, OP_INJECTIVE, meshgrid_rel, meshgrid_attrs, "data",
-        "coordinate grids from a tuple of 1-D tensors; a tuple"),
-    ROW("einsum", 1, OP_INJECTIVE, einsum_rel, einsum_attrs, "data",
-        "Einstein summation over a tuple of tensors"),
-    ROW("trilu", 2, OP_ELEMWISE, trilu_rel, trilu_attrs, "data, k",
-        "keep the upper (or lower) triangle from diagonal k, zero the rest"),
-    ROW("matrix_set_diag", 2, OP_INJECTIVE, matrix_set_diag_rel, matrix_set_diag_attrs,
-        "input, diagonal", "replace diagonals k1..k2 of the innermost matrices"),
-    ROW("sliding_window", 1, OP_OPAQUE, sliding_window_rel, sliding_window_attrs, "data",
-        "windows of window_shape slid with strides over the axes from axis on"),
-    ROW("invert_permutation", 1, OP_INJECTIVE, invert_permutation_rel, NULL, "data",
-        "the inverse of a permutation vector"),
+    OP_ROW(CAST, 1, OP_ELEMWISE, cast_rel, cast_attrs, "data", "convert to dtype, elementwise"),
+    OP_ROW(CAST_LIKE, 2, OP_ELEMWISE, cast_like_rel, NULL, "data, dtype_like",
+           "convert data to the dtype of dtype_like"),
+    OP_ROW(REINTERPRET, 1, OP_ELEMWISE, reinterpret_rel, cast_attrs, "data",
+           "view the bits of data as dtype (same bit width)"),
+    OP_ROW(EXPAND_DIMS, 1, OP_BROADCAST, expand_dims_rel, expand_dims_attrs, "data",
+           "insert num_newaxis size-1 axes at axis"),
+    OP_ROW(SQUEEZE, 1, OP_INJECTIVE, squeeze_rel, squeeze_attrs, "data",
+           "drop the size-1 axes listed in axis (all of them when None)"),
+    OP_ROW(RESHAPE, 1, OP_INJECTIVE, reshape_rel, reshape_attrs, "data",
+           "reshape to newshape; 0 copies, -1 infers, -2 copies the rest, -3 merges, -4 splits"),
+    OP_ROW(RESHAPE_LIKE, 2, OP_INJECTIVE, reshape_like_rel, reshape_like_attrs, "data, shape_like",
+           "replace data dims [lhs_begin, lhs_end) by shape_like dims [rhs_begin, rhs_end)"),
+    OP_ROW(TRANSPOSE, 1, OP_INJECTIVE, transpose_rel, transpose_attrs, "data",
+           "permute the axes (reverse them when axes is None)"),
+    OP_ROW(CONCATENATE, 1, OP_INJECTIVE, concatenate_rel, axis0_attrs, "data",
+           "join a tuple of tensors along axis"),
+    OP_ROW(STACK, 1, OP_INJECTIVE, stack_rel, axis0_attrs, "data",
+           "join a tuple of same-shape tensors along a new axis"),
+    OP_ROW(SPLIT, 1, OP_INJECTIVE, split_rel, split_attrs, "data",
+           "split along axis into equal sections or at indices; a tuple"),
+    OP_ROW(TILE, 1, OP_BROADCAST, tile_rel, tile_attrs, "data",
+           "repeat the whole tensor reps times"),
+    OP_ROW(REPEAT, 1, OP_BROADCAST, repeat_rel, repeat_attrs, "data",
+           "repeat each element repeats times along axis"),
+    OP_ROW(REVERSE, 1, OP_INJECTIVE, reverse_rel, reverse_attrs, "data",
+           "reverse the order of elements along axis"),
+    OP_ROW(REVERSE_SEQUENCE, 2, OP_INJECTIVE, reverse_sequence_rel, reverse_sequence_attrs,
+           "data, seq_lengths",
+           "reverse the first seq_lengths[b] elements along seq_axis per batch b"),
+    OP_ROW(WHERE, 3, OP_BROADCAST, where_rel, NULL, "condition, x, y",
+           "x where condition is nonzero, else y, with broadcasting"),
+    OP_ROW(BROADCAST_TO, 1, OP_BROADCAST, broadcast_to_rel, broadcast_to_attrs, "data",
+           "broadcast data to shape"),
+    OP_ROW(BROADCAST_TO_LIKE, 2, OP_BROADCAST, broadcast_to_like_rel, NULL, "data, broadcast_type",
+           "broadcast data to the shape of broadcast_type"),
+    OP_ROW(COLLAPSE_SUM_LIKE, 2, OP_COMM_REDUCE, collapse_sum_like_rel, NULL, "data, collapse_type",
+           "sum data down to the shape of collapse_type (the inverse of broadcasting)"),
+    OP_ROW(COLLAPSE_SUM_TO, 2, OP_COMM_REDUCE, collapse_sum_to_rel, collapse_sum_to_attrs,
+           "data, shape", "sum data down to shape (the inverse of broadcasting)"),
+    OP_ROW(LAYOUT_TRANSFORM, 1, OP_INJECTIVE, layout_transform_rel, layout_transform_attrs, "data",
+           "change the data layout, e.g. NCHW to NHWC or NCHW16c"),
+    OP_ROW(STRIDED_SLICE, 1, OP_INJECTIVE, strided_slice_rel, strided_slice_attrs, "data",
+           "slice [begin, end) with strides (or sizes) on all or the given axes"),
+    OP_ROW(SLICE_LIKE, 2, OP_INJECTIVE, slice_like_rel, slice_like_attrs, "data, shape_like",
+           "slice data from 0 to the sizes of shape_like on axes"),
+    OP_ROW(MESHGRID, 1, OP_INJECTIVE, meshgrid_rel, meshgrid_attrs, "data",
+           "coordinate grids from a tuple of 1-D tensors; a tuple"),
+    OP_ROW(EINSUM, 1, OP_INJECTIVE, einsum_rel, einsum_attrs, "data",
+           "Einstein summation over a tuple of tensors"),
+    OP_ROW(TRILU, 2, OP_ELEMWISE, trilu_rel, trilu_attrs, "data, k",
+           "keep the upper (or lower) triangle from diagonal k, zero the rest"),
+    OP_ROW(MATRIX_SET_DIAG, 2, OP_INJECTIVE, matrix_set_diag_rel, matrix_set_diag_attrs,
+           "input, diagonal", "replace diagonals k1..k2 of the innermost matrices"),
+    OP_ROW(SLIDING_WINDOW, 1, OP_OPAQUE, sliding_window_rel, sliding_window_attrs, "data",
+           "windows of window_shape slid with strides over the axes from axis on"),
+    OP_ROW(INVERT_PERMUTATION, 1, OP_INJECTIVE, invert_permutation_rel, NULL, "data",
+           "the inverse of a permutation vector"),
     {0},
 };

@@ -133,16 +133,9 @@ static bool prepare(OpDef *def, StrBuf *msg) {
     return true;
 }
 
-static void add_row(OpDef *def) {
-    StrBuf msg = {0};
-    bool ok = prepare(def, &msg);
-    RLY_CHECK(ok, "operator table: %s", sb_cstr(&msg));
-    sb_free(&msg);
-    RLY_CHECK(strmap_get(&reg.by_name, def->name, strlen(def->name)) == NULL,
-              "operator table: %s defined twice", def->name);
-    strmap_put(&reg.by_name, def->name, strlen(def->name), def);
-    vec_push(&reg.all, def);
-}
+/* A new operator changes this count: give it its rows (support/ops.def lists them), then update
+ * it. The registry checks at first use that the tables hold exactly one row per id. */
+_Static_assert(OP_ID_COUNT == 231, "operator added or removed: see support/ops.def");
 
 static void reg_init(void) {
     reg.ctx = ir_ctx_new();
@@ -150,9 +143,26 @@ static void reg_init(void) {
                        ops_transform_table, ops_index_table,        ops_nn_table,
                        ops_conv_pool_table, ops_image_vision_table, ops_qnn_table,
                        ops_misc_table,      ops_dyn_table};
+    OpDef *by_id[OP_ID_COUNT] = {0};
     for (size_t t = 0; t < RLY_ARRAY_LEN(tables); t++)
-        for (OpDef *d = tables[t]; d->name; d++)
-            add_row(d);
+        for (OpDef *d = tables[t]; d->rel; d++) {
+            RLY_CHECK(d->id < OP_ID_COUNT && by_id[d->id] == NULL,
+                      "operator table: id %u out of range or given two rows", d->id);
+            by_id[d->id] = d;
+        }
+    StrBuf msg = {0};
+    for (uint32_t id = 0; id < OP_ID_COUNT; id++) {
+        OpDef *d = by_id[id];
+        RLY_CHECK(d != NULL, "operator table: %s has no row", sup_op_name(id));
+        d->name = sup_op_name(id);
+        bool ok = prepare(d, &msg);
+        RLY_CHECK(ok, "operator table: %s", sb_cstr(&msg));
+        RLY_CHECK(strmap_get(&reg.by_name, d->name, strlen(d->name)) == NULL,
+                  "operator table: %s named twice in ops.def", d->name);
+        strmap_put(&reg.by_name, d->name, strlen(d->name), d);
+        vec_push(&reg.all, d);
+    }
+    sb_free(&msg);
 }
 
 static void ensure_init(void) { pthread_once(&reg.once, reg_init); }
@@ -182,12 +192,25 @@ bool op_register(OpDef *def, StrBuf *msg) {
     if (strmap_get(&reg.by_name, def->name, strlen(def->name)) != NULL)
         sb_printf(msg, "operator %s is already defined", def->name);
     else if (prepare(def, msg)) {
+        def->id = (uint32_t)reg.all.len;
         strmap_put(&reg.by_name, def->name, strlen(def->name), def);
         vec_push(&reg.all, def);
         ok = true;
     }
     pthread_mutex_unlock(&reg.lock);
     return ok;
+}
+
+const OpDef *op_resolve(Expr *op) {
+    Op *o = AS_OP(op);
+    if (o->info == NULL) o->info = op_lookup(o->name, strlen(o->name));
+    return o->info;
+}
+
+int op_call_id(Expr *e) {
+    if (e->kind != EXPR_CALL || AS_CALL(e)->op->kind != EXPR_OP) return -1;
+    const OpDef *d = op_def_of(AS_CALL(e)->op);
+    return d ? (int)d->id : -1;
 }
 
 static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb) {
@@ -724,55 +747,12 @@ bool rel_dim_mul(RelCall *rc, int64_t a, int64_t b, int64_t *out) {
 /* ---- layouts ----------------------------------------------------------------------------------
  */
 
-int layout_find(const Layout *l, char a) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] == a) return (int)i;
-    return -1;
-}
-
 bool rel_layout_parse(RelCall *rc, const char *attr, const char *text, Layout *l) {
+    char why[256];
     l->attr = attr;
-    l->text = text;
-    l->n = 0;
-    if (text[0] == '\0') {
-        rel_error(rc, "%s is empty", attr);
-        return false;
-    }
-    for (const char *p = text; *p;) {
-        if (l->n == LAYOUT_MAX) {
-            rel_error(rc, "%s \"%s\" has more than %d axes", attr, text, LAYOUT_MAX);
-            return false;
-        }
-        if (*p >= 'A' && *p <= 'Z') {
-            if (layout_find(l, *p) >= 0) {
-                rel_error(rc, "%s \"%s\" names axis %c twice", attr, text, *p);
-                return false;
-            }
-            l->axis[l->n] = *p++;
-            l->factor[l->n++] = 0;
-            continue;
-        }
-        int64_t f = 0;
-        while (*p >= '0' && *p <= '9' && f <= INT32_MAX)
-            f = f * 10 + (*p++ - '0');
-        if (f <= 0 || f > INT32_MAX || !(*p >= 'a' && *p <= 'z') || layout_find(l, *p) >= 0) {
-            rel_error(rc,
-                      "%s \"%s\" is not a layout (upper-case axes, each once, and a block size "
-                      "before a lower-case sub-axis, as in NCHW16c)",
-                      attr, text);
-            return false;
-        }
-        l->axis[l->n] = *p++;
-        l->factor[l->n++] = f;
-    }
-    for (uint32_t i = 0; i < l->n; i++) {
-        char a = l->axis[i], up = (char)(a - 'a' + 'A');
-        if (a >= 'a' && layout_find(l, up) < 0) {
-            rel_error(rc, "%s \"%s\" has sub-axis %c without axis %c", attr, text, a, up);
-            return false;
-        }
-    }
-    return true;
+    if (sup_layout_parse(text, l, why, sizeof why) == NULL) return true;
+    rel_error(rc, "%s %s", attr, why);
+    return false;
 }
 
 bool rel_layout_fits(RelCall *rc, int arg, const TensorType *t, const Layout *l, const char *what) {

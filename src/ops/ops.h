@@ -2,10 +2,11 @@
  * (types, defaults, allowed values), type relation, fusion pattern and a doc line. The
  * interface of src/ops/.
  *
- * Rows live in per-category tables (op_unary.c, op_binary.c, op_reduce.c, op_transform.c,
+ * Every builtin operator has a dense id (OP_ID_*, support/ops.def). Rows (OP_ROW, one shape for
+ * all) live in per-category tables (op_unary.c, op_binary.c, op_reduce.c, op_transform.c,
  * op_nn.c, op_conv_pool.c, op_image_vision.c, op_qnn.c, ...), each next to the relations it
- * uses; ops.c collects them into one registry at first use. Users add rows at run time through
- * rly_op_register (include/rly/rly.h).
+ * uses; ops.c collects them into one registry, indexed by id, at first use. Users add rows at
+ * run time through rly_op_register (include/rly/rly.h); they get the ids after the builtins.
  *
  * A type relation is a function of the argument types (and the attributes) that computes the
  * result type. It is run by the type solver (src/types) whenever its arguments may have become
@@ -81,7 +82,8 @@ typedef struct RelCall {
 typedef RelResult (*RelFn)(RelCall *rc);
 
 struct OpDef {
-    const char *name;      /* TVM's name: "add", "nn.conv2d", "image.resize2d", "qnn.dense" */
+    uint32_t id;           /* OP_ID_* (support/ops.def); registered operators: OP_ID_COUNT and up */
+    const char *name;      /* TVM's name: "add", "nn.conv2d"; builtins: set by the registry */
     int n_args;            /* number of arguments, or OP_VARIADIC */
     uint8_t pattern;       /* OpPattern */
     RelFn rel;             /* the type relation */
@@ -98,7 +100,16 @@ struct OpDef {
 };
 #define OP_VARIADIC (-1)
 
-/* Each category file defines one table, terminated by a row with name NULL. */
+/* The one shape of a builtin row: OP_ROW(ID, n_args, pattern, rel, attrs, arg_names, doc), ID as
+ * in support/ops.def (LOG, NN_CONV2D), which also gives the row its name. */
+#define OP_ROW(ID, N_ARGS, PATTERN, REL, ATTRS, ARG_NAMES, DOC)                                    \
+    {                                                                                              \
+        .id = OP_ID_##ID, .n_args = (N_ARGS), .pattern = (PATTERN), .rel = (REL),                  \
+        .attrs = (ATTRS), .arg_names = (ARG_NAMES), .doc = (DOC)                                   \
+    }
+
+/* Each category file defines one table of OP_ROWs, terminated by a row {0} (rel NULL); together
+ * they hold one row per id of support/ops.def, which the registry checks at first use. */
 extern OpDef ops_unary_table[], ops_binary_table[], ops_reduce_table[], ops_transform_table[],
     ops_nn_table[], ops_conv_pool_table[], ops_image_vision_table[], ops_qnn_table[],
     ops_misc_table[], ops_index_table[], ops_dyn_table[];
@@ -107,12 +118,23 @@ extern OpDef ops_unary_table[], ops_binary_table[], ops_reduce_table[], ops_tran
 
 /* The row for `name` (builtin or registered), NULL when unknown. Thread-safe after first use. */
 const OpDef *op_lookup(const char *name, size_t len);
-/* Every operator, builtin rows first in table order, then registered ones. */
+/* Every operator by id: the builtin ones (OP_ID_*), then the registered ones in registration
+ * order, so op_at(i)->id == i. op_at returns NULL for i >= op_count(). */
 size_t op_count(void);
 const OpDef *op_at(size_t i);
-/* Add a row at run time; the row and what it points to must outlive the process's use of it.
- * Returns false (with a message) when the name is taken or the schema's defaults are invalid. */
+/* Add a row at run time and give it the next id; the row and what it points to must outlive the
+ * process's use of it. Returns false (with a message) when the name is taken or the schema's
+ * defaults are invalid. */
 bool op_register(OpDef *def, StrBuf *msg);
+/* The row of the operator an Op node names (resolved by name once per context and kept in
+ * Op.info); NULL when no operator has that name. Inline: the interpreter asks at every call. */
+const OpDef *op_resolve(Expr *op); /* the lookup op_def_of makes while Op.info is unset */
+static inline const OpDef *op_def_of(Expr *op) {
+    const OpDef *d = AS_OP(op)->info;
+    return d != NULL ? d : op_resolve(op);
+}
+/* The id of the operator e calls (a Call whose callee is a known operator), or -1. */
+int op_call_id(Expr *e);
 /* The operator names closest to `name` (for "did you mean"): writes up to one suggestion. */
 const char *op_suggest(const char *name, size_t len);
 
@@ -121,6 +143,16 @@ const char *op_suggest(const char *name, size_t len);
  * value's span (or SPAN_NONE) to *where. */
 bool op_bind_attrs(const OpDef *op, const Attrs *attrs, const AttrValue **vals, StrBuf *msg,
                    Span *where);
+
+/* Lower a call's attributes to kernel attributes (kernels/kernel.h): validated as op_bind_attrs
+ * does, then one KAttr per schema row in schema order, the defaults filled in; nested lists
+ * (nn.pad's pad_width) are flattened row by row, dtype attributes become the rly_dtype (-1 for
+ * ""). Done once per call site: the interpreter caches the result per call node, a compiled
+ * program per instruction. Everything is allocated in `arena`. Returns the rows (op->n_attrs of
+ * them; never NULL on success, even for none), or NULL with the reason in msg and the offending
+ * value's span (or SPAN_NONE) in *where. */
+typedef struct KAttr KAttr;
+KAttr *op_lower_attrs(const OpDef *op, const Attrs *attrs, Arena *arena, StrBuf *msg, Span *where);
 
 /* Run the relation of `op` on resolved argument types. */
 RelResult op_relate(Ctx *ctx, const OpDef *op, const AttrValue *const *vals, uint32_t n_args,
@@ -163,19 +195,13 @@ bool rel_is_integer(rly_dtype dt); /* signed or unsigned integer (not bool) */
 bool rel_dim_add(RelCall *rc, int64_t a, int64_t b, int64_t *out);
 bool rel_dim_mul(RelCall *rc, int64_t a, int64_t b, int64_t *out);
 
-/* Data layouts as TVM writes them: upper-case axes, each once ("NCHW", "NHWC"), optionally with
- * split sub-axes written as a block size and the lower-case axis ("NCHW16c", "OIHW4i4o"). */
-#define LAYOUT_MAX 16
-typedef struct Layout {
-    const char *attr, *text;    /* the attribute and its value, for messages */
-    uint32_t n;                 /* axes, = the rank of a tensor in this layout */
-    char axis[LAYOUT_MAX];      /* 'N', 'C', ... primal axes; 'c', ... the inner block of a split */
-    int64_t factor[LAYOUT_MAX]; /* block size of a sub-axis; 0 for primal axes */
-} Layout;
+/* Data layouts (support.h, "data layouts": the one parser, shared with the kernels). */
+#define LAYOUT_MAX SUP_LAYOUT_MAX
+typedef SupLayout Layout;
 /* Parse `text` (the value of attribute `attr`); false with an error when it is not a layout. */
 bool rel_layout_parse(RelCall *rc, const char *attr, const char *text, Layout *l);
 /* The position of axis `a` in l, or -1. */
-int layout_find(const Layout *l, char a);
+static inline int layout_find(const Layout *l, char a) { return sup_layout_find(l, a); }
 /* t (argument `arg`, called `what` in messages) has l's rank and l's block sizes. */
 bool rel_layout_fits(RelCall *rc, int arg, const TensorType *t, const Layout *l, const char *what);
 

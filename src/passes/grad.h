@@ -33,9 +33,14 @@ typedef struct GradCall {
  * when it cannot differentiate this call (e.g. an attribute value it does not handle). */
 typedef bool (*OpGradFn)(const GradCall *g, Expr **dargs, StrBuf *msg);
 
-/* The gradient of the operator named `name`, NULL when it has none. */
+/* The gradient of operator `op`, NULL when it has none: an array access by op->id (the gradient
+ * tables are indexed by operator id once, at first use). */
+OpGradFn grad_of(const OpDef *op);
+/* The same by name (a registry lookup first), for callers that hold only a name; NULL for
+ * unknown names too. */
 OpGradFn grad_lookup(const char *name);
-/* Number of operators with a gradient, and the i-th one's name (for `rly ops` and tests). */
+/* Number of operators with a gradient row (zero ones included), and the i-th one's name in
+ * table order (for `rly ops` and tests). */
 size_t grad_count(void);
 const char *grad_name_at(size_t i);
 /* Whether the gradient of operator `name` is identically zero (comparisons, rounding, argmax,
@@ -70,11 +75,13 @@ typedef struct GradBuilder {
 typedef bool (*GradImpl)(GradBuilder *b, Expr **d);
 
 typedef struct GradDef {
-    const char *name; /* operator name */
-    GradImpl impl;    /* NULL: the gradient is zero (every adjoint NULL) */
+    uint32_t op;   /* OP_ID_* */
+    GradImpl impl; /* NULL: the gradient is zero (every adjoint NULL) */
 } GradDef;
 
-/* Per-family tables, each terminated by a row with name NULL. */
+/* Per-family tables, each terminated by GRAD_END; an operator has at most one row in all. */
+#define GRAD_END                                                                                   \
+    { OP_ID_COUNT, NULL }
 extern const GradDef grad_math_table[], grad_transform_table[], grad_nn_table[];
 
 /* Refuse: the message (it should name the attribute at fault); returns false. */

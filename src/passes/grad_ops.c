@@ -1,13 +1,14 @@
-/* grad_ops.c - the per-operator gradients: the registry (grad_lookup) and its dispatcher, the
- * builder of adjoint expressions that every gradient uses (grad.h), and the gradients of the
- * elementwise math (unary and binary) and reduction operators. Shape, indexing and layout
- * operators are in grad_ops_transform.c, nn.* operators in grad_ops_nn.c.
+/* grad_ops.c - the per-operator gradients: the registry (grad_of, by operator id) and its
+ * dispatcher, the builder of adjoint expressions that every gradient uses (grad.h), and the
+ * gradients of the elementwise math (unary and binary) and reduction operators. Shape, indexing and
+ * layout operators are in grad_ops_transform.c, nn.* operators in grad_ops_nn.c.
  *
  * Conventions of every gradient: x is an argument, y = out the result, g = dout its adjoint.
  * An adjoint is built only from operators that have a gradient themselves wherever possible, so
  * that differentiating twice works; the exceptions are listed where they are built. Broadcasting
  * binary operators reduce their adjoint to each argument's shape with collapse_sum_like. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -17,14 +18,37 @@
  * The registry and the dispatcher
  * ====================================================================================== */
 
-static const GradDef *const grad_tables[] = {grad_math_table, grad_transform_table, grad_nn_table};
-#define N_TABLES (sizeof grad_tables / sizeof grad_tables[0])
+/* A new operator changes this count: decide whether it has a gradient (a row in one of the
+ * tables, GradImpl or NULL for a zero gradient), then update it. */
+_Static_assert(OP_ID_COUNT == 231, "operator added or removed: see support/ops.def");
 
-static const GradDef *grad_find(const char *name) {
-    for (size_t t = 0; t < N_TABLES; t++)
-        for (const GradDef *d = grad_tables[t]; d->name; d++)
-            if (strcmp(d->name, name) == 0) return d;
-    return NULL;
+static const GradDef *const grad_tables[] = {grad_math_table, grad_transform_table, grad_nn_table};
+
+static struct {
+    pthread_once_t once;
+    const GradDef *by_id[OP_ID_COUNT]; /* NULL: the operator has no gradient */
+    size_t n;                          /* rows in all tables */
+} reg = {PTHREAD_ONCE_INIT, {0}, 0};
+
+static void reg_init(void) {
+    for (size_t t = 0; t < RLY_ARRAY_LEN(grad_tables); t++)
+        for (const GradDef *d = grad_tables[t]; d->op != OP_ID_COUNT; d++) {
+            RLY_CHECK(d->op < OP_ID_COUNT && reg.by_id[d->op] == NULL,
+                      "gradient table: id %u out of range or given two rows", d->op);
+            reg.by_id[d->op] = d;
+            reg.n++;
+        }
+}
+
+static const GradDef *grad_find(uint32_t op) {
+    if (op >= OP_ID_COUNT) return NULL; /* registered operators have no gradient */
+    pthread_once(&reg.once, reg_init);
+    return reg.by_id[op];
+}
+
+static const GradDef *grad_find_name(const char *name) {
+    const OpDef *op = op_lookup(name, strlen(name));
+    return op ? grad_find(op->id) : NULL;
 }
 
 /* Whether t holds a floating-point tensor (tuples: any field, at any depth). */
@@ -33,7 +57,7 @@ static bool holds_float(Type *t) { return t != NULL && (t->flags & TYPE_HAS_FLOA
 static bool grad_dispatch(const GradCall *g, Expr **d, StrBuf *msg) {
     for (uint32_t i = 0; i < g->n_args; i++)
         d[i] = NULL;
-    const GradDef *def = grad_find(g->op->name);
+    const GradDef *def = grad_find(g->op->id);
     if (def == NULL) {
         sb_printf(msg, "%s has no gradient", g->op->name);
         return false;
@@ -52,25 +76,24 @@ static bool grad_dispatch(const GradCall *g, Expr **d, StrBuf *msg) {
     return true;
 }
 
-OpGradFn grad_lookup(const char *name) { return grad_find(name) ? grad_dispatch : NULL; }
+OpGradFn grad_of(const OpDef *op) { return grad_find(op->id) ? grad_dispatch : NULL; }
+
+OpGradFn grad_lookup(const char *name) { return grad_find_name(name) ? grad_dispatch : NULL; }
 
 size_t grad_count(void) {
-    size_t n = 0;
-    for (size_t t = 0; t < N_TABLES; t++)
-        for (const GradDef *d = grad_tables[t]; d->name; d++)
-            n++;
-    return n;
+    pthread_once(&reg.once, reg_init);
+    return reg.n;
 }
 
 const char *grad_name_at(size_t i) {
-    for (size_t t = 0; t < N_TABLES; t++)
-        for (const GradDef *d = grad_tables[t]; d->name; d++)
-            if (i-- == 0) return d->name;
+    for (size_t t = 0; t < RLY_ARRAY_LEN(grad_tables); t++)
+        for (const GradDef *d = grad_tables[t]; d->op != OP_ID_COUNT; d++)
+            if (i-- == 0) return sup_op_name(d->op);
     return NULL;
 }
 
 bool grad_is_zero(const char *name) {
-    const GradDef *d = grad_find(name);
+    const GradDef *d = grad_find_name(name);
     return d != NULL && d->impl == NULL;
 }
 
@@ -107,8 +130,9 @@ Expr *grad_end(GradBuilder *b, Expr *body) {
 }
 
 Expr *grad_call(GradBuilder *b, const char *op, uint32_t n, Expr *const *args, const Attrs *attrs) {
-    RLY_CHECK(op_lookup(op, strlen(op)) != NULL, "gradient uses unknown operator %s", op);
-    return ir_call_new(b->ctx, ir_op_get(b->ctx, op, strlen(op)), n, args, attrs, 0, NULL, b->span);
+    Expr *opx = ir_op_get(b->ctx, op, strlen(op));
+    RLY_CHECK(op_def_of(opx) != NULL, "gradient uses unknown operator %s", op);
+    return ir_call_new(b->ctx, opx, n, args, attrs, 0, NULL, b->span);
 }
 
 Expr *grad_op1(GradBuilder *b, const char *op, Expr *x) { return grad_call(b, op, 1, &x, NULL); }
@@ -552,81 +576,81 @@ static bool g_std(GradBuilder *b, Expr **d) { return moment(b, d, true); }
 
 const GradDef grad_math_table[] = {
     /* unary */
-    {"log", g_log},
-    {"log2", g_log2},
-    {"log10", g_log10},
-    {"exp", g_exp},
-    {"fast_exp", g_fast_exp},
-    {"erf", g_erf},
-    {"fast_erf", g_erf},
-    {"sqrt", g_sqrt},
-    {"rsqrt", g_rsqrt},
-    {"sigmoid", g_sigmoid},
-    {"tanh", g_tanh},
-    {"fast_tanh", g_fast_tanh},
-    {"sin", g_sin},
-    {"cos", g_cos},
-    {"tan", g_tan},
-    {"sinh", g_sinh},
-    {"cosh", g_cosh},
-    {"asin", g_asin},
-    {"acos", g_acos},
-    {"atan", g_atan},
-    {"asinh", g_asinh},
-    {"acosh", g_acosh},
-    {"atanh", g_atanh},
-    {"abs", g_abs},
-    {"negative", g_negative},
-    {"copy", g_copy},
-    {"clip", g_clip},
+    {OP_ID_LOG, g_log},
+    {OP_ID_LOG2, g_log2},
+    {OP_ID_LOG10, g_log10},
+    {OP_ID_EXP, g_exp},
+    {OP_ID_FAST_EXP, g_fast_exp},
+    {OP_ID_ERF, g_erf},
+    {OP_ID_FAST_ERF, g_erf},
+    {OP_ID_SQRT, g_sqrt},
+    {OP_ID_RSQRT, g_rsqrt},
+    {OP_ID_SIGMOID, g_sigmoid},
+    {OP_ID_TANH, g_tanh},
+    {OP_ID_FAST_TANH, g_fast_tanh},
+    {OP_ID_SIN, g_sin},
+    {OP_ID_COS, g_cos},
+    {OP_ID_TAN, g_tan},
+    {OP_ID_SINH, g_sinh},
+    {OP_ID_COSH, g_cosh},
+    {OP_ID_ASIN, g_asin},
+    {OP_ID_ACOS, g_acos},
+    {OP_ID_ATAN, g_atan},
+    {OP_ID_ASINH, g_asinh},
+    {OP_ID_ACOSH, g_acosh},
+    {OP_ID_ATANH, g_atanh},
+    {OP_ID_ABS, g_abs},
+    {OP_ID_NEGATIVE, g_negative},
+    {OP_ID_COPY, g_copy},
+    {OP_ID_CLIP, g_clip},
     /* binary */
-    {"add", g_add},
-    {"subtract", g_subtract},
-    {"multiply", g_multiply},
-    {"divide", g_divide},
-    {"power", g_power},
-    {"maximum", g_maximum},
-    {"minimum", g_minimum},
-    {"mod", g_mod},
-    {"trunc_mod", g_mod},
-    {"floor_mod", g_floor_mod},
+    {OP_ID_ADD, g_add},
+    {OP_ID_SUBTRACT, g_subtract},
+    {OP_ID_MULTIPLY, g_multiply},
+    {OP_ID_DIVIDE, g_divide},
+    {OP_ID_POWER, g_power},
+    {OP_ID_MAXIMUM, g_maximum},
+    {OP_ID_MINIMUM, g_minimum},
+    {OP_ID_MOD, g_mod},
+    {OP_ID_TRUNC_MOD, g_mod},
+    {OP_ID_FLOOR_MOD, g_floor_mod},
     /* reductions */
-    {"sum", g_sum},
-    {"mean", g_mean},
-    {"max", g_extremum},
-    {"min", g_extremum},
-    {"prod", g_prod},
-    {"logsumexp", g_logsumexp},
-    {"variance", g_variance},
-    {"std", g_std},
+    {OP_ID_SUM, g_sum},
+    {OP_ID_MEAN, g_mean},
+    {OP_ID_MAX, g_extremum},
+    {OP_ID_MIN, g_extremum},
+    {OP_ID_PROD, g_prod},
+    {OP_ID_LOGSUMEXP, g_logsumexp},
+    {OP_ID_VARIANCE, g_variance},
+    {OP_ID_STD, g_std},
     /* zero gradients: piecewise constant, boolean or integer-valued results */
-    {"floor", NULL},
-    {"ceil", NULL},
-    {"trunc", NULL},
-    {"round", NULL},
-    {"sign", NULL},
-    {"zeros_like", NULL},
-    {"ones_like", NULL},
-    {"isnan", NULL},
-    {"isfinite", NULL},
-    {"isinf", NULL},
-    {"shape_of", NULL},
-    {"ndarray_size", NULL},
-    {"floor_divide", NULL},
-    {"trunc_divide", NULL},
-    {"equal", NULL},
-    {"not_equal", NULL},
-    {"less", NULL},
-    {"less_equal", NULL},
-    {"greater", NULL},
-    {"greater_equal", NULL},
-    {"argmax", NULL},
-    {"argmin", NULL},
-    {"all", NULL},
-    {"any", NULL},
-    {"logical_not", NULL},
-    {"logical_and", NULL},
-    {"logical_or", NULL},
-    {"logical_xor", NULL},
-    {NULL, NULL},
+    {OP_ID_FLOOR, NULL},
+    {OP_ID_CEIL, NULL},
+    {OP_ID_TRUNC, NULL},
+    {OP_ID_ROUND, NULL},
+    {OP_ID_SIGN, NULL},
+    {OP_ID_ZEROS_LIKE, NULL},
+    {OP_ID_ONES_LIKE, NULL},
+    {OP_ID_ISNAN, NULL},
+    {OP_ID_ISFINITE, NULL},
+    {OP_ID_ISINF, NULL},
+    {OP_ID_SHAPE_OF, NULL},
+    {OP_ID_NDARRAY_SIZE, NULL},
+    {OP_ID_FLOOR_DIVIDE, NULL},
+    {OP_ID_TRUNC_DIVIDE, NULL},
+    {OP_ID_EQUAL, NULL},
+    {OP_ID_NOT_EQUAL, NULL},
+    {OP_ID_LESS, NULL},
+    {OP_ID_LESS_EQUAL, NULL},
+    {OP_ID_GREATER, NULL},
+    {OP_ID_GREATER_EQUAL, NULL},
+    {OP_ID_ARGMAX, NULL},
+    {OP_ID_ARGMIN, NULL},
+    {OP_ID_ALL, NULL},
+    {OP_ID_ANY, NULL},
+    {OP_ID_LOGICAL_NOT, NULL},
+    {OP_ID_LOGICAL_AND, NULL},
+    {OP_ID_LOGICAL_OR, NULL},
+    {OP_ID_LOGICAL_XOR, NULL},
+    GRAD_END,
 };

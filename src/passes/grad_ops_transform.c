@@ -505,18 +505,6 @@ static bool g_identity(GradBuilder *b, Expr **d) {
 
 #define EIN_MAX 16 /* operands handled */
 
-/* The labels of one term (letters only): false on anything else. */
-static bool ein_term(const char **p, char *lab, uint32_t *n) {
-    *n = 0;
-    for (; **p && **p != ',' && **p != '-'; (*p)++) {
-        char c = **p;
-        if (c == ' ') continue;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) || *n == MAXR) return false;
-        lab[(*n)++] = c;
-    }
-    return true;
-}
-
 static bool ein_has(const char *lab, uint32_t n, char c) {
     for (uint32_t i = 0; i < n; i++)
         if (lab[i] == c) return true;
@@ -527,27 +515,31 @@ static bool ein_has(const char *lab, uint32_t n, char c) {
  * labels; labels only operand i has (summed in it alone) are broadcast back. Needs an explicit
  * "->", no "..." and no label repeated within a term (diagonals). */
 static bool g_einsum(GradBuilder *b, Expr **d) {
-    const char *eq = attr_str(&b->rc, "equation"), *p = eq;
+    const char *eq = attr_str(&b->rc, "equation");
     TupleType *tt = AS_TUPLE_TYPE(b->g->arg_types[0]);
     uint32_t k = tt->n, n[EIN_MAX + 1];
     char lab[EIN_MAX + 1][MAXR];
     if (k > EIN_MAX)
         return grad_fail(b, "einsum of more than %d operands has no gradient", EIN_MAX);
-    for (uint32_t i = 0; i <= k; i++) {
-        if (!ein_term(&p, lab[i], &n[i]))
+    SupEinsum *ein = arena_alloc(&b->ctx->arena, sizeof *ein);
+    char why[256];
+    if (sup_einsum_parse(eq, ein, why, sizeof why) != NULL) return grad_fail(b, "%s", why);
+    if (ein->n_in != k) return grad_fail(b, "equation \"%s\": unexpected operand count", eq);
+    if (!ein->explicit_out)
+        return grad_fail(b, "equation \"%s\": the gradient needs an explicit \"->\"", eq);
+    for (uint32_t i = 0; i <= k; i++) { /* the inputs, then the output as term k */
+        const SupEinsumTerm *t = i < k ? &ein->in[i] : &ein->out;
+        if (t->has_ellipsis)
             return grad_fail(b, "equation \"%s\": the gradient handles letters only (no \"...\")",
                              eq);
-        for (uint32_t a = 0; a < n[i]; a++)
+        if (t->n > MAXR)
+            return grad_fail(b, "equation \"%s\" has a term of more than %d labels", eq, MAXR);
+        n[i] = t->n;
+        for (uint32_t a = 0; a < t->n; a++) {
+            lab[i][a] = sup_einsum_char(ein->items[t->start + a]);
             if (ein_has(lab[i], a, lab[i][a]))
                 return grad_fail(b, "equation \"%s\" repeats a label in one term (no gradient)",
                                  eq);
-        if (i + 1 < k) {
-            if (*p != ',') return grad_fail(b, "equation \"%s\": unexpected operand count", eq);
-            p++;
-        } else if (i + 1 == k) {
-            if (p[0] != '-' || p[1] != '>')
-                return grad_fail(b, "equation \"%s\": the gradient needs an explicit \"->\"", eq);
-            p += 2;
         }
     }
     Expr **parts = arena_array(&b->ctx->arena, k, sizeof *parts);
@@ -845,63 +837,63 @@ static bool g_det(GradBuilder *b, Expr **d) {
 }
 
 const GradDef grad_transform_table[] = {
-    {"reshape", g_reshape},
-    {"reshape_like", g_reshape},
-    {"expand_dims", g_reshape},
-    {"squeeze", g_reshape},
-    {"transpose", g_transpose},
-    {"concatenate", g_concatenate},
-    {"stack", g_stack},
-    {"split", g_split},
-    {"tile", g_tile},
-    {"repeat", g_repeat},
-    {"reverse", g_reverse},
-    {"reverse_sequence", g_reverse_sequence},
-    {"broadcast_to", g_broadcast_to},
-    {"broadcast_to_like", g_broadcast_to},
-    {"collapse_sum_like", g_collapse_sum},
-    {"collapse_sum_to", g_collapse_sum},
-    {"where", g_where},
-    {"cast", g_cast},
-    {"cast_like", g_cast},
-    {"layout_transform", g_layout_transform},
-    {"strided_slice", g_strided_slice},
-    {"slice_like", g_slice_like},
-    {"take", g_take},
-    {"gather", g_gather},
-    {"gather_nd", g_gather_nd},
-    {"scatter_elements", g_scatter_elements},
-    {"scatter_nd", g_scatter_nd},
-    {"cumsum", g_cumsum},
-    {"full", g_full},
-    {"full_like", g_full_like},
-    {"trilu", g_trilu},
-    {"one_hot", g_one_hot},
-    {"arange", g_arange},
-    {"annotation.stop_fusion", g_identity},
-    {"annotation.checkpoint", g_identity},
-    {"debug", g_identity},
-    {"dyn.reshape", g_reshape},
-    {"dyn.squeeze", g_reshape},
-    {"dyn.expand_dims", g_reshape},
-    {"dyn.broadcast_to", g_broadcast_to},
-    {"einsum", g_einsum},
-    {"cumprod", g_cumprod},
-    {"sort", g_sort},
-    {"topk", g_topk},
-    {"sliding_window", g_sliding_window},
-    {"matrix_set_diag", g_matrix_set_diag},
-    {"meshgrid", g_meshgrid},
-    {"adv_index", g_adv_index},
-    {"sequence_mask", g_sequence_mask},
-    {"sparse_to_dense", g_sparse_to_dense},
-    {"det", g_det},
+    {OP_ID_RESHAPE, g_reshape},
+    {OP_ID_RESHAPE_LIKE, g_reshape},
+    {OP_ID_EXPAND_DIMS, g_reshape},
+    {OP_ID_SQUEEZE, g_reshape},
+    {OP_ID_TRANSPOSE, g_transpose},
+    {OP_ID_CONCATENATE, g_concatenate},
+    {OP_ID_STACK, g_stack},
+    {OP_ID_SPLIT, g_split},
+    {OP_ID_TILE, g_tile},
+    {OP_ID_REPEAT, g_repeat},
+    {OP_ID_REVERSE, g_reverse},
+    {OP_ID_REVERSE_SEQUENCE, g_reverse_sequence},
+    {OP_ID_BROADCAST_TO, g_broadcast_to},
+    {OP_ID_BROADCAST_TO_LIKE, g_broadcast_to},
+    {OP_ID_COLLAPSE_SUM_LIKE, g_collapse_sum},
+    {OP_ID_COLLAPSE_SUM_TO, g_collapse_sum},
+    {OP_ID_WHERE, g_where},
+    {OP_ID_CAST, g_cast},
+    {OP_ID_CAST_LIKE, g_cast},
+    {OP_ID_LAYOUT_TRANSFORM, g_layout_transform},
+    {OP_ID_STRIDED_SLICE, g_strided_slice},
+    {OP_ID_SLICE_LIKE, g_slice_like},
+    {OP_ID_TAKE, g_take},
+    {OP_ID_GATHER, g_gather},
+    {OP_ID_GATHER_ND, g_gather_nd},
+    {OP_ID_SCATTER_ELEMENTS, g_scatter_elements},
+    {OP_ID_SCATTER_ND, g_scatter_nd},
+    {OP_ID_CUMSUM, g_cumsum},
+    {OP_ID_FULL, g_full},
+    {OP_ID_FULL_LIKE, g_full_like},
+    {OP_ID_TRILU, g_trilu},
+    {OP_ID_ONE_HOT, g_one_hot},
+    {OP_ID_ARANGE, g_arange},
+    {OP_ID_ANNOTATION_STOP_FUSION, g_identity},
+    {OP_ID_ANNOTATION_CHECKPOINT, g_identity},
+    {OP_ID_DEBUG, g_identity},
+    {OP_ID_DYN_RESHAPE, g_reshape},
+    {OP_ID_DYN_SQUEEZE, g_reshape},
+    {OP_ID_DYN_EXPAND_DIMS, g_reshape},
+    {OP_ID_DYN_BROADCAST_TO, g_broadcast_to},
+    {OP_ID_EINSUM, g_einsum},
+    {OP_ID_CUMPROD, g_cumprod},
+    {OP_ID_SORT, g_sort},
+    {OP_ID_TOPK, g_topk},
+    {OP_ID_SLIDING_WINDOW, g_sliding_window},
+    {OP_ID_MATRIX_SET_DIAG, g_matrix_set_diag},
+    {OP_ID_MESHGRID, g_meshgrid},
+    {OP_ID_ADV_INDEX, g_adv_index},
+    {OP_ID_SEQUENCE_MASK, g_sequence_mask},
+    {OP_ID_SPARSE_TO_DENSE, g_sparse_to_dense},
+    {OP_ID_DET, g_det},
     /* zero gradients */
-    {"zeros", NULL},
-    {"ones", NULL},
-    {"argsort", NULL},
-    {"argwhere", NULL},
-    {"searchsorted", NULL},
-    {"unravel_index", NULL},
-    {NULL, NULL},
+    {OP_ID_ZEROS, NULL},
+    {OP_ID_ONES, NULL},
+    {OP_ID_ARGSORT, NULL},
+    {OP_ID_ARGWHERE, NULL},
+    {OP_ID_SEARCHSORTED, NULL},
+    {OP_ID_UNRAVEL_INDEX, NULL},
+    GRAD_END,
 };

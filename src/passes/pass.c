@@ -360,6 +360,19 @@ static bool all_typed(Module *m) {
     return ok;
 }
 
+bool pass_module_typed(Module *m) {
+    PtrVec nodes = {0};
+    collect(m, &nodes);
+    bool ok = true;
+    for (size_t i = 0; i < nodes.len && ok; i++) {
+        Expr *e = nodes.data[i];
+        ok = !typed_kind(e) || (e->checked_type != NULL &&
+                                !(e->checked_type->flags & (TYPE_HAS_INCOMPLETE | TYPE_HAS_ERROR)));
+    }
+    vec_free(&nodes);
+    return ok;
+}
+
 static bool run_step(PassCtx *pc, const PassDef *def, Module *m) {
     if (def->kind == PASS_MODULE) return def->run_module(pc, m);
     for (size_t i = 0; i < m->funcs.len; i++) {
@@ -410,7 +423,9 @@ bool pass_run(Module *m, const PassOptions *o) {
     sb_free(&err);
     size_t errs = ctx->diags.n_errors;
     double t0 = now_s();
-    ok = ty_infer_module(m); /* once per pipeline: the passes keep the types valid */
+    /* once per pipeline, and not again for a module already typed (an import checked by
+     * inference, a module optimized before): the passes keep the types valid */
+    ok = pass_module_typed(m) || ty_infer_module(m);
     double t_infer = now_s() - t0;
     StrBuf rep = {0}, times = {0}; /* the printed modules, then the table of times */
     if (o->time_passes) {
@@ -506,10 +521,19 @@ bool pass_retype(Ctx *ctx, Expr *e, Type *fallback) {
         break;
     }
     case EXPR_LET: t = type_of(((Let *)e)->body); break;
-    case EXPR_IF: t = type_of(((If *)e)->then_branch); break;
+    /* Inference unifies the branches, and unifying `?` with a known dim gives `?`: when the
+     * branches' types differ, their unifier is the node's type from before the rebuild. */
+    case EXPR_IF: {
+        If *x = (If *)e;
+        t = type_of(x->then_branch);
+        if (t != type_of(x->else_branch)) t = fallback;
+        break;
+    }
     case EXPR_MATCH: {
         Match *mt = (Match *)e;
         if (mt->n_clauses > 0) t = type_of(mt->clauses[0].rhs);
+        for (uint32_t i = 1; i < mt->n_clauses && t != fallback; i++)
+            if (type_of(mt->clauses[i].rhs) != t) t = fallback;
         break;
     }
     case EXPR_FUNCTION: {
@@ -518,7 +542,7 @@ bool pass_retype(Ctx *ctx, Expr *e, Type *fallback) {
         bool known = true;
         for (uint32_t i = 0; i < f->n_params; i++)
             known &= (ps[i] = type_of(&f->params[i]->base)) != NULL;
-        Type *ret = type_of(f->body);
+        Type *ret = f->ret_type ? f->ret_type : type_of(f->body); /* the annotation wins */
         if (known && ret)
             t = ir_type_func(ctx, f->n_params, ps, ret, f->n_tparams, f->tparams, 0, NULL);
         break;

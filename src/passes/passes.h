@@ -96,9 +96,15 @@ typedef struct PassOptions {
     StrBuf *report;          /* where print_after and time_passes write (NULL: stderr) */
 } PassOptions;
 
-/* Run a pipeline over m in place. Infers types first (once). False after reporting an error
- * into ctx->diags (a bad pipeline text, a pass that failed, a type a pass got wrong). */
+/* Run a pipeline over m in place. Infers types first (once; not when pass_module_typed). False
+ * after reporting an error into ctx->diags (a bad pipeline text, a pass that failed, a type a
+ * pass got wrong). */
 bool pass_run(Module *m, const PassOptions *o);
+/* Does every node of m that inference types carry a complete type? True after inference, an
+ * import (which infers) and any pipeline (passes keep types valid); false once a definition was
+ * added or replaced by untyped nodes. pass_run and rly_module_run infer only when it is false,
+ * so a module is inferred once on its way from a frontend through the passes to a run. */
+bool pass_module_typed(Module *m);
 /* The default pipeline (the names, comma-separated) of an opt level. */
 const char *pass_default_pipeline(void);
 
@@ -124,5 +130,71 @@ void pass_rewrite_module(Rewriter *rw, Module *m);
  * do any of these; a function literal is a value, pure whatever its body). Conservative;
  * memoized in `memo` (node -> answer) across calls; free it with ptrmap_free. */
 bool pass_is_pure(PtrMap *memo, Expr *e);
+
+/* ---- for passes: let chains and refined types (rewrite_util.c) ----------------------------- */
+
+/* How pass_rewrite_lets treats each let of a chain. */
+typedef struct LetHooks {
+    /* Optional; asked before orig's value is rewritten. False drops the let and its value
+     * unrewritten; its variable must have no use left in the rewritten body. */
+    bool (*keep_value)(Rewriter *rw, Let *orig);
+    /* Optional; asked after orig's value is rewritten (to `value`), before the body is: what
+     * orig's variable stands for in the rewritten body. A Var keeps the let with that binder;
+     * with *drop set the let is dropped and the returned expression (NULL when the variable has
+     * no use left) replaces the variable. Absent: the let is kept with its variable rewritten. */
+    Expr *(*bind)(Rewriter *rw, Let *orig, Expr *value, bool *drop);
+} LetHooks;
+/* Rewrite the chain of lets starting at `let` (let x1 = v1; let x2 = v2; ... body) with rw, for
+ * a Rewriter's pre callback on a Let: the chain is walked in a loop, so a 10^5-let ANF chain
+ * costs no C recursion; each value and the final body go through ir_rewrite (recursion only over
+ * the nesting of scopes: a let chain inside a value). A let-bound function's variable is
+ * rewritten before its value (the function may call itself). Rebuilt lets get their type
+ * (pass_retype) and are not offered to rw->post. Returns the rewritten chain; every let of it is
+ * recorded in rw->memo. */
+Expr *pass_rewrite_lets(Rewriter *rw, Expr *let, const LetHooks *hooks);
+
+/* A function pass rewrote `old` (a global's function or m's bare expression) into `e`, and some
+ * node of e got a more precise type than the node it replaced (a call of `?` shape folded into a
+ * constant, a dyn.* call made static). Such a type travels further than pass_retype follows it
+ * (let-bound and parameter variables, if branches, the callers of a global), so this puts e in
+ * old's place in m and infers m's types again. If the refined module no longer type-checks (a
+ * folded value contradicts an annotation: the program would have failed when it ran), old is put
+ * back, the types are inferred again and the diagnostics dropped. Returns what m now holds. */
+Expr *pass_refine_types(Module *m, Expr *old, Expr *e);
+
+/* Diagnostics a pass reports only if what it tries fails for good: mark, then roll back to the
+ * mark (the messages are freed; with `why`, rendered into it first). */
+typedef struct DiagMark {
+    size_t items, errors;
+} DiagMark;
+DiagMark pass_diag_mark(const Ctx *ctx);
+void pass_diag_rollback(Ctx *ctx, DiagMark mark, StrBuf *why);
+
+/* ---- constant folding (fold_constant.c) ---------------------------------------------------- */
+
+/* Results with more elements than this stay calls (not folded). */
+#define PASS_FOLD_MAX_ELEMS ((size_t)1 << 20)
+
+/* A folder: evaluates operator calls on constants with the reference interpreter, which it
+ * creates at its first fold and keeps, so folding many calls (the ONNX importer folds as it
+ * builds) costs one interpreter. */
+typedef struct PassFolder PassFolder;
+/* static_only: fold only calls whose result type gives every dim (the importer); otherwise a
+ * result of unknown shape is evaluated under a memory limit and kept when small enough.
+ * fold_qnn: also fold qnn.* operators. */
+PassFolder *pass_folder_new(Ctx *ctx, bool static_only, bool fold_qnn);
+void pass_folder_free(PassFolder *f); /* NULL is a no-op */
+/* The value of `call`, a typed call of an operator whose arguments are constants or tuples of
+ * constants, as a typed Constant or Tuple of Constants; NULL when it is not folded: an operator
+ * that must not be (debug, trap, annotations, user operators, qnn.* without fold_qnn), a
+ * result over PASS_FOLD_MAX_ELEMS, or a run-time error (its diagnostic is dropped; with `why`,
+ * rendered into it), which is left for the program's run to report. */
+Expr *pass_fold_call(PassFolder *f, Expr *call, StrBuf *why);
+/* FoldConstant over e (a function or an expression of m), with `hook` (optional) offered every
+ * operator call after its arguments are rewritten and before it is folded; the hook returns a
+ * typed replacement or the call itself. DynamicToStatic folds through this. Returns the
+ * rewritten e (e itself when nothing changed). */
+typedef Expr *(*PassCallHook)(Ctx *ctx, Expr *call, void *state);
+Expr *pass_fold_constant_expr(Module *m, Expr *e, bool fold_qnn, PassCallHook hook, void *state);
 
 #endif /* RLY_PASSES_H */

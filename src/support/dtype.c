@@ -24,9 +24,22 @@ const char *sup_dtype_name(rly_dtype dt) {
     return (unsigned)dt < RLY_DTYPE_COUNT ? dtypes[dt].name : NULL;
 }
 
+/* TVM's String2DataType forms that name one of our dtypes: a bare kind means 32 bits ("int",
+ * "uint", "float"), a 1-bit unsigned int is bool, and one lane ("float32x1") is the scalar. */
 int sup_dtype_parse(const char *s, size_t n) {
+    if (n > 2 && s[n - 2] == 'x' && s[n - 1] == '1') n -= 2; /* lanes = 1 */
     for (int i = 0; i < RLY_DTYPE_COUNT; i++)
         if (strlen(dtypes[i].name) == n && memcmp(dtypes[i].name, s, n) == 0) return i;
+    static const struct {
+        const char *name;
+        rly_dtype dt;
+    } shorthands[] = {{"int", RLY_DTYPE_I32},
+                      {"uint", RLY_DTYPE_U32},
+                      {"float", RLY_DTYPE_F32},
+                      {"uint1", RLY_DTYPE_BOOL}};
+    for (size_t i = 0; i < sizeof shorthands / sizeof shorthands[0]; i++)
+        if (strlen(shorthands[i].name) == n && memcmp(shorthands[i].name, s, n) == 0)
+            return (int)shorthands[i].dt;
     return -1;
 }
 

@@ -220,7 +220,9 @@ void diags_clear(Diags *ds); /* drop the diagnostics, keep the files */
 int sup_dtype_bits(rly_dtype dt);    /* 8, 16, 32, 64 (bool: 8 as stored) */
 size_t sup_dtype_size(rly_dtype dt); /* bytes per element as stored */
 const char *sup_dtype_name(rly_dtype dt);
-/* Parse a dtype name ("float32", "int8", "bool", "bfloat16", ...); -1 if unknown. */
+/* Parse a dtype name ("float32", "int8", "bool", "bfloat16", ...) or one of TVM's shorthands
+ * for them ("int" = int32, "uint" = uint32, "float" = float32, "uint1" = bool, "float32x1" =
+ * float32); -1 if unknown (vector dtypes of several lanes are unknown: rly has none). */
 int sup_dtype_parse(const char *s, size_t n);
 bool sup_dtype_is_float(rly_dtype dt);
 bool sup_dtype_is_int(rly_dtype dt);  /* signed integer */
@@ -281,5 +283,74 @@ SupOut *sup_out_open(const char *path, char *err, size_t errlen);
 bool sup_out_write(SupOut *o, const void *data, size_t len);
 bool sup_out_commit(SupOut *o, char *err, size_t errlen);
 void sup_out_abort(SupOut *o); /* NULL is a no-op */
+
+/* ---- operator ids (ops.def, op_id.c) ---------------------------------------------------------
+ * Every builtin operator has a dense compile-time id; tables that keep a fact per operator (the
+ * operator table, the reference kernels, the gradients) are indexed by it. Registered operators
+ * get ids from OP_ID_COUNT on (src/ops, op_register), so ids are held in a uint32_t. */
+enum {
+#define OP(ID, NAME) OP_ID_##ID,
+#include "support/ops.def"
+#undef OP
+    OP_ID_COUNT /* the number of builtin operators */
+};
+/* The TVM name of builtin operator id ("nn.conv2d"); NULL for id >= OP_ID_COUNT. */
+const char *sup_op_name(uint32_t id);
+
+/* ---- data layouts (layout.c) -----------------------------------------------------------------
+ * A layout string as TVM writes it: primal axes in upper case, each once ("NCHW", "NHWC",
+ * "NCDHW" for data: batch N, channels C, spatial D, H, W; "OIHW", "HWIO" for weights: output
+ * channels O, input channels I); a split adds a sub-axis, written as a block size and the
+ * lower-case letter of an axis the layout also names ("NCHW16c": C = C_outer * 16 + c). The one
+ * parser of layouts: relations (src/ops, rel_layout_parse) and kernels (k_layout_attr) wrap it. */
+#define SUP_LAYOUT_MAX 32 /* axes (the largest rank kernels handle) */
+typedef struct SupLayout {
+    const char *attr;               /* the attribute it came from, for messages (or NULL) */
+    const char *text;               /* the string parsed */
+    uint32_t n;                     /* axes, = the rank of a tensor in this layout (>= 1) */
+    char axis[SUP_LAYOUT_MAX];      /* 'A'..'Z' a primal axis, 'a'..'z' a sub-axis */
+    int64_t factor[SUP_LAYOUT_MAX]; /* block size of a sub-axis, in [1, INT32_MAX]; 0 for primal */
+} SupLayout;
+/* Parse text into l (l->attr is left as it is). NULL when it is a layout; otherwise why not,
+ * written into why (cap bytes) and returned: a phrase to follow the attribute's name, such as
+ * `"NCHH" names axis H twice` or `is empty`. */
+const char *sup_layout_parse(const char *text, SupLayout *l, char *why, size_t cap);
+/* The position of axis a ('N' primal, 'c' a sub-axis) in l, or -1. */
+int sup_layout_find(const SupLayout *l, char a);
+/* The block size of primal axis a's sub-axis, or 0 when l does not split a. */
+int64_t sup_layout_block(const SupLayout *l, char a);
+/* l names exactly the primal axes of ref ("NCHW"), in any order, any of them split: a tensor in
+ * l converts to one in ref and back (TVM's BijectiveLayout exists). */
+bool sup_layout_convertible(const SupLayout *l, const char *ref);
+
+/* ---- einsum equations (einsum.c) -------------------------------------------------------------
+ * numpy's notation: input terms separated by ',', optionally "->" and the output term; a term is
+ * letters (labels; 'a'..'z' and 'A'..'Z' differ) and at most one "..." (the broadcast dims);
+ * spaces are ignored. The one parser of equations: the relation, the kernel and the gradient of
+ * einsum use it, and check against the tensors what needs their shapes. */
+#define SUP_EINSUM_LABELS 52      /* label l: 'a' + l for l < 26, 'A' + l - 26 after */
+#define SUP_EINSUM_ELLIPSIS (-1)  /* the item that stands for "..." */
+#define SUP_EINSUM_MAX_TERMS 64   /* input terms */
+#define SUP_EINSUM_MAX_ITEMS 1024 /* items (labels and "...") in all terms together */
+typedef struct SupEinsumTerm {
+    uint32_t start, n; /* items[start .. start + n) of the equation */
+    bool has_ellipsis; /* one of them is SUP_EINSUM_ELLIPSIS */
+} SupEinsumTerm;
+typedef struct SupEinsum {
+    uint32_t n_in;                          /* input terms */
+    SupEinsumTerm in[SUP_EINSUM_MAX_TERMS]; /* the inputs */
+    SupEinsumTerm out;                      /* the output: explicit, or numpy's implicit one */
+    bool explicit_out;                      /* the equation has "->" */
+    uint32_t count[SUP_EINSUM_LABELS];      /* occurrences of each label in the inputs */
+    int8_t items[SUP_EINSUM_MAX_ITEMS];     /* a label, or SUP_EINSUM_ELLIPSIS */
+} SupEinsum;
+/* Parse eq. Checks what needs no shapes: only letters, ',', "->", "..." (once per term) and
+ * spaces; one "->" at most; every output label in some input and none twice in the output. The
+ * implicit output (no "->") is "..." when an input has one, then the labels that occur once,
+ * capitals first (as in ASCII). NULL on success; otherwise the reason, in words that quote eq,
+ * written into why and returned. */
+const char *sup_einsum_parse(const char *eq, SupEinsum *e, char *why, size_t cap);
+/* The letter of label l, for messages. */
+static inline char sup_einsum_char(int l) { return (char)(l < 26 ? 'a' + l : 'A' + (l - 26)); }
 
 #endif /* RLY_SUPPORT_H */

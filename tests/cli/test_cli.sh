@@ -421,6 +421,51 @@ usage limit_bad_memory run "$T/forever.rly" --max-memory 12Q
 usage limit_bad_depth run "$T/forever.rly" --max-depth -3
 usage limit_bad_timeout run "$T/forever.rly" --timeout 0
 
+# ---- opt and equal ---------------------------------------------------------------------------------
+
+run opt --list
+expect opt_list 0
+grep -q "^InferType" "$T/out" && grep -q "default pipeline:" "$T/out"
+check opt_list.content $? "the pass list lacks InferType or the default pipeline"
+run opt "$DATA/typed.rly" --passes Frob
+expect opt_unknown_pass 1
+grep -q "unknown pass 'Frob' (passes: " "$T/err"
+check opt_unknown_pass.message $? "no message listing the passes"
+run opt "$DATA/typed.rly" --passes 'InferType(x=1)'
+expect opt_unknown_param 1
+grep -q "InferType has no parameter 'x'" "$T/err"
+check opt_unknown_param.message $? "no message naming the parameter"
+usage opt_bad_level opt "$DATA/typed.rly" -O5
+usage opt_no_file opt
+run opt "$DATA/typed.rly" -O3 --print-ir-after all --time-passes --verify -o "$T/opt.rly"
+expect opt_write 0
+grep -q "^total" "$T/err" && grep -q "InferType (pipeline start)" "$T/err"
+check opt_write.times $? "--time-passes printed no table"
+run opt "$T/opt.rly" -O0 --passes InferType -o "$T/opt2.rly"
+expect opt_reparse 0
+run equal "$T/opt.rly" "$T/opt2.rly"
+expect equal_after_opt 0
+cat >"$T/other.rly" <<'RLY'
+#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(3), float32]) {
+  %0 = add(%x, %y);
+  (%0, less(%0, %x))
+}
+RLY
+run equal "$DATA/typed.rly" "$T/other.rly"
+expect equal_differ 1
+grep -q "the modules differ: a call of equal in the first, of less in the second" "$T/err" &&
+    grep -q "other.rly:4:" "$T/err" && grep -q "typed.rly:" "$T/err"
+check equal_differ.located $? "the difference is not located in both files"
+usage equal_one_file equal "$DATA/typed.rly"
+run run "$DATA/typed.rly" --fill random --seed 3
+cp "$T/out" "$T/o0.txt"
+run run "$DATA/typed.rly" --fill random --seed 3 -O3
+expect run_O3 0
+cmp -s "$T/out" "$T/o0.txt"
+check run_O3.same $? "-O3 changed the result"
+usage run_bad_level run "$DATA/typed.rly" -O9
+
 # ---- check: types ---------------------------------------------------------------------------------
 
 run check "$DATA/typed.rly"

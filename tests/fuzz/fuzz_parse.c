@@ -9,7 +9,9 @@
  *   the re-parse must succeed, be well-formed, be ir_module_equal to the first module with the
  *   same ir_module_hash, and print to the same text (printing is a fixpoint);
  * - the module is type-checked: a failure must report an error that renders; a success must
- *   print with types to a text that re-parses, checks again and prints the same.
+ *   print with types to a text that re-parses, checks again and prints the same;
+ * - a module that type-checks is optimized at -O3 (rly opt) with every pass's types verified;
+ *   the result must print and parse back to an equal module.
  *
  * Built twice: as the libFuzzer binary `fuzz_parse` (RLY_FUZZ=ON, the `fuzz` preset) and into
  * `fuzz_replay` (every preset), which runs it over tests/fuzz/corpus/parse as a CTest test. */
@@ -19,6 +21,7 @@
 #include "frontend/text/text.h"
 #include "fuzz.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 #include "types/types.h"
 
 bool fuzz_keep_going;
@@ -149,9 +152,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p2.len = 0;
     ir_print_module(m3, &po, &p2);
     sb_cstr(&p2);
-    if (p1.len != p2.len || memcmp(p1.data, p2.data, p1.len) != 0)
+    if (p1.len != p2.len || memcmp(p1.data, p2.data, p1.len) != 0) {
         fail(data, size, "typed printing is not a fixpoint\n--- first\n%s--- second\n%s---",
              p1.data, p2.data);
+        goto done;
+    }
+    /* the optimizer: -O3 with every pass's types verified; its result prints and parses back */
+    PassOptions opt = {.opt_level = 3, .verify_types = true};
+    if (!pass_run(m, &opt)) {
+        msg = render(ctx);
+        fail(data, size, "rly opt -O3 failed on a module that type-checks:\n%s", msg);
+        goto done;
+    }
+    print_mod(m, &p1);
+    Module *m4 = text_parse(ctx, "optimized.rly", p1.data, p1.len, (Constant *const *)m->meta.data,
+                            (uint32_t)m->meta.len);
+    if (m4 == NULL || !ty_infer_module(m4) || !ir_module_equal(m, m4)) { /* type args too */
+        msg = render(ctx);
+        fail(data, size, "optimized text does not parse back:\n%s--- optimized\n%s---", msg,
+             p1.data);
+    }
 done:
     free(msg);
     sb_free(&p1);

@@ -23,6 +23,7 @@
 #include "frontend/text/text.h"
 #include "passes/passes.h"
 #include "rly/rly.h"
+#include "types/types.h"
 
 static bool update;
 
@@ -117,7 +118,8 @@ static bool run_case(const char *dir, const char *name) {
     ir_print_module(m, NULL, &sb);
     Module *back = text_parse(ctx, "printed", sb.data, sb.len, m->meta.data, (uint32_t)m->meta.len);
     IrDiff d;
-    if (back == NULL || !ir_module_equal_diff(m, back, &d)) {
+    /* both sides inferred: calls of polymorphic functions carry their type arguments */
+    if (back == NULL || !ty_infer_module(back) || !ir_module_equal_diff(m, back, &d)) {
         fprintf(stderr, "FAIL %s: the result does not parse back to itself (%s):\n%s\n", name,
                 back ? d.what : "parse error", sb_cstr(&sb));
         sb_free(&sb);
@@ -129,13 +131,20 @@ static bool run_case(const char *dir, const char *name) {
         sb_free(&sb);
         goto done;
     }
-    if (load(ctx, exp_path, prelude, &want) != RLY_STATUS_OK) {
+    /* the expected file holds the whole module, the prelude's definitions included */
+    if (load(ctx, exp_path, false, &want) != RLY_STATUS_OK) {
         fprintf(stderr, "FAIL %s: the expected module does not load:\n%s\n--- got\n%s", name,
                 rly_last_error(), sb_cstr(&sb));
         sb_free(&sb);
         goto done;
     }
     int equal = 0;
+    if (rly_module_infer(want) != RLY_STATUS_OK) {
+        fprintf(stderr, "FAIL %s: the expected module does not type-check:\n%s\n", name,
+                rly_last_error());
+        sb_free(&sb);
+        goto done;
+    }
     rly_module_compare(m, want, &equal);
     if (!equal)
         fprintf(stderr, "FAIL %s: %s gives a different module:\n%s\n--- got\n%s", name, pipeline,

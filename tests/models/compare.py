@@ -1,8 +1,9 @@
 """Run exported ONNX models through rly and onnxruntime and compare (the project venv).
 
-    .venv/bin/python tests/models/compare.py RLY MODELDIR [NAME...]
+    .venv/bin/python tests/models/compare.py [-O N] RLY MODELDIR [NAME...]
 
-For each MODELDIR/<name>.onnx with its <name>.npz input: `rly run` writes the outputs to an npz,
+For each MODELDIR/<name>.onnx with its <name>.npz input: `rly run` (optimized with -O N when
+given: the differential test of the optimizer, docs/passes.md) writes the outputs to an npz,
 onnxruntime computes its own; every output must match within rtol 1e-4 (relative to the largest
 magnitude of the reference output, atol 1e-5). Prints one line per model with the max error."""
 import os
@@ -16,13 +17,13 @@ import onnxruntime as ort
 RTOL = 1e-4
 
 
-def check(rly, path, inputs_npz):
+def check(rly, path, inputs_npz, opt=()):
     feeds = dict(np.load(inputs_npz))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     want = sess.run(None, feeds)
     with tempfile.TemporaryDirectory() as td:
         out = os.path.join(td, "out.npz")
-        r = subprocess.run([rly, "run", path, "--inputs", inputs_npz, "--output", out],
+        r = subprocess.run([rly, "run", path, "--inputs", inputs_npz, "--output", out] + list(opt),
                            capture_output=True, text=True, errors="replace")
         if r.returncode != 0:
             return False, "rly failed: " + r.stderr.strip().splitlines()[0] if r.stderr else "rly failed"
@@ -39,12 +40,17 @@ def check(rly, path, inputs_npz):
 
 
 def main():
-    rly, d = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or sorted(f[:-5] for f in os.listdir(d) if f.endswith(".onnx"))
+    args = sys.argv[1:]
+    opt = ()
+    if args[0] == "-O":
+        opt, args = ("-O" + args[1],), args[2:]
+    rly, d = args[0], args[1]
+    names = args[2:] or sorted(f[:-5] for f in os.listdir(d) if f.endswith(".onnx"))
     bad = 0
     for n in names:
-        ok, msg = check(rly, os.path.join(d, n + ".onnx"), os.path.join(d, n + ".npz"))
-        print("%s %s: %s" % ("ok  " if ok else "FAIL", n, msg), flush=True)
+        ok, msg = check(rly, os.path.join(d, n + ".onnx"), os.path.join(d, n + ".npz"), opt)
+        print("%s %s%s: %s" % ("ok  " if ok else "FAIL", n, " " + opt[0] if opt else "", msg),
+              flush=True)
         bad += not ok
     print("%d passed, %d failed" % (len(names) - bad, bad))
     sys.exit(1 if bad else 0)

@@ -1,7 +1,9 @@
 """Silero VAD (the pretrained ONNX model in PyPI's silero-vad wheel: If + LSTM + Conv) through
 rly and onnxruntime over consecutive audio chunks, each carrying its own state to the next.
 
-    .venv/bin/python tests/models/silero.py RLY MODEL.onnx [CHUNKS]
+    .venv/bin/python tests/models/silero.py [-O N] RLY MODEL.onnx [CHUNKS]
+
+(-O N: rly optimizes the model first, the differential test of the optimizer.)
 
 Input shapes are given with --input-shapes (see SHAPES). The audio is synthetic and seeded (tones and noise bursts, 16 kHz, 512-sample chunks). Every
 chunk's speech probability and new state must match onnxruntime within 1e-4 (absolute, on values
@@ -38,8 +40,12 @@ def audio(n_chunks, rng):
 
 
 def main():
-    rly, model = sys.argv[1], sys.argv[2]
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else 6
+    args = sys.argv[1:]
+    opt = []
+    if args[0] == "-O":
+        opt, args = ["-O" + args[1]], args[2:]
+    rly, model = args[0], args[1]
+    n = int(args[2]) if len(args) > 2 else 6
     chunks = audio(n, np.random.default_rng(0))
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     sr = np.array(16000, dtype=np.int64)
@@ -53,7 +59,7 @@ def main():
             inp, out = os.path.join(td, "in.npz"), os.path.join(td, "out.npz")
             np.savez(inp, input=x, state=st_rly, sr=sr)
             r = subprocess.run([rly, "run", model, "--input-shapes", SHAPES, "--inputs", inp,
-                                "--output", out],
+                                "--output", out] + opt,
                                capture_output=True, text=True, errors="replace")
             if r.returncode != 0:
                 print("FAIL chunk %d: rly failed: %s" % (i, r.stderr.strip()))

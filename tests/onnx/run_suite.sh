@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# run_suite.sh RLY [SUITE...] - the ONNX backend test suites from Debian's libonnx-testdata
+# run_suite.sh RLY [-ON] [SUITE...] - the ONNX backend test suites from Debian's libonnx-testdata
 # through `rly test`, minus the cases listed (each with its reason) in exclude.txt.
-# Default suites: node pytorch-converted pytorch-operator simple. Fails when any case fails or
-# when the test data is missing (scripts/setup.sh installs it).
+# Default suites: node pytorch-converted pytorch-operator simple. -ON (-O1..-O3) optimizes
+# every model first (the optimizer's differential test, docs/passes.md). Fails when any case
+# fails or when the test data is missing (scripts/setup.sh installs it).
 set -u
 rly=$1
 shift
+opt=()
+case "${1:-}" in -O[0-3]) opt=("$1"); shift ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 data=${RLY_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 suites=("$@")
@@ -18,8 +21,8 @@ status=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for s in "${suites[@]}"; do
-  echo "== $s"
-  "$rly" test --exclude "$here/exclude.txt" "$data/$s"/*/ > "$log" 2>&1
+  echo "== $s ${opt[*]}"
+  "$rly" test "${opt[@]}" --exclude "$here/exclude.txt" "$data/$s"/*/ > "$log" 2>&1
   rc=$?
   grep -v '^SKIP' "$log"
   echo "   ($(grep -c '^SKIP' "$log") skipped, reasons in tests/onnx/exclude.txt)"

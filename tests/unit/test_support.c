@@ -122,7 +122,12 @@ static void test_dtypes(void **state) {
     (void)state;
     assert_int_equal(sup_dtype_parse("float32", 7), RLY_DTYPE_F32);
     assert_int_equal(sup_dtype_parse("bfloat16", 8), RLY_DTYPE_BF16);
-    assert_int_equal(sup_dtype_parse("float", 5), -1);
+    assert_int_equal(sup_dtype_parse("float", 5), RLY_DTYPE_F32); /* TVM's shorthands */
+    assert_int_equal(sup_dtype_parse("int", 3), RLY_DTYPE_I32);
+    assert_int_equal(sup_dtype_parse("uint1", 5), RLY_DTYPE_BOOL);
+    assert_int_equal(sup_dtype_parse("int8x1", 6), RLY_DTYPE_I8);
+    assert_int_equal(sup_dtype_parse("float32x4", 9), -1);
+    assert_int_equal(sup_dtype_parse("floa", 4), -1);
     assert_string_equal(sup_dtype_name(RLY_DTYPE_U16), "uint16");
     assert_int_equal(sup_dtype_size(RLY_DTYPE_I64), 8);
     assert_true(sup_dtype_is_float(RLY_DTYPE_F16));

@@ -54,10 +54,11 @@ static int usage(FILE *f) {
         "                          and the OUT.npz side file of weights\n"
         "  info MODEL.onnx         describe an ONNX model: IR version, opsets, inputs, outputs,\n"
         "                          operator histogram, unsupported operators\n"
-        "  test DIR... [--exclude FILE]\n"
+        "  test DIR... [--exclude FILE] [-O0..3]\n"
         "                          run ONNX test-case folders (model.onnx, test_data_set_*/);\n"
         "                          a line per failure, then 'N passed, N failed, N skipped'.\n"
-        "                          FILE lists case names to skip, each with its reason\n"
+        "                          FILE lists case names to skip, each with its reason;\n"
+        "                          -O N optimizes each model first (default -O0)\n"
         "                          (run also takes MODEL.onnx, with --input-shapes)\n"
         "  ops [NAME]              list the operator table (or one operator): arguments, fusion\n"
         "                          pattern, doc, attributes with types and defaults\n"
@@ -443,7 +444,15 @@ static int read_exclusions(const char *path, Exclusion **out, int *n) {
 
 static int cmd_test(int argc, char **argv) {
     Exclusion *ex = NULL;
-    int n_ex = 0, passed = 0, failed = 0, skipped = 0, n_dirs = 0;
+    int n_ex = 0, passed = 0, failed = 0, skipped = 0, n_dirs = 0, opt_level = 0;
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--exclude") == 0) {
+            i++;
+        } else if (strncmp(argv[i], "-O", 2) == 0 &&
+                   (opt_level = parse_opt_level(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &i)) <
+                       0) {
+            return 2;
+        }
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--exclude") == 0) {
             if (i + 1 >= argc || !read_exclusions(argv[i + 1], &ex, &n_ex)) return 2;
@@ -452,6 +461,10 @@ static int cmd_test(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--exclude") == 0) {
             i++;
+            continue;
+        }
+        if (strncmp(argv[i], "-O", 2) == 0) { /* read above; -O N skips N too */
+            if (argv[i][2] == '\0') i++;
             continue;
         }
         const char *dir = argv[i];
@@ -474,7 +487,7 @@ static int cmd_test(int argc, char **argv) {
         }
         int ok = 0;
         char *why = NULL;
-        if (rly_onnx_test_case(dir, &ok, &why) != RLY_STATUS_OK) {
+        if (rly_onnx_test_case(dir, opt_level, &ok, &why) != RLY_STATUS_OK) {
             printf("FAIL %s: %s\n", name, rly_last_error());
             failed++;
             continue;

@@ -8,11 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/eval.h"
 #include "frontend/text/text.h"
+#include "passes/passes.h"
 #include "types/types.h"
-
-#define FOLD_MAX_ELEMS (1 << 20) /* results larger than this stay calls (not folded) */
 
 /* One level of names: a graph (the main graph or a subgraph). A subgraph that becomes a function
  * (Loop and Scan bodies) is a boundary: an outer value used inside is passed in as an extra
@@ -41,8 +39,7 @@ struct Imp {
     PtrMap node_off; /* OxNode* -> byte offset + 1 */
     const char *src;
     /* folding */
-    Module *scratch;
-    Interp *interp;
+    PassFolder *folder;
     uint32_t n_folded;
     /* sequences and optionals */
     Module *mod;               /* the module being built (the prelude is parsed into it) */
@@ -372,80 +369,22 @@ void ia_pairs(Imp *imp, ImpAttrs *a, const char *key, uint32_t n_pairs, const in
 
 /* ---- building ------------------------------------------------------------------------------- */
 
-static size_t static_elems(Type *t) {
-    if (t == NULL) return SIZE_MAX;
-    if (t->kind == TYPE_TENSOR) {
-        TensorType *tt = AS_TENSOR_TYPE(t);
-        size_t n = 1;
-        for (uint32_t i = 0; i < tt->ndim; i++) {
-            if (tt->shape[i] < 0) return SIZE_MAX;
-            if (tt->shape[i] > 0 && n > SIZE_MAX / (size_t)tt->shape[i]) return SIZE_MAX;
-            n *= (size_t)tt->shape[i];
-        }
-        return n;
-    }
-    if (t->kind == TYPE_TUPLE) {
-        TupleType *tu = AS_TUPLE_TYPE(t);
-        size_t n = 0;
-        for (uint32_t i = 0; i < tu->n; i++) {
-            size_t k = static_elems(tu->fields[i]);
-            if (k == SIZE_MAX) return SIZE_MAX;
-            n += k;
-        }
-        return n;
-    }
-    return SIZE_MAX;
-}
-
-static Expr *const_of_value(Imp *imp, Value *v) {
-    if (v->kind == VAL_TENSOR) {
-        RtTensor *t = RT_TENSOR(v);
-        Expr *c = ir_constant_new(imp->ctx, rt_tensor_dtype(t), (uint32_t)t->t.ndim, t->shape,
-                                  t->t.data, imp->span);
-        c->checked_type =
-            ir_type_tensor(imp->ctx, rt_tensor_dtype(t), (uint32_t)t->t.ndim, t->shape);
-        return c;
-    }
-    if (v->kind == VAL_TUPLE) {
-        RtTuple *tu = RT_TUPLE(v);
-        Expr **f = arena_array(&imp->arena, tu->n ? tu->n : 1, sizeof *f);
-        for (uint32_t i = 0; i < tu->n; i++) {
-            f[i] = const_of_value(imp, tu->f[i]);
-            if (f[i] == NULL) return NULL;
-        }
-        return imp_tuple(imp, tu->n, f);
-    }
-    return NULL;
-}
-
-/* Evaluate a call on constants; the call itself when it cannot be folded. */
+/* Evaluate a call on constants (FoldConstant's folder, src/passes/fold_constant.c, one for the
+ * whole import); the call itself when it is not folded. */
 static Expr *fold(Imp *imp, Expr *call, const OpDef *def) {
     (void)def;
     if (imp->opts && imp->opts->no_fold) return call;
-    if (static_elems(call->checked_type) > FOLD_MAX_ELEMS) return call;
-    if (imp->interp == NULL) {
-        imp->scratch = ir_module_new(imp->ctx);
-        imp->interp = ev_new(imp->scratch);
-    }
-    size_t mark = imp->ctx->diags.items.len, errs = imp->ctx->diags.n_errors;
-    Value *v = ev_eval_closed(imp->interp, call);
-    if (v == NULL) {
-        /* A runtime error while folding (e.g. an index out of range): keep the call, so the error
-         * is reported when (and if) the program runs; drop the diagnostic. */
-        if (getenv("RLY_IMPORT_DEBUG")) {
-            StrBuf sb = {0};
-            diags_render(&imp->ctx->diags, mark, &sb);
-            fprintf(stderr, "[import] not folded: %s", sb_cstr(&sb));
-            sb_free(&sb);
-        }
-        for (size_t i = mark; i < imp->ctx->diags.items.len; i++)
-            free(imp->ctx->diags.items.data[i].msg);
-        imp->ctx->diags.items.len = mark;
-        imp->ctx->diags.n_errors = errs;
-        return call;
-    }
-    Expr *c = const_of_value(imp, v);
-    rt_release(v);
+    /* static_only: a result whose type leaves a dim unknown stays a call, as the converters
+     * expect (they look at types, not values, for what they build next); quantized weights
+     * (QuantizeLinear of an initializer) fold too */
+    if (imp->folder == NULL) imp->folder = pass_folder_new(imp->ctx, true, true);
+    bool debug = getenv("RLY_IMPORT_DEBUG") != NULL;
+    StrBuf why = {0};
+    Expr *c = pass_fold_call(imp->folder, call, debug ? &why : NULL);
+    /* A run-time error while folding (e.g. an index out of range) keeps the call, so the error
+     * is reported when (and if) the program runs. */
+    if (why.len) fprintf(stderr, "[import] not folded: %s", sb_cstr(&why));
+    sb_free(&why);
     if (c == NULL) return call;
     imp->n_folded++;
     return c;
@@ -453,7 +392,8 @@ static Expr *fold(Imp *imp, Expr *call, const OpDef *def) {
 
 Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, const ImpAttrs *a) {
     Ctx *ctx = imp->ctx;
-    const OpDef *def = op_lookup(op, strlen(op));
+    Expr *opx = ir_op_get(ctx, op, strlen(op));
+    const OpDef *def = op_def_of(opx); /* resolved once per name and context */
     if (def == NULL) {
         imp_error(imp, "internal error: the converter calls unknown operator %s", op);
         return NULL;
@@ -467,8 +407,6 @@ Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, con
     }
     const Attrs *attrs = NULL;
     if (a && a->n) attrs = ir_attrs_new(ctx, a->n, a->keys, a->vals);
-    Expr *opx = ir_op_get(ctx, op, strlen(op));
-    AS_OP(opx)->info = def;
     Expr *call = ir_call_new(ctx, opx, n_args, args, attrs, 0, NULL, imp->span);
     const AttrValue **vals =
         arena_array(&imp->arena, def->n_attrs ? def->n_attrs : 1, sizeof *vals);
@@ -2407,7 +2345,7 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
     vec_free(&params);
 out:
     scope_pop(imp);
-    if (imp->interp) ev_free(imp->interp);
+    pass_folder_free(imp->folder);
     ptrmap_free(&imp->node_off);
     vec_free(&imp->elems);
     arena_free(&imp->arena);

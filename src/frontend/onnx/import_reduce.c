@@ -345,8 +345,6 @@ static bool topk_common(Imp *imp, bool k_input) {
             if (n != 1) return imp_error(imp, "K must hold one value, got %u", n);
             k = v[0];
             kt = NULL;
-        } else if (op_lookup("dyn.topk", 8) == NULL) {
-            return imp_error(imp, "the 'K' input must be a constant");
         }
     }
     Expr *y;

@@ -19,8 +19,6 @@
 
 #define SLICE_END INT64_MAX /* an end past every axis */
 
-static bool op_exists(const char *name) { return op_lookup(name, strlen(name)) != NULL; }
-
 /* axis normalized against a rank (valid: [-rank, rank - 1]). */
 static bool norm_axis(Imp *imp, int64_t axis, int64_t rank, const char *what, int64_t *out) {
     *out = 0;
@@ -227,7 +225,6 @@ static bool conv_reshape(Imp *imp) {
     const int64_t *shape;
     uint32_t n;
     if (imp_const_ints(imp, s, &shape, &n)) return reshape_const(imp, x, n, shape, allowzero);
-    if (!op_exists("dyn.reshape")) return imp_error(imp, "the 'shape' input must be a constant");
     ImpAttrs a = {0};
     ia_bool(imp, &a, "allowzero", allowzero);
     Expr *y = imp_call2(imp, "dyn.reshape", x, imp_cast(imp, s, RLY_DTYPE_I64), &a);
@@ -804,13 +801,11 @@ static bool conv_expand(Imp *imp) {
             Expr *args[3] = {imp_call(imp, "ones", 0, NULL, &a), x, x};
             y = args[0] ? imp_call(imp, "where", 3, args, NULL) : NULL;
         }
-    } else if (op_exists("dyn.ones")) {
+    } else {
         ImpAttrs a = {0};
         ia_str(imp, &a, "dtype", "bool");
         Expr *args[3] = {imp_call1(imp, "dyn.ones", imp_cast(imp, s, RLY_DTYPE_I64), &a), x, x};
         y = args[0] ? imp_call(imp, "where", 3, args, NULL) : NULL;
-    } else {
-        return imp_error(imp, "the 'shape' input must be a constant");
     }
     if (y == NULL) return false;
     imp_out(imp, 0, y);
@@ -853,7 +848,6 @@ static bool conv_tile(Imp *imp) {
     const int64_t *reps;
     uint32_t n;
     if (imp_const_ints(imp, rep, &reps, &n)) return tile_common(imp, x, n, reps);
-    if (!op_exists("dyn.tile")) return imp_error(imp, "the 'repeats' input must be a constant");
     Expr *y = imp_call2(imp, "dyn.tile", x, imp_cast(imp, rep, RLY_DTYPE_I64), NULL);
     if (y == NULL) return false;
     imp_out(imp, 0, y);
@@ -1033,10 +1027,8 @@ static bool conv_constant_of_shape(Imp *imp) {
         ImpAttrs a = {0};
         ia_ints(imp, &a, "shape", n, shape);
         y = imp_call1(imp, "full", fill, &a);
-    } else if (op_exists("dyn.full")) {
-        y = imp_call2(imp, "dyn.full", fill, imp_cast(imp, s, RLY_DTYPE_I64), NULL);
     } else {
-        return imp_error(imp, "the 'input' (shape) input must be a constant");
+        y = imp_call2(imp, "dyn.full", fill, imp_cast(imp, s, RLY_DTYPE_I64), NULL);
     }
     if (y == NULL) return false;
     imp_out(imp, 0, y);

@@ -508,6 +508,14 @@ static int64_t parse_dim(Parser *p) {
     fail_expected(p, "a tensor dimension (integer, '?' or name)");
 }
 
+/* A dtype with lanes, "float32x4": TVM's vector dtypes. */
+static bool vector_dtype(const char *s, size_t n) {
+    size_t x = n;
+    while (x > 0 && s[x - 1] >= '0' && s[x - 1] <= '9')
+        x--;
+    return x > 1 && x < n && s[x - 1] == 'x' && sup_dtype_parse(s, x - 1) >= 0;
+}
+
 /* Tensor[(d, ...), dtype], after the `Tensor` token. */
 static Type *parse_tensor_type(Parser *p) {
     advance(p); /* Tensor */
@@ -529,6 +537,9 @@ static Type *parse_tensor_type(Parser *p) {
     expect(p, TK_COMMA);
     Token dt = p->tok;
     int code = dt.kind == TK_IDENT ? sup_dtype_parse(tok_text(p, dt), tok_len(dt)) : -1;
+    if (code < 0 && dt.kind == TK_IDENT && vector_dtype(tok_text(p, dt), tok_len(dt)))
+        fail_at(p, tok_span(p, dt), "vector dtypes such as %.*s are not supported (one lane only)",
+                (int)tok_len(dt), tok_text(p, dt));
     if (code < 0) fail_expected(p, "a dtype like float32");
     advance(p);
     expect(p, TK_RBRACKET);
@@ -1664,7 +1675,13 @@ Module *text_parse_into(Ctx *ctx, Module *into, const char *name, const char *te
     if (p->tok.kind == TK_ERROR) fail_lex(p, p->tok);
     if (p->tok.kind == TK_HASH) {
         parse_header(p);
-        parse_module_body(p);
+        TokKind k = p->tok.kind;
+        if (k == TK_EOF || k == TK_DEF || k == TK_TYPE || k == TK_EXTERN || k == TK_HASH) {
+            parse_module_body(p);
+        } else { /* TVM's astext() of an expression: the header, then the expression */
+            p->is_expr = true;
+            parse_expr_body(p);
+        }
     } else {
         p->is_expr = true;
         parse_expr_body(p);

@@ -245,38 +245,40 @@ INT_OP(i_ge, !i_gt(b, a, t))
 
 /* ---- the operators ------------------------------------------------------------------------- */
 
-/* One row per operator: its name, the float op (NULL: floats are refused), the integer op, whether
- * the result is bool, whether bools are refused, and what it needs (for that message). */
+/* One row per operator: its id (support/ops.def), its name, the float op (NULL: floats are
+ * refused), the integer op, whether the result is bool, whether bools are refused, and what it
+ * needs (for that message). */
 /* clang-format off */
+#define BOOL_OR_INT "bool or integer tensors"
 #define BINARY_OPS(X)                                                                              \
-    X(add,            f_add,       i_add,       false, false, NULL)                                \
-    X(subtract,       f_sub,       i_sub,       false, false, NULL)                                \
-    X(multiply,       f_mul,       i_mul,       false, false, NULL)                                \
-    X(divide,         f_div,       i_div,       false, false, NULL)                                \
-    X(power,          f_pow,       i_pow,       false, false, NULL)                                \
-    X(maximum,        f_max,       i_max,       false, false, NULL)                                \
-    X(minimum,        f_min,       i_min,       false, false, NULL)                                \
-    X(mod,            f_fmod,      i_mod,       false, false, NULL)                                \
-    X(floor_divide,   f_floor_div, i_floor_div, false, false, NULL)                                \
-    X(floor_mod,      f_floor_mod, i_floor_mod, false, false, NULL)                                \
-    X(trunc_divide,   f_trunc_div, i_div,       false, false, NULL)                                \
-    X(trunc_mod,      f_trunc_mod, i_mod,       false, false, NULL)                                \
-    X(left_shift,     NULL,        i_shl,       false, true,  "integer tensors")                   \
-    X(right_shift,    NULL,        i_shr,       false, true,  "integer tensors")                   \
-    X(logical_and,    NULL,        i_land,      false, false, "bool or integer tensors")           \
-    X(logical_or,     NULL,        i_lor,       false, false, "bool or integer tensors")           \
-    X(logical_xor,    NULL,        i_lxor,      false, false, "bool or integer tensors")           \
-    X(bitwise_and,    NULL,        i_and,       false, false, "bool or integer tensors")           \
-    X(bitwise_or,     NULL,        i_or,        false, false, "bool or integer tensors")           \
-    X(bitwise_xor,    NULL,        i_xor,       false, false, "bool or integer tensors")           \
-    X(equal,          f_eq,        i_eq,        true,  false, NULL)                                \
-    X(not_equal,      f_ne,        i_ne,        true,  false, NULL)                                \
-    X(less,           f_lt,        i_lt,        true,  false, NULL)                                \
-    X(less_equal,     f_le,        i_le,        true,  false, NULL)                                \
-    X(greater,        f_gt,        i_gtr,       true,  false, NULL)                                \
-    X(greater_equal,  f_ge,        i_ge,        true,  false, NULL)
+    X(ADD,           add,           f_add,       i_add,       false, false, NULL)                  \
+    X(SUBTRACT,      subtract,      f_sub,       i_sub,       false, false, NULL)                  \
+    X(MULTIPLY,      multiply,      f_mul,       i_mul,       false, false, NULL)                  \
+    X(DIVIDE,        divide,        f_div,       i_div,       false, false, NULL)                  \
+    X(POWER,         power,         f_pow,       i_pow,       false, false, NULL)                  \
+    X(MAXIMUM,       maximum,       f_max,       i_max,       false, false, NULL)                  \
+    X(MINIMUM,       minimum,       f_min,       i_min,       false, false, NULL)                  \
+    X(MOD,           mod,           f_fmod,      i_mod,       false, false, NULL)                  \
+    X(FLOOR_DIVIDE,  floor_divide,  f_floor_div, i_floor_div, false, false, NULL)                  \
+    X(FLOOR_MOD,     floor_mod,     f_floor_mod, i_floor_mod, false, false, NULL)                  \
+    X(TRUNC_DIVIDE,  trunc_divide,  f_trunc_div, i_div,       false, false, NULL)                  \
+    X(TRUNC_MOD,     trunc_mod,     f_trunc_mod, i_mod,       false, false, NULL)                  \
+    X(LEFT_SHIFT,    left_shift,    NULL,        i_shl,       false, true,  "integer tensors")     \
+    X(RIGHT_SHIFT,   right_shift,   NULL,        i_shr,       false, true,  "integer tensors")     \
+    X(LOGICAL_AND,   logical_and,   NULL,        i_land,      false, false, BOOL_OR_INT)           \
+    X(LOGICAL_OR,    logical_or,    NULL,        i_lor,       false, false, BOOL_OR_INT)           \
+    X(LOGICAL_XOR,   logical_xor,   NULL,        i_lxor,      false, false, BOOL_OR_INT)           \
+    X(BITWISE_AND,   bitwise_and,   NULL,        i_and,       false, false, BOOL_OR_INT)           \
+    X(BITWISE_OR,    bitwise_or,    NULL,        i_or,        false, false, BOOL_OR_INT)           \
+    X(BITWISE_XOR,   bitwise_xor,   NULL,        i_xor,       false, false, BOOL_OR_INT)           \
+    X(EQUAL,         equal,         f_eq,        i_eq,        true,  false, NULL)                  \
+    X(NOT_EQUAL,     not_equal,     f_ne,        i_ne,        true,  false, NULL)                  \
+    X(LESS,          less,          f_lt,        i_lt,        true,  false, NULL)                  \
+    X(LESS_EQUAL,    less_equal,    f_le,        i_le,        true,  false, NULL)                  \
+    X(GREATER,       greater,       f_gt,        i_gtr,       true,  false, NULL)                  \
+    X(GREATER_EQUAL, greater_equal, f_ge,        i_ge,        true,  false, NULL)
 
-#define KERNEL(name, f, i, cmp, no_bool, needs)                                                    \
+#define KERNEL(ID, name, f, i, cmp, no_bool, needs)                                                \
     static int k_##name(KCall *kc) {                                                               \
         static const BinOp op = {f, i, cmp, no_bool, needs};                                       \
         return binary(kc, &op);                                                                    \
@@ -284,10 +286,10 @@ INT_OP(i_ge, !i_gt(b, a, t))
 BINARY_OPS(KERNEL)
 #undef KERNEL
 
-#define ROW(name, ...) {#name, k_##name},
+#define ROW(ID, name, ...) {OP_ID_##ID, k_##name},
 const KernelDef kern_ref_binary[] = {
     BINARY_OPS(ROW)
-    {NULL, NULL},
+    {0, NULL},
 };
 #undef ROW
 /* clang-format on */

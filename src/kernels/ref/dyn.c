@@ -154,10 +154,10 @@ static void lower_float(Lowered *l, const char *name, double v) {
 
 /* Run the reference kernel of `op` on arguments args[0..n_args) of kc (by index) with l's
  * attributes. The outputs, the allocator and the error buffer are kc's. */
-static int call_static(KCall *kc, const char *op, const uint32_t *args, uint32_t n_args,
+static int call_static(KCall *kc, uint32_t op, const uint32_t *args, uint32_t n_args,
                        const Lowered *l) {
     KernelFn fn = kern_ref_lookup(op);
-    RLY_CHECK(fn != NULL && n_args <= 4, "dyn: no reference kernel %s", op);
+    RLY_CHECK(fn != NULL && n_args <= 4, "dyn: no reference kernel %s", sup_op_name(op));
     uint32_t start[4], len[4];
     uint8_t tuple[4];
     for (uint32_t i = 0; i < n_args; i++) {
@@ -217,7 +217,7 @@ static int dyn_reshape(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_ints(&l, "newshape", ns, nn);
-    return call_static(kc, "reshape", ARG0, 1, &l);
+    return call_static(kc, OP_ID_RESHAPE, ARG0, 1, &l);
 }
 
 /* Shape values and where data does not broadcast to them, for the message. */
@@ -247,7 +247,7 @@ static int dyn_broadcast_to(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_ints(&l, "shape", shape, n);
-    return call_static(kc, "broadcast_to", ARG0, 1, &l);
+    return call_static(kc, OP_ID_BROADCAST_TO, ARG0, 1, &l);
 }
 
 static int dyn_tile(KCall *kc) {
@@ -265,7 +265,7 @@ static int dyn_tile(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_ints(&l, "reps", reps, n);
-    return call_static(kc, "tile", ARG0, 1, &l);
+    return call_static(kc, OP_ID_TILE, ARG0, 1, &l);
 }
 
 /* ---- dyn.strided_slice ---------------------------------------------------------------------- */
@@ -299,7 +299,7 @@ static int dyn_strided_slice(KCall *kc) {
     lower_init(&l, kc);
     for (uint32_t i = 0; i < 3; i++)
         lower_ints(&l, names[i], v[i], n[i]);
-    return call_static(kc, "strided_slice", ARG0, 1, &l);
+    return call_static(kc, OP_ID_STRIDED_SLICE, ARG0, 1, &l);
 }
 
 /* ---- dyn.full, dyn.zeros, dyn.ones, dyn.one_hot --------------------------------------------- */
@@ -324,10 +324,10 @@ static int dyn_full(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_ints(&l, "shape", shape, n);
-    return call_static(kc, "full", ARG0, 1, &l);
+    return call_static(kc, OP_ID_FULL, ARG0, 1, &l);
 }
 
-static int dyn_init(KCall *kc, const char *op) {
+static int dyn_init(KCall *kc, uint32_t op) {
     int64_t shape[DYN_MAX_VALS];
     uint32_t n;
     if (load_shape(kc, 0, shape, &n) != 0) return -1;
@@ -337,8 +337,8 @@ static int dyn_init(KCall *kc, const char *op) {
     return call_static(kc, op, ARG0, 0, &l);
 }
 
-static int dyn_zeros(KCall *kc) { return dyn_init(kc, "zeros"); }
-static int dyn_ones(KCall *kc) { return dyn_init(kc, "ones"); }
+static int dyn_zeros(KCall *kc) { return dyn_init(kc, OP_ID_ZEROS); }
+static int dyn_ones(KCall *kc) { return dyn_init(kc, OP_ID_ONES); }
 
 static int dyn_one_hot(KCall *kc) {
     int64_t depth;
@@ -349,7 +349,7 @@ static int dyn_one_hot(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_int(&l, "depth", depth);
-    return call_static(kc, "one_hot", args, 3, &l);
+    return call_static(kc, OP_ID_ONE_HOT, args, 3, &l);
 }
 
 /* ---- dyn.topk ------------------------------------------------------------------------------- */
@@ -361,7 +361,7 @@ static int dyn_topk(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_int(&l, "k", k);
-    return call_static(kc, "topk", ARG0, 1, &l);
+    return call_static(kc, OP_ID_TOPK, ARG0, 1, &l);
 }
 
 /* ---- dyn.nn.pad ----------------------------------------------------------------------------- */
@@ -392,7 +392,7 @@ static int dyn_pad(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_ints(&l, "pad_width", w, m);
-    return call_static(kc, "nn.pad", ARG02, 2, &l);
+    return call_static(kc, OP_ID_NN_PAD, ARG02, 2, &l);
 }
 
 /* ---- dyn.squeeze, dyn.expand_dims ----------------------------------------------------------- */
@@ -416,7 +416,7 @@ static int dyn_squeeze(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_ints(&l, "axis", axes, n);
-    return call_static(kc, "squeeze", ARG0, 1, &l);
+    return call_static(kc, OP_ID_SQUEEZE, ARG0, 1, &l);
 }
 
 static int dyn_expand_dims(KCall *kc) {
@@ -425,7 +425,7 @@ static int dyn_expand_dims(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_int(&l, "axis", axis);
-    return call_static(kc, "expand_dims", ARG0, 1, &l);
+    return call_static(kc, OP_ID_EXPAND_DIMS, ARG0, 1, &l);
 }
 
 /* ---- dyn.image.resize2d, dyn.nn.upsampling ----------------------------------------------------
@@ -467,7 +467,7 @@ static int dyn_resize2d(KCall *kc) {
     Lowered l;
     lower_init(&l, kc);
     lower_ints(&l, "size", size, n);
-    return call_static(kc, "image.resize2d", ARG0, 1, &l);
+    return call_static(kc, OP_ID_IMAGE_RESIZE2D, ARG0, 1, &l);
 }
 
 /* The result extent is nearbyint(extent * scale), as nn.upsampling computes it. */
@@ -492,25 +492,25 @@ static int dyn_upsampling(KCall *kc) {
     lower_init(&l, kc);
     lower_float(&l, "scale_h", scale[0]);
     lower_float(&l, "scale_w", scale[1]);
-    return call_static(kc, "nn.upsampling", ARG0, 1, &l);
+    return call_static(kc, OP_ID_NN_UPSAMPLING, ARG0, 1, &l);
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const KernelDef kern_ref_dyn[] = {
-    {"dyn.reshape", dyn_reshape},
-    {"dyn.broadcast_to", dyn_broadcast_to},
-    {"dyn.strided_slice", dyn_strided_slice},
-    {"dyn.tile", dyn_tile},
-    {"dyn.full", dyn_full},
-    {"dyn.zeros", dyn_zeros},
-    {"dyn.ones", dyn_ones},
-    {"dyn.one_hot", dyn_one_hot},
-    {"dyn.topk", dyn_topk},
-    {"dyn.nn.pad", dyn_pad},
-    {"dyn.squeeze", dyn_squeeze},
-    {"dyn.expand_dims", dyn_expand_dims},
-    {"dyn.image.resize2d", dyn_resize2d},
-    {"dyn.nn.upsampling", dyn_upsampling},
-    {NULL, NULL},
+    {OP_ID_DYN_RESHAPE, dyn_reshape},
+    {OP_ID_DYN_BROADCAST_TO, dyn_broadcast_to},
+    {OP_ID_DYN_STRIDED_SLICE, dyn_strided_slice},
+    {OP_ID_DYN_TILE, dyn_tile},
+    {OP_ID_DYN_FULL, dyn_full},
+    {OP_ID_DYN_ZEROS, dyn_zeros},
+    {OP_ID_DYN_ONES, dyn_ones},
+    {OP_ID_DYN_ONE_HOT, dyn_one_hot},
+    {OP_ID_DYN_TOPK, dyn_topk},
+    {OP_ID_DYN_NN_PAD, dyn_pad},
+    {OP_ID_DYN_SQUEEZE, dyn_squeeze},
+    {OP_ID_DYN_EXPAND_DIMS, dyn_expand_dims},
+    {OP_ID_DYN_IMAGE_RESIZE2D, dyn_resize2d},
+    {OP_ID_DYN_NN_UPSAMPLING, dyn_upsampling},
+    {0, NULL},
 };

@@ -172,11 +172,11 @@ static int k_tfidf(KCall *kc) {
 }
 
 const KernelDef kern_ref_misc[] = {
-    {"trap", trap},
-    {"annotation.stop_fusion", identity},
-    {"annotation.checkpoint", identity},
-    {"debug", identity},
-    {"det", k_det},
-    {"tfidf_vectorizer", k_tfidf},
-    {NULL, NULL},
+    {OP_ID_TRAP, trap},
+    {OP_ID_ANNOTATION_STOP_FUSION, identity},
+    {OP_ID_ANNOTATION_CHECKPOINT, identity},
+    {OP_ID_DEBUG, identity},
+    {OP_ID_DET, k_det},
+    {OP_ID_TFIDF_VECTORIZER, k_tfidf},
+    {0, NULL},
 };

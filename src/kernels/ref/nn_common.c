@@ -29,17 +29,8 @@ void *kern_nn_scratch(KCall *kc, int64_t count, size_t size) {
 /* ---- layouts ----------------------------------------------------------------------------------
  */
 
-/* The layout names exactly the primal axes of ref. */
-static bool convertible(const KLayout *l, const char *ref) {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->axis[i] < 'a' && strchr(ref, l->axis[i]) == NULL) return false;
-    for (const char *r = ref; *r; r++)
-        if (k_layout_find(l, *r) < 0) return false;
-    return true;
-}
-
 static int parse_for(KCall *kc, const char *layout, const char *ref, const char *what, KLayout *l) {
-    if (!k_layout_parse(layout, l) || !convertible(l, ref) || strlen(ref) > 8)
+    if (!k_layout_parse(layout, l) || !sup_layout_convertible(l, ref) || strlen(ref) > 8)
         return k_error(kc, "%s layout \"%s\" is not convertible to %s", what, layout, ref);
     return 0;
 }

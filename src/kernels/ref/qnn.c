@@ -598,14 +598,14 @@ static int qnn_concatenate(KCall *kc) {
 }
 
 const KernelDef kern_ref_qnn[] = {
-    {"qnn.quantize", quantize},
-    {"qnn.dequantize", dequantize},
-    {"qnn.requantize", requantize},
-    {"qnn.conv2d", qnn_conv2d},
-    {"qnn.dense", qnn_dense},
-    {"qnn.add", qnn_add},
-    {"qnn.subtract", qnn_subtract},
-    {"qnn.mul", qnn_mul},
-    {"qnn.concatenate", qnn_concatenate},
-    {NULL, NULL},
+    {OP_ID_QNN_QUANTIZE, quantize},
+    {OP_ID_QNN_DEQUANTIZE, dequantize},
+    {OP_ID_QNN_REQUANTIZE, requantize},
+    {OP_ID_QNN_CONV2D, qnn_conv2d},
+    {OP_ID_QNN_DENSE, qnn_dense},
+    {OP_ID_QNN_ADD, qnn_add},
+    {OP_ID_QNN_SUBTRACT, qnn_subtract},
+    {OP_ID_QNN_MUL, qnn_mul},
+    {OP_ID_QNN_CONCATENATE, qnn_concatenate},
+    {0, NULL},
 };

@@ -399,8 +399,17 @@ static int k_logsumexp(KCall *kc) {
 }
 
 const KernelDef kern_ref_reduce[] = {
-    {"sum", k_sum},       {"mean", k_mean},         {"max", k_max}, {"min", k_min},
-    {"prod", k_prod},     {"all", k_all},           {"any", k_any}, {"argmax", k_argmax},
-    {"argmin", k_argmin}, {"variance", k_variance}, {"std", k_std}, {"logsumexp", k_logsumexp},
-    {NULL, NULL},
+    {OP_ID_SUM, k_sum},
+    {OP_ID_MEAN, k_mean},
+    {OP_ID_MAX, k_max},
+    {OP_ID_MIN, k_min},
+    {OP_ID_PROD, k_prod},
+    {OP_ID_ALL, k_all},
+    {OP_ID_ANY, k_any},
+    {OP_ID_ARGMAX, k_argmax},
+    {OP_ID_ARGMIN, k_argmin},
+    {OP_ID_VARIANCE, k_variance},
+    {OP_ID_STD, k_std},
+    {OP_ID_LOGSUMEXP, k_logsumexp},
+    {0, NULL},
 };

@@ -899,83 +899,28 @@ static int meshgrid_ref(KCall *kc) {
 
 /* ---- einsum --------------------------------------------------------------------------------- */
 
-#define N_LABELS 52
+#define N_LABELS SUP_EINSUM_LABELS
 #define N_VARS (N_LABELS + K_MAX_DIMS) /* the labels, then the "..." dims */
 
-static int label_of(char c) {
-    if (c >= 'a' && c <= 'z') return c - 'a';
-    if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
-    return -1;
-}
-
-static char label_char(int l) { return (char)(l < 26 ? 'a' + l : 'A' + (l - 26)); }
-
-/* One term: its items (a label, or -2 for "...") in order. */
-typedef struct Term {
-    uint32_t n;
-    int item[K_MAX_DIMS + 1];
-    bool ell;
-} Term;
-
-static bool parse_term(const char **p, Term *t) {
-    t->n = 0;
-    t->ell = false;
-    for (const char *q = *p;; q++) {
-        char c = *q;
-        if (c == ' ') continue;
-        if (c == '\0' || c == ',' || c == '-') {
-            *p = q;
-            return true;
-        }
-        if (t->n > K_MAX_DIMS) return false;
-        if (c == '.') {
-            if (q[1] != '.' || q[2] != '.' || t->ell) return false;
-            t->ell = true;
-            t->item[t->n++] = -2;
-            q += 2;
-            continue;
-        }
-        int l = label_of(c);
-        if (l < 0) return false;
-        t->item[t->n++] = l;
-    }
-}
-
-/* Sum over the variables not in the output of the product of the operands. Each operand's
- * variables give it a stride per variable (a repeated label adds its strides: a diagonal). */
-static int einsum_ref(KCall *kc) {
-    uint32_t k = kc->arg_len[0];
-    if (k == 0 || k > 64) return k_error(kc, "einsum takes 1 to 64 tensors");
-    const char *eq = k_str(kc, "equation"), *p = eq;
-    Term terms[65], out_t;
-    uint32_t nt = 0;
-    for (;;) {
-        if (nt == 65 || !parse_term(&p, &terms[nt])) return k_error(kc, "bad equation \"%s\"", eq);
-        nt++;
-        if (*p != ',') break;
-        p++;
-    }
-    if (nt != k) return k_error(kc, "equation \"%s\" has %u terms for %u tensors", eq, nt, k);
-    bool explicit_out = *p == '-';
-    if (explicit_out) {
-        if (p[1] != '>') return k_error(kc, "bad equation \"%s\"", eq);
-        p += 2;
-        if (!parse_term(&p, &out_t) || *p != '\0') return k_error(kc, "bad equation \"%s\"", eq);
-    }
+/* Run a parsed equation (ein->n_in == the number of tensors). */
+static int einsum_run(KCall *kc, const char *eq, const SupEinsum *ein) {
+    uint32_t k = ein->n_in;
     rly_dtype dt = k_dtype(k_field(kc, 0, 0));
     /* sizes of labels and of the broadcast "..." dims */
     int64_t size[N_VARS];
-    int count[N_LABELS] = {0};
     uint32_t n_ell = 0;
     for (uint32_t i = 0; i < k; i++) {
         const DLTensor *t = k_field(kc, 0, i);
-        uint32_t labels = terms[i].n - (terms[i].ell ? 1 : 0);
+        const SupEinsumTerm *term = &ein->in[i];
+        uint32_t labels = term->n - (term->has_ellipsis ? 1 : 0);
         if (k_dtype(t) != dt) return k_error(kc, "the tensors differ in dtype");
-        if (terms[i].ell ? rank(t) < labels : rank(t) != labels)
+        if (term->has_ellipsis ? rank(t) < labels : rank(t) != labels)
             return k_error(kc, "term %u has %u labels but tensor %u has rank %u", i, labels, i,
                            rank(t));
         if (rank(t) - labels > n_ell) n_ell = rank(t) - labels;
     }
+    if (n_ell > 0 && !ein->out.has_ellipsis)
+        return k_error(kc, "equation \"%s\": the output has no \"...\"", eq);
     for (uint32_t v = 0; v < N_VARS; v++)
         size[v] = N_LABELS <= v ? 1 : -1;
     /* strides[i][v]: operand i's element stride for variable v */
@@ -984,12 +929,13 @@ static int einsum_ref(KCall *kc) {
     int rc = 0;
     for (uint32_t i = 0; i < k && rc == 0; i++) {
         const DLTensor *t = k_field(kc, 0, i);
+        const SupEinsumTerm *term = &ein->in[i];
         int64_t st[K_MAX_DIMS];
         k_strides(rank(t), t->shape, st);
-        uint32_t ell = rank(t) - (terms[i].n - (terms[i].ell ? 1 : 0)), d = 0;
-        for (uint32_t j = 0; j < terms[i].n && rc == 0; j++) {
-            int l = terms[i].item[j];
-            if (l == -2) {
+        uint32_t ell = rank(t) - (term->n - (term->has_ellipsis ? 1 : 0)), d = 0;
+        for (uint32_t j = 0; j < term->n && rc == 0; j++) {
+            int l = ein->items[term->start + j];
+            if (l == SUP_EINSUM_ELLIPSIS) {
                 for (uint32_t e = 0; e < ell; e++, d++) {
                     uint32_t v = N_LABELS + n_ell - ell + e;
                     int64_t sz = dim(t, d);
@@ -1003,40 +949,26 @@ static int einsum_ref(KCall *kc) {
             }
             int64_t sz = dim(t, d);
             if (size[l] >= 0 && size[l] != sz)
-                rc = k_error(kc, "label %c has sizes %lld and %lld", label_char(l),
+                rc = k_error(kc, "label %c has sizes %lld and %lld", sup_einsum_char(l),
                              (long long)size[l], (long long)sz);
             size[l] = sz;
-            count[l]++;
             strides[i][l] += st[d++];
         }
     }
-    /* the output variables, then the summed ones */
+    /* the output variables (the parser checked the output's labels), then the summed ones */
     uint32_t ov[N_VARS], sv[N_VARS], n_ov = 0, n_sv = 0;
     bool in_out[N_VARS] = {0};
-    if (rc == 0 && explicit_out) {
-        for (uint32_t j = 0; j < out_t.n && rc == 0; j++) {
-            int l = out_t.item[j];
-            if (l == -2) {
-                for (uint32_t e = 0; e < n_ell; e++)
-                    ov[n_ov++] = N_LABELS + e, in_out[N_LABELS + e] = true;
-            } else if (count[l] == 0 || in_out[l]) {
-                rc = k_error(kc, "equation \"%s\": a bad output label", eq);
-            } else {
-                ov[n_ov++] = (uint32_t)l, in_out[l] = true;
-            }
+    for (uint32_t j = 0; j < ein->out.n; j++) {
+        int l = ein->items[ein->out.start + j];
+        if (l == SUP_EINSUM_ELLIPSIS) {
+            for (uint32_t e = 0; e < n_ell; e++)
+                ov[n_ov++] = N_LABELS + e, in_out[N_LABELS + e] = true;
+        } else {
+            ov[n_ov++] = (uint32_t)l, in_out[l] = true;
         }
-        if (rc == 0 && n_ell && !out_t.ell)
-            rc = k_error(kc, "equation \"%s\": the output has no \"...\"", eq);
-    } else if (rc == 0) {
-        for (uint32_t e = 0; e < n_ell; e++)
-            ov[n_ov++] = N_LABELS + e, in_out[N_LABELS + e] = true;
-        for (int l = 26; l < N_LABELS; l++)
-            if (count[l] == 1) ov[n_ov++] = (uint32_t)l, in_out[l] = true;
-        for (int l = 0; l < 26; l++)
-            if (count[l] == 1) ov[n_ov++] = (uint32_t)l, in_out[l] = true;
     }
     for (uint32_t l = 0; l < N_LABELS; l++)
-        if (count[l] > 0 && !in_out[l]) sv[n_sv++] = l;
+        if (ein->count[l] > 0 && !in_out[l]) sv[n_sv++] = l;
     if (rc == 0 && n_ov > K_MAX_DIMS) rc = k_error(kc, "the result rank exceeds %d", K_MAX_DIMS);
     DLTensor *o = NULL;
     int64_t shape[N_VARS], ssize[N_VARS];
@@ -1085,6 +1017,26 @@ static int einsum_ref(KCall *kc) {
         }
     }
     free(strides);
+    return rc;
+}
+
+/* Sum over the variables not in the output of the product of the operands. Each operand's
+ * variables give it a stride per variable (a repeated label adds its strides: a diagonal). */
+static int einsum_ref(KCall *kc) {
+    uint32_t k = kc->arg_len[0];
+    if (k == 0 || k > SUP_EINSUM_MAX_TERMS)
+        return k_error(kc, "einsum takes 1 to %d tensors", SUP_EINSUM_MAX_TERMS);
+    const char *eq = k_str(kc, "equation");
+    SupEinsum *ein = malloc(sizeof *ein);
+    if (ein == NULL) return k_error(kc, "out of memory");
+    char why[256];
+    int rc = 0;
+    if (sup_einsum_parse(eq, ein, why, sizeof why) != NULL)
+        rc = k_error(kc, "%s", why);
+    else if (ein->n_in != k)
+        rc = k_error(kc, "equation \"%s\" has %u terms for %u tensors", eq, ein->n_in, k);
+    if (rc == 0) rc = einsum_run(kc, eq, ein);
+    free(ein);
     return rc;
 }
 
@@ -1221,34 +1173,34 @@ static int invert_permutation_ref(KCall *kc) {
  */
 
 const KernelDef kern_ref_transform[] = {
-    {"cast", cast_ref},
-    {"cast_like", cast_like_ref},
-    {"reinterpret", reinterpret_ref},
-    {"expand_dims", expand_dims_ref},
-    {"squeeze", squeeze_ref},
-    {"reshape", reshape_ref},
-    {"reshape_like", reshape_like_ref},
-    {"transpose", transpose_ref},
-    {"concatenate", concatenate_ref},
-    {"stack", stack_ref},
-    {"split", split_ref},
-    {"tile", tile_ref},
-    {"repeat", repeat_ref},
-    {"reverse", reverse_ref},
-    {"reverse_sequence", reverse_sequence_ref},
-    {"where", where_ref},
-    {"broadcast_to", broadcast_to_ref},
-    {"broadcast_to_like", broadcast_to_like_ref},
-    {"collapse_sum_like", collapse_sum_like_ref},
-    {"collapse_sum_to", collapse_sum_to_ref},
-    {"layout_transform", layout_transform_ref},
-    {"strided_slice", strided_slice_ref},
-    {"slice_like", slice_like_ref},
-    {"meshgrid", meshgrid_ref},
-    {"einsum", einsum_ref},
-    {"trilu", trilu_ref},
-    {"matrix_set_diag", matrix_set_diag_ref},
-    {"sliding_window", sliding_window_ref},
-    {"invert_permutation", invert_permutation_ref},
-    {NULL, NULL},
+    {OP_ID_CAST, cast_ref},
+    {OP_ID_CAST_LIKE, cast_like_ref},
+    {OP_ID_REINTERPRET, reinterpret_ref},
+    {OP_ID_EXPAND_DIMS, expand_dims_ref},
+    {OP_ID_SQUEEZE, squeeze_ref},
+    {OP_ID_RESHAPE, reshape_ref},
+    {OP_ID_RESHAPE_LIKE, reshape_like_ref},
+    {OP_ID_TRANSPOSE, transpose_ref},
+    {OP_ID_CONCATENATE, concatenate_ref},
+    {OP_ID_STACK, stack_ref},
+    {OP_ID_SPLIT, split_ref},
+    {OP_ID_TILE, tile_ref},
+    {OP_ID_REPEAT, repeat_ref},
+    {OP_ID_REVERSE, reverse_ref},
+    {OP_ID_REVERSE_SEQUENCE, reverse_sequence_ref},
+    {OP_ID_WHERE, where_ref},
+    {OP_ID_BROADCAST_TO, broadcast_to_ref},
+    {OP_ID_BROADCAST_TO_LIKE, broadcast_to_like_ref},
+    {OP_ID_COLLAPSE_SUM_LIKE, collapse_sum_like_ref},
+    {OP_ID_COLLAPSE_SUM_TO, collapse_sum_to_ref},
+    {OP_ID_LAYOUT_TRANSFORM, layout_transform_ref},
+    {OP_ID_STRIDED_SLICE, strided_slice_ref},
+    {OP_ID_SLICE_LIKE, slice_like_ref},
+    {OP_ID_MESHGRID, meshgrid_ref},
+    {OP_ID_EINSUM, einsum_ref},
+    {OP_ID_TRILU, trilu_ref},
+    {OP_ID_MATRIX_SET_DIAG, matrix_set_diag_ref},
+    {OP_ID_SLIDING_WINDOW, sliding_window_ref},
+    {OP_ID_INVERT_PERMUTATION, invert_permutation_ref},
+    {0, NULL},
 };
