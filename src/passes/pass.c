@@ -241,43 +241,45 @@ static bool parse_pipeline(Ctx *ctx, const char *text, Steps *out, StrBuf *err) 
     return true;
 }
 
+/* The next item of a comma-separated list at *p: its text in [*item, *item + return value),
+ * blanks trimmed; *p moves past it. Returns -1 at the end of the list. */
+static int next_item(const char **p, const char **item) {
+    if (**p == '\0') return -1;
+    const char *s = skip_ws(*p), *e = s;
+    while (*e && *e != ',')
+        e++;
+    const char *t = e;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t'))
+        t--;
+    *item = s;
+    *p = *e ? e + 1 : e;
+    return (int)(t - s);
+}
+
 /* Is `name` in the comma-separated list? */
 static bool in_list(const char *list, const char *name) {
     if (list == NULL) return false;
     size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        p = skip_ws(p);
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        const char *t = e;
-        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
-            t--;
-        if ((size_t)(t - p) == n && strncmp(p, name, n) == 0) return true;
-        p = *e ? e + 1 : e;
-    }
+    const char *item;
+    int len;
+    for (const char *p = list; (len = next_item(&p, &item)) >= 0;)
+        if ((size_t)len == n && strncmp(item, name, n) == 0) return true;
     return false;
 }
 
 static bool check_list(const char *list, const char *what, StrBuf *err) {
     if (list == NULL) return true;
-    for (const char *p = list; *p;) {
-        p = skip_ws(p);
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        const char *t = e;
-        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
-            t--;
+    const char *item;
+    int len;
+    for (const char *p = list; (len = next_item(&p, &item)) >= 0;) {
         char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(t - p), p);
-        if (t > p && pass_lookup(name) == NULL) {
+        snprintf(name, sizeof name, "%.*s", len, item);
+        if (len > 0 && pass_lookup(name) == NULL) {
             sb_printf(err, "%s: unknown pass '%s' (passes: ", what, name);
             list_passes(err);
             sb_putc(err, ')');
             return false;
         }
-        p = *e ? e + 1 : e;
     }
     return true;
 }
