@@ -2,8 +2,12 @@
 corpora runs through the interpreter unoptimized (-O0) and optimized (-O3 by default), and the
 two must give the same outputs.
 
-    .venv/bin/python tests/diff/diff_opt.py RLY [-O N | --passes 'A,B(k=v)'] [--only SUBSTRING]
-                                            [--list]
+    .venv/bin/python tests/diff/diff_opt.py RLY [-O N | --passes 'A,B(k=v)'] [--engine vm|interp]
+                                            [--exact] [--only SUBSTRING] [--list]
+
+--engine E runs the optimized side on engine E and the reference side on the interpreter (the VM's
+differential test, issue 15); --exact asks floats to agree bit for bit (same -O level on both
+sides: the VM runs the same kernels in the same order).
 
 The corpora:
   tests/autodiff/*.rly        the autodiff programs, and the gradient of each (`rly grad`,
@@ -95,8 +99,9 @@ def as_float(a):
     return a.astype(np.float64)
 
 
-def compare_arrays(got, want):
-    """None when got (optimized) matches want (unoptimized), else what differs."""
+def compare_arrays(got, want, exact=False):
+    """None when got (optimized) matches want (unoptimized), else what differs. exact: floats
+    too must be equal (bit for bit, NaN equal to NaN)."""
     if sorted(got.files) != sorted(want.files):
         return "outputs %s, unoptimized %s" % (sorted(got.files), sorted(want.files))
     for k in sorted(want.files, key=lambda s: (len(s), s)):
@@ -105,7 +110,14 @@ def compare_arrays(got, want):
             return "%s: %s%s, unoptimized %s%s" % (k, dtype_name(g), g.shape, dtype_name(w),
                                                    w.shape)
         name = dtype_name(w)
-        if name in TOL:
+        if exact and name in TOL:
+            gf, wf = as_float(g), as_float(w)
+            same = (gf == wf) | (np.isnan(gf) & np.isnan(wf))
+            if not (same.all() and (np.isnan(wf).any() or g.tobytes() == w.tobytes())):
+                i = np.unravel_index(int(np.argmax(~same)), same.shape) if w.ndim else ()
+                return "%s[%s]: %r, unoptimized %r (%s, exact)" % (
+                    k, ",".join(map(str, i)), gf[i], wf[i], name)
+        elif name in TOL:
             rtol, atol = TOL[name]
             gf, wf = as_float(g), as_float(w)
             bad = ~(np.isclose(gf, wf, rtol=rtol, atol=atol, equal_nan=True) |
@@ -139,13 +151,16 @@ def compare_text(got, want):
     return None
 
 
-def check(rly, opt, passes, seed, name, text, work):
-    """('pass' | 'fail' | 'skip', name, why). opt: the level; passes: a pipeline instead."""
+def check(rly, opt, passes, seed, name, text, work, engine=None, exact=False):
+    """('pass' | 'fail' | 'skip', name, why). opt: the level; passes: a pipeline instead;
+    engine: the optimized side's engine (the reference side is always the interpreter)."""
     slug = re.sub(r"[^\w.]+", "_", name)
     src = os.path.join(work, slug + ("" if slug.endswith(".rly") else ".rly"))
     with open(src, "w") as f:
         f.write(text)
     base = ["--fill", "random", "--seed", str(seed)]
+    if engine:
+        base += ["--engine", "interp"]
     out0, outn = os.path.join(work, slug + ".O0.npz"), os.path.join(work, slug + ".On.npz")
     prelude = []
     rc, so, se = run(rly, src, base + ["--output", out0, "--timeout", str(TIMEOUT_O0)], TIMEOUT_O0)
@@ -161,6 +176,9 @@ def check(rly, opt, passes, seed, name, text, work):
         return "skip", name, "does not run at -O0: " + first_line(se)
     want = so
     ext, osrc, what = ["-O%d" % opt, "--timeout", str(TIMEOUT_ON)], src, "-O%d" % opt
+    if engine:
+        base = base[:-2] + ["--engine", engine]
+        what += " --engine " + engine
     if passes:
         osrc, what = src[:-4] + ".opt.rly", passes
         p = subprocess.run([rly, "opt", src, "--passes", passes, "--verify", "-o", osrc] + prelude,
@@ -168,6 +186,7 @@ def check(rly, opt, passes, seed, name, text, work):
         if p.returncode != 0:
             return "fail", name, "%s fails: %s" % (passes, first_line(p.stderr))
         ext, prelude = ["--timeout", str(TIMEOUT_ON)], []  # the output holds the prelude
+        what = passes + (" --engine " + engine if engine else "")
     if printed:
         rc, got, se = run(rly, osrc, base + prelude + ext, TIMEOUT_ON)
     else:
@@ -178,7 +197,7 @@ def check(rly, opt, passes, seed, name, text, work):
         why = compare_text(got.strip(), want.strip())
     else:
         with np.load(outn) as g, np.load(out0) as w:
-            why = compare_arrays(g, w)
+            why = compare_arrays(g, w, exact)
     return ("fail", name, why) if why else ("pass", name, "")
 
 
@@ -204,7 +223,7 @@ def gradients(rly, progs, work):
 
 def main():
     args = sys.argv[1:]
-    opt, passes, only, listing = 3, None, None, False
+    opt, passes, only, listing, engine, exact = 3, None, None, False, None, False
     rly = None
     i = 0
     while i < len(args):
@@ -216,15 +235,21 @@ def main():
             passes, i = args[i + 1], i + 2
         elif args[i] == "--only":
             only, i = args[i + 1], i + 2
+        elif args[i] == "--engine":
+            engine, i = args[i + 1], i + 2
+        elif args[i] == "--exact":
+            exact, i = True, i + 1
         elif args[i] == "--list":
             listing, i = True, i + 1
         else:
             rly, i = args[i], i + 1
     if rly is None:
-        sys.exit("usage: diff_opt.py RLY [-O N | --passes P] [--only SUBSTRING] [--list]")
+        sys.exit("usage: diff_opt.py RLY [-O N | --passes P] [--engine vm|interp] [--exact] "
+                 "[--only SUBSTRING] [--list]")
     seed = int(os.environ.get("RLY_SEED", "1"))
-    print("seed %d (RLY_SEED=%d replays it); -O0 against %s" %
-          (seed, seed, passes or "-O%d" % opt), flush=True)
+    print("seed %d (RLY_SEED=%d replays it); -O0 against %s%s%s" %
+          (seed, seed, passes or "-O%d" % opt, " --engine " + engine if engine else "",
+           " (exact)" if exact else ""), flush=True)
     with tempfile.TemporaryDirectory() as work:
         progs = corpus()
         progs += gradients(rly, progs, work)
@@ -235,7 +260,8 @@ def main():
             return
         counts = {"pass": 0, "fail": 0, "skip": 0}
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            results = pool.map(lambda p: check(rly, opt, passes, seed, p[0], p[1], work), progs)
+            results = pool.map(
+                lambda p: check(rly, opt, passes, seed, p[0], p[1], work, engine, exact), progs)
             for status, name, why in results:
                 counts[status] += 1
                 if status != "pass":

@@ -15,45 +15,18 @@
  *
  * RLY_UPDATE_GOLDEN=1 writes the expectations instead of comparing (review them in git).
  * Closes with `N passed, N failed`; exit status 1 when anything failed. */
-#include <dirent.h>
 #include <stdio.h>
 
 #include "frontend/text/text.h"
+#include "golden_util.h"
 #include "ir/ir.h"
 #include "types/types.h"
 
 static bool update;
 
-static char *read_all(const char *path, size_t *len) {
-    char err[256], *data;
-    if (!sup_read_file(path, &data, len, err, sizeof err)) return NULL;
-    return data;
-}
-
 static void write_all(const char *path, const char *s) {
     char err[256];
     if (!sup_write_file_atomic(path, s, strlen(s), err, sizeof err)) fprintf(stderr, "%s\n", err);
-}
-
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted list of DIR entries ending in .rly. */
-static size_t list_dir(const char *dir, char ***out) {
-    DIR *d = opendir(dir);
-    if (d == NULL) return 0;
-    PtrVec names = {0};
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t n = strlen(ent->d_name);
-        if (n > 4 && strcmp(ent->d_name + n - 4, ".rly") == 0)
-            vec_push(&names, strdup(ent->d_name));
-    }
-    closedir(d);
-    qsort(names.data, names.len, sizeof(char *), cmp_names);
-    *out = (char **)names.data;
-    return names.len;
 }
 
 static char *render(Ctx *ctx) {
@@ -75,7 +48,7 @@ static bool check_expect(const char *path, const char *got, const char *what, co
         return true;
     }
     size_t len;
-    char *want = read_all(path, &len);
+    char *want = golden_read(path, &len);
     bool ok = want != NULL && strcmp(want, got) == 0;
     if (!ok) {
         fprintf(stderr, "FAIL %s: %s differs from %s\n--- expected\n%s--- got\n%s---\n", name, what,
@@ -90,7 +63,7 @@ static bool run_parse_case(const char *dir, const char *name) {
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(out_path, sizeof out_path, "%s.out", path);
     size_t len;
-    char *text = read_all(path, &len);
+    char *text = golden_read(path, &len);
     if (text == NULL) return false;
     Ctx *ctx = ir_ctx_new();
     bool ok = false;
@@ -143,7 +116,7 @@ static bool run_error_case(const char *dir, const char *name) {
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(err_path, sizeof err_path, "%.*s.err", (int)(strlen(path) - 4), path);
     size_t len;
-    char *text = read_all(path, &len);
+    char *text = golden_read(path, &len);
     if (text == NULL) return false;
     Ctx *ctx = ir_ctx_new();
     bool ok = false;
@@ -173,7 +146,7 @@ static bool run_typed_case(const char *dir, const char *name) {
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(out_path, sizeof out_path, "%s.out", path);
     size_t len;
-    char *text = read_all(path, &len);
+    char *text = golden_read(path, &len);
     if (text == NULL) return false;
     Ctx *ctx = ir_ctx_new();
     bool ok = false;
@@ -213,7 +186,7 @@ static bool run_type_error_case(const char *dir, const char *name) {
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(err_path, sizeof err_path, "%.*s.err", (int)(strlen(path) - 4), path);
     size_t len;
-    char *text = read_all(path, &len);
+    char *text = golden_read(path, &len);
     if (text == NULL) return false;
     Ctx *ctx = ir_ctx_new();
     bool ok = false;
@@ -235,31 +208,22 @@ static bool run_type_error_case(const char *dir, const char *name) {
     return ok;
 }
 
+static const struct {
+    const char *mode;
+    bool (*run)(const char *dir, const char *name);
+} modes[] = {
+    {"parse", run_parse_case},
+    {"errors", run_error_case},
+    {"typed", run_typed_case},
+    {"type_errors", run_type_error_case},
+};
+
 int main(int argc, char **argv) {
-    const char *mode = argc == 3 ? argv[1] : "";
-    if (strcmp(mode, "parse") != 0 && strcmp(mode, "errors") != 0 && strcmp(mode, "typed") != 0 &&
-        strcmp(mode, "type_errors") != 0) {
-        fprintf(stderr, "usage: golden parse|errors|typed|type_errors DIR\n");
-        return 2;
+    for (size_t i = 0; argc == 3 && i < RLY_ARRAY_LEN(modes); i++) {
+        if (strcmp(argv[1], modes[i].mode) != 0) continue;
+        update = golden_update_requested();
+        return golden_run_dir(argv[2], false, modes[i].run);
     }
-    update = getenv("RLY_UPDATE_GOLDEN") && strcmp(getenv("RLY_UPDATE_GOLDEN"), "1") == 0;
-    bool errors = strcmp(argv[1], "errors") == 0;
-    char **names = NULL;
-    size_t n = list_dir(argv[2], &names);
-    size_t passed = 0, failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        bool ok = errors                             ? run_error_case(argv[2], names[i])
-                  : strcmp(mode, "typed") == 0       ? run_typed_case(argv[2], names[i])
-                  : strcmp(mode, "type_errors") == 0 ? run_type_error_case(argv[2], names[i])
-                                                     : run_parse_case(argv[2], names[i]);
-        ok ? passed++ : failed++;
-        free(names[i]);
-    }
-    free(names);
-    if (n == 0) {
-        fprintf(stderr, "no .rly files in %s\n", argv[2]);
-        failed = 1;
-    }
-    printf("%zu passed, %zu failed\n", passed, failed);
-    return failed ? 1 : 0;
+    fprintf(stderr, "usage: golden parse|errors|typed|type_errors DIR\n");
+    return 2;
 }

@@ -15,63 +15,17 @@
  *
  *   golden_passes DIR   run every case of DIR (one pass's folder)
  * Closes with `N passed, N failed`; exit status 1 when anything failed. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend/text/text.h"
+#include "golden_util.h"
 #include "passes/passes.h"
 #include "rly/rly.h"
 #include "types/types.h"
 
 static bool update;
-
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted case files of DIR: NAME.rly, not NAME.expected.rly. */
-static size_t list_cases(const char *dir, char ***out) {
-    DIR *d = opendir(dir);
-    if (d == NULL) return 0;
-    PtrVec names = {0};
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t n = strlen(ent->d_name);
-        if (n > 4 && strcmp(ent->d_name + n - 4, ".rly") == 0 &&
-            !(n > 13 && strcmp(ent->d_name + n - 13, ".expected.rly") == 0))
-            vec_push(&names, strdup(ent->d_name));
-    }
-    closedir(d);
-    qsort(names.data, names.len, sizeof(char *), cmp_names);
-    *out = (char **)names.data;
-    return names.len;
-}
-
-/* The value of directive `key` in the leading comment lines of text, copied into buf. */
-static bool directive(const char *text, const char *key, char *buf, size_t cap) {
-    size_t kn = strlen(key);
-    for (const char *p = text; strncmp(p, "//", 2) == 0 || strncmp(p, "#[", 2) == 0;) {
-        const char *q = p + 2;
-        while (*q == ' ')
-            q++;
-        const char *eol = strchr(p, '\n');
-        if (eol == NULL) eol = p + strlen(p);
-        if (strncmp(p, "//", 2) == 0 && strncmp(q, key, kn) == 0 &&
-            (q[kn] == ':' || q[kn] == '\n' || q[kn] == ' ' || q[kn] == '\0')) {
-            q += kn;
-            if (*q == ':') q++;
-            while (*q == ' ')
-                q++;
-            snprintf(buf, cap, "%.*s", (int)(eol - q), q);
-            return true;
-        }
-        if (*eol == '\0') break;
-        p = eol + 1;
-    }
-    return false;
-}
 
 static rly_status load(rly_ctx *ctx, const char *path, bool prelude, rly_module **m) {
     if (!prelude) return rly_module_parse_file(ctx, path, m);
@@ -83,18 +37,14 @@ static bool run_case(const char *dir, const char *name) {
     char path[4096], exp_path[4200], pipeline[1024], level[16];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(exp_path, sizeof exp_path, "%.*s.expected.rly", (int)(strlen(path) - 4), path);
-    char err[256], *text = NULL;
-    size_t len;
-    if (!sup_read_file(path, &text, &len, err, sizeof err)) {
-        fprintf(stderr, "FAIL %s: %s\n", name, err);
-        return false;
-    }
+    char *text = golden_read(path, NULL);
+    if (text == NULL) return false;
     const char *base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
-    if (!directive(text, "passes", pipeline, sizeof pipeline))
+    if (!golden_directive(text, "passes", pipeline, sizeof pipeline))
         snprintf(pipeline, sizeof pipeline, "%s", base);
-    int opt_level = directive(text, "opt-level", level, sizeof level) ? atoi(level) : 3;
-    bool prelude = directive(text, "prelude", level, sizeof level);
+    int opt_level = golden_directive(text, "opt-level", level, sizeof level) ? atoi(level) : 3;
+    bool prelude = golden_directive(text, "prelude", level, sizeof level);
     free(text);
 
     rly_ctx *ctx;
@@ -161,18 +111,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: golden_passes DIR\n");
         return 2;
     }
-    update = getenv("RLY_UPDATE_GOLDEN") && strcmp(getenv("RLY_UPDATE_GOLDEN"), "1") == 0;
-    char **names = NULL;
-    size_t n = list_cases(argv[1], &names), passed = 0, failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        run_case(argv[1], names[i]) ? passed++ : failed++;
-        free(names[i]);
-    }
-    free(names);
-    if (n == 0) {
-        fprintf(stderr, "no cases in %s\n", argv[1]);
-        failed = 1;
-    }
-    printf("%zu passed, %zu failed\n", passed, failed);
-    return failed ? 1 : 0;
+    update = golden_update_requested();
+    return golden_run_dir(argv[1], true, run_case);
 }

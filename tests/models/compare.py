@@ -1,6 +1,6 @@
 """Run exported ONNX models through rly and onnxruntime and compare (the project venv).
 
-    .venv/bin/python tests/models/compare.py [-O N] RLY MODELDIR [NAME...]
+    .venv/bin/python tests/models/compare.py [-O N] [--engine E] RLY MODELDIR [NAME...]
 
 For each MODELDIR/<name>.onnx with its <name>.npz input: `rly run` (optimized with -O N when
 given: the differential test of the optimizer, docs/passes.md) writes the outputs to an npz,
@@ -41,15 +41,16 @@ def check(rly, path, inputs_npz, opt=()):
 
 def main():
     args = sys.argv[1:]
-    opt = ()
-    if args[0] == "-O":
-        opt, args = ("-O" + args[1],), args[2:]
+    opt = []  # passed on to `rly run`: -O N, --engine E
+    while args and args[0] in ("-O", "--engine"):
+        opt += ["-O" + args[1]] if args[0] == "-O" else ["--engine", args[1]]
+        args = args[2:]
     rly, d = args[0], args[1]
     names = args[2:] or sorted(f[:-5] for f in os.listdir(d) if f.endswith(".onnx"))
     bad = 0
     for n in names:
         ok, msg = check(rly, os.path.join(d, n + ".onnx"), os.path.join(d, n + ".npz"), opt)
-        print("%s %s%s: %s" % ("ok  " if ok else "FAIL", n, " " + opt[0] if opt else "", msg),
+        print("%s %s%s: %s" % ("ok  " if ok else "FAIL", n, " " + " ".join(opt) if opt else "", msg),
               flush=True)
         bad += not ok
     print("%d passed, %d failed" % (len(names) - bad, bad))

@@ -1,7 +1,7 @@
 """Silero VAD (the pretrained ONNX model in PyPI's silero-vad wheel: If + LSTM + Conv) through
 rly and onnxruntime over consecutive audio chunks, each carrying its own state to the next.
 
-    .venv/bin/python tests/models/silero.py [-O N] RLY MODEL.onnx [CHUNKS]
+    .venv/bin/python tests/models/silero.py [-O N] [--engine E] RLY MODEL.onnx [CHUNKS]
 
 (-O N: rly optimizes the model first, the differential test of the optimizer.)
 
@@ -41,9 +41,10 @@ def audio(n_chunks, rng):
 
 def main():
     args = sys.argv[1:]
-    opt = []
-    if args[0] == "-O":
-        opt, args = ["-O" + args[1]], args[2:]
+    opt = []  # passed on to `rly run`: -O N, --engine E
+    while args and args[0] in ("-O", "--engine"):
+        opt += ["-O" + args[1]] if args[0] == "-O" else ["--engine", args[1]]
+        args = args[2:]
     rly, model = args[0], args[1]
     n = int(args[2]) if len(args) > 2 else 6
     chunks = audio(n, np.random.default_rng(0))

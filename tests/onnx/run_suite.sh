@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# run_suite.sh RLY [-ON] [SUITE...] - the ONNX backend test suites from Debian's libonnx-testdata
-# through `rly test`, minus the cases listed (each with its reason) in exclude.txt.
+# run_suite.sh RLY [-ON] [--engine E] [SUITE...] - the ONNX backend test suites from Debian's
+# libonnx-testdata through `rly test`, minus the cases listed (each with its reason) in
+# exclude.txt.
 # Default suites: node pytorch-converted pytorch-operator simple. -ON (-O1..-O3) optimizes
-# every model first (the optimizer's differential test, docs/passes.md). Fails when any case
+# every model first (the optimizer's differential test, docs/passes.md); --engine E runs them on
+# engine E (vm or interp: the VM's differential test). Fails when any case
 # fails or when the test data is missing (scripts/setup.sh installs it).
 set -u
 rly=$1
 shift
 opt=()
 case "${1:-}" in -O[0-3]) opt=("$1"); shift ;; esac
+if [ "${1:-}" = "--engine" ]; then opt+=("$1" "$2"); shift 2; fi
 here=$(cd "$(dirname "$0")" && pwd)
 data=${RLY_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 suites=("$@")

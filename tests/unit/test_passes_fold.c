@@ -19,18 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rly/rly.h"
 #include "support/support.h"
 
-#include "../check.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "pass_check.h"
 
 /* A program of n links, and the program the pass must make of it. */
 typedef void (*Gen)(long n, StrBuf *in, StrBuf *want);
@@ -117,9 +110,9 @@ static double run_once(const char *what, Gen gen, long n, const char *passes, in
     }
     /* every type checked at n/10; at n the time is the pipeline's (inference once, the pass) */
     rly_opt_options o = {.opt_level = 3, .passes = passes, .verify_types = verify};
-    double t0 = now();
+    double t0 = pc_now();
     rly_status st = rly_module_optimize(m, &o, NULL);
-    dt = now() - t0;
+    dt = pc_now() - t0;
     CHECK(st == RLY_STATUS_OK, "%s: %s failed: %s", what, passes, rly_last_error());
     int equal = 0;
     if (st == RLY_STATUS_OK) rly_module_compare(m, w, &equal);
@@ -166,5 +159,5 @@ int main(int argc, char **argv) {
         found = true;
     }
     CHECK(found, "no case %s", argc > 1 ? argv[1] : "");
-    return check_summary();
+    return pc_summary();
 }

@@ -23,22 +23,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "eval/eval.h"
 #include "frontend/text/text.h"
 #include "passes/passes.h"
 #include "types/types.h"
 
-#include "../check.h"
+#include "pass_check.h"
 
 static long forms_n = 100000;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void show_diags(Ctx *ctx) {
     StrBuf sb = {0};
@@ -128,7 +121,7 @@ static void chain_text(StrBuf *sb, long n) {
 }
 
 static void case_graph_chain(void) {
-    double t0 = now();
+    double t0 = pc_now();
     Ctx *ctx = ir_ctx_new();
     StrBuf sb = {0};
     long steps = forms_n / 2;
@@ -138,9 +131,9 @@ static void case_graph_chain(void) {
     CHECK(m && orig, "graph_chain: does not parse");
     if (m && orig) {
         char *before = run_main(orig);
-        double t1 = now();
+        double t1 = pc_now();
         bool ok = run_passes(m, "ToANormalForm");
-        double t_anf = now() - t1;
+        double t_anf = pc_now() - t1;
         CHECK(ok, "graph_chain: ToANormalForm failed");
         if (ok) {
             Census c = census(m, "add");
@@ -151,9 +144,9 @@ static void case_graph_chain(void) {
             char *after = run_main(m);
             CHECK(same_text(before, after), "graph_chain: %s before, %s after", before, after);
             free(after);
-            t1 = now();
+            t1 = pc_now();
             ok = run_passes(m, "ToGraphNormalForm");
-            double t_gnf = now() - t1;
+            double t_gnf = pc_now() - t1;
             CHECK(ok, "graph_chain: ToGraphNormalForm failed");
             CHECK(ok && ir_module_equal(m, orig), "graph_chain: GNF(ANF(p)) is not p");
             printf("graph_chain  %ld nodes: ToANormalForm %.3f s, ToGraphNormalForm %.3f s\n",
@@ -162,11 +155,11 @@ static void case_graph_chain(void) {
         free(before);
     }
     ir_ctx_free(ctx);
-    printf("graph_chain  total %.3f s\n", now() - t0);
+    printf("graph_chain  total %.3f s\n", pc_now() - t0);
 }
 
 static void case_let_chain(void) {
-    double t0 = now();
+    double t0 = pc_now();
     Ctx *ctx = ir_ctx_new();
     StrBuf sb = {0};
     sb_puts(&sb, HDR "def @main() -> float32 {\n  let %c = 1f;\n  let %x0 = %c;\n");
@@ -177,13 +170,13 @@ static void case_let_chain(void) {
     sb_free(&sb);
     CHECK(m && orig, "let_chain: does not parse");
     if (m && orig) {
-        double t1 = now();
+        double t1 = pc_now();
         bool ok = run_passes(m, "ToANormalForm");
-        double t_anf = now() - t1;
+        double t_anf = pc_now() - t1;
         CHECK(ok && ir_module_equal(m, orig), "let_chain: ToANormalForm changed an ANF program");
-        t1 = now();
+        t1 = pc_now();
         ok = ok && run_passes(m, "ToGraphNormalForm");
-        double t_gnf = now() - t1;
+        double t_gnf = pc_now() - t1;
         CHECK(ok, "let_chain: ToGraphNormalForm failed");
         Census c = census(m, "add");
         CHECK(ok && c.lets == 0 && c.calls_of == (size_t)forms_n - 1,
@@ -196,13 +189,13 @@ static void case_let_chain(void) {
                t_anf, t_gnf);
     }
     ir_ctx_free(ctx);
-    printf("let_chain    total %.3f s\n", now() - t0);
+    printf("let_chain    total %.3f s\n", pc_now() - t0);
 }
 
 /* e_0 = s; e_k = if (%c) { add(e_k-1, s) } else { s }, with s = exp(1f) and %c = True, built
  * with the IR constructors (the parser limits nesting). */
 static void case_nested_ifs(void) {
-    double t0 = now();
+    double t0 = pc_now();
     Ctx *ctx = ir_ctx_new();
     Type *f32 = ir_type_scalar(ctx, RLY_DTYPE_F32);
     Var *c = ir_var_new(ctx, "c", NULL, SPAN_NONE);
@@ -222,9 +215,9 @@ static void case_nested_ifs(void) {
     CHECK(ok, "nested_ifs: does not type-check");
     if (ok) {
         char *before = run_main(m);
-        double t1 = now();
+        double t1 = pc_now();
         ok = run_passes(m, "ToANormalForm");
-        double t_anf = now() - t1;
+        double t_anf = pc_now() - t1;
         CHECK(ok, "nested_ifs: ToANormalForm failed");
         Census cs = census(m, "exp");
         CHECK(cs.calls_of == 1 && cs.anf, "nested_ifs: %zu calls of exp (want 1), anf %d",
@@ -244,11 +237,11 @@ static void case_nested_ifs(void) {
         printf("nested_ifs   %ld ifs: ToANormalForm %.3f s\n", forms_n, t_anf);
     }
     ir_ctx_free(ctx);
-    printf("nested_ifs   total %.3f s\n", now() - t0);
+    printf("nested_ifs   total %.3f s\n", pc_now() - t0);
 }
 
 static void case_effect_chain(void) {
-    double t0 = now();
+    double t0 = pc_now();
     Ctx *ctx = ir_ctx_new();
     StrBuf sb = {0};
     sb_puts(&sb, HDR "def @main() -> int32 {\n  let %r = ref(0);\n");
@@ -260,14 +253,14 @@ static void case_effect_chain(void) {
     CHECK(m != NULL, "effect_chain: does not parse");
     if (m) {
         char *before = run_main(m);
-        double t1 = now();
+        double t1 = pc_now();
         bool ok = run_passes(m, "ToGraphNormalForm");
-        double t_gnf = now() - t1;
+        double t_gnf = pc_now() - t1;
         Census c = census(m, "add");
         CHECK(ok && c.lets == (size_t)forms_n / 2 + 1, "effect_chain: %zu lets after GNF", c.lets);
-        t1 = now();
+        t1 = pc_now();
         ok = ok && run_passes(m, "ToANormalForm");
-        double t_anf = now() - t1;
+        double t_anf = pc_now() - t1;
         c = census(m, "add");
         CHECK(ok && c.anf, "effect_chain: ToANormalForm failed or left a compound operand");
         char *after = run_main(m);
@@ -278,11 +271,11 @@ static void case_effect_chain(void) {
                forms_n, t_gnf, t_anf);
     }
     ir_ctx_free(ctx);
-    printf("effect_chain total %.3f s\n", now() - t0);
+    printf("effect_chain total %.3f s\n", pc_now() - t0);
 }
 
 static void case_eta_chain(void) {
-    double t0 = now();
+    double t0 = pc_now();
     Ctx *ctx = ir_ctx_new();
     StrBuf sb = {0};
     sb_puts(&sb, HDR "type Box { MkBox(float32), }\n"
@@ -300,9 +293,9 @@ static void case_eta_chain(void) {
     CHECK(m != NULL, "eta_chain: does not parse");
     if (m) {
         char *before = run_main(m);
-        double t1 = now();
+        double t1 = pc_now();
         bool ok = run_passes(m, "EtaExpand(expand_constructor=True, expand_global_var=True)");
-        double t_eta = now() - t1;
+        double t_eta = pc_now() - t1;
         CHECK(ok, "eta_chain: EtaExpand failed");
         size_t fns = 0;
         Expr *b = m->funcs.data[m->funcs.len - 1].func->body;
@@ -327,7 +320,7 @@ static void case_eta_chain(void) {
         printf("eta_chain    %ld uses: EtaExpand %.3f s\n", forms_n / 2, t_eta);
     }
     ir_ctx_free(ctx);
-    printf("eta_chain    total %.3f s\n", now() - t0);
+    printf("eta_chain    total %.3f s\n", pc_now() - t0);
 }
 
 static void case_round_trip(void) {
@@ -376,5 +369,5 @@ int main(int argc, char **argv) {
             ran = true;
         }
     CHECK(ran, "no case named %s", argv[1]);
-    return check_summary();
+    return pc_summary();
 }

@@ -10,22 +10,14 @@
  *
  *   test_passes_fuse GOLDEN_DIR     (GOLDEN_DIR: tests/golden/passes/FuseOps)
  * Closes with `N passed, N failed`. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "../check.h"
+#include "../golden/golden_util.h"
 #include "ir/ir.h"
+#include "pass_check.h"
 #include "passes/dominators.h"
-#include "rly/rly.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the post-dominator tree ---------------------------------------------------------------- */
 
@@ -155,10 +147,10 @@ static void test_dominators_chain(void) {
     }
     off[n] = m;
     ext[n - 1] = true;
-    double t0 = now_s();
+    double t0 = pc_now();
     PostDom t;
     pass_postdom_build(&t, n, off, out, ext);
-    double dt = now_s() - t0;
+    double dt = pc_now() - t0;
     bool ok = true;
     for (uint32_t i = 0; i + 1 < k && ok; i++)
         ok = t.parent[2 * i] == n - 1 && t.pattern[2 * i] == 1 && t.parent[2 * i + 1] == 2 * i + 3;
@@ -172,19 +164,6 @@ static void test_dominators_chain(void) {
 
 /* ---- goldens through the interpreter -------------------------------------------------------- */
 
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
-
 static char *run_text(rly_module *m) {
     rly_run_options o = {.fill = RLY_FILL_RANDOM, .seed = 7};
     char *text = NULL;
@@ -195,47 +174,40 @@ static char *run_text(rly_module *m) {
 }
 
 static void test_goldens_run(const char *dir) {
-    DIR *d = opendir(dir);
-    CHECK(d != NULL, "open %s", dir);
-    if (d == NULL) return;
-    struct dirent *ent;
+    char **names;
+    size_t n_names = golden_list(dir, true, &names);
+    CHECK(n_names > 0, "open %s (or it holds no goldens)", dir);
     int n = 0;
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len < 5 || strcmp(ent->d_name + len - 4, ".rly") != 0 ||
-            strstr(ent->d_name, ".expected.") != NULL)
-            continue;
-        char path[4096], pipeline[256] = "FuseOps";
-        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-        char *text = read_all(path);
-        const char *p = text ? strstr(text, "// passes: ") : NULL;
-        if (p) {
-            p += strlen("// passes: ");
-            size_t k = strcspn(p, "\n");
-            snprintf(pipeline, sizeof pipeline, "%.*s", (int)k, p);
-        }
-        int level = text && strstr(text, "// opt-level: 0") ? 0 : 3;
+    for (size_t i = 0; i < n_names; i++) {
+        const char *name = names[i];
+        char path[4096], pipeline[256] = "FuseOps", level[16];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        char *text = golden_read(path, NULL);
+        if (text) golden_directive(text, "passes", pipeline, sizeof pipeline);
+        int opt_level =
+            text && golden_directive(text, "opt-level", level, sizeof level) ? atoi(level) : 3;
         free(text);
         rly_ctx *ctx;
         rly_ctx_new(&ctx);
         rly_module *a = NULL, *b = NULL;
         bool loaded = rly_module_parse_file(ctx, path, &a) == RLY_STATUS_OK &&
                       rly_module_parse_file(ctx, path, &b) == RLY_STATUS_OK;
-        CHECK(loaded, "%s loads: %s", ent->d_name, rly_last_error());
+        CHECK(loaded, "%s loads: %s", name, rly_last_error());
         if (loaded) {
-            rly_opt_options o = {.opt_level = level, .passes = pipeline, .verify_types = 1};
+            rly_opt_options o = {.opt_level = opt_level, .passes = pipeline, .verify_types = 1};
             bool opt = rly_module_optimize(b, &o, NULL) == RLY_STATUS_OK;
-            CHECK(opt, "%s: %s: %s", ent->d_name, pipeline, rly_last_error());
+            CHECK(opt, "%s: %s: %s", name, pipeline, rly_last_error());
             char *ra = run_text(a), *rb = opt ? run_text(b) : strdup("");
-            CHECK(strcmp(ra, rb) == 0, "%s: the same result before and after %s:\n%s\n%s",
-                  ent->d_name, pipeline, ra, rb);
+            CHECK(strcmp(ra, rb) == 0, "%s: the same result before and after %s:\n%s\n%s", name,
+                  pipeline, ra, rb);
             free(ra);
             free(rb);
             n++;
         }
         rly_ctx_free(ctx);
+        free(names[i]);
     }
-    closedir(d);
+    free(names);
     CHECK(n >= 8, "at least 8 golden programs ran (%d)", n);
 }
 
@@ -280,9 +252,9 @@ static bool fuse_text(const char *what, const char *text, Count *c) {
     CHECK(ok, "%s parses and checks: %s", what, rly_last_error());
     if (ok) {
         rly_opt_options o = {.opt_level = 3, .passes = "FuseOps"};
-        double t0 = now_s();
+        double t0 = pc_now();
         ok = rly_module_optimize(m, &o, NULL) == RLY_STATUS_OK;
-        double dt = now_s() - t0;
+        double dt = pc_now() - t0;
         CHECK(ok, "%s: FuseOps: %s", what, rly_last_error());
         printf("%-10s FuseOps %.3f s\n", what, dt);
         *c = (Count){0};
@@ -344,5 +316,5 @@ int main(int argc, char **argv) {
     test_dominators_chain();
     test_goldens_run(argv[1]);
     test_scaling();
-    return check_summary();
+    return pc_summary();
 }

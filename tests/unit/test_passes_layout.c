@@ -14,189 +14,11 @@
  *     as long, a linear one 4).
  *   test_passes_layout GOLDEN_PASSES_DIR DATA_DIR
  * Closes with `N passed, N failed`. RLY_SEED=N replays the random inputs of a failing run. */
-#include <dirent.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "../check.h"
-#include "ir/ir.h"
-#include "rly/rly.h"
-#include "runtime/npy.h"
-
-static unsigned seed = 1;
-static char path_a[64], path_b[64];
-
-/* ---- differential -------------------------------------------------------------------------- */
-
-static rly_module *load_text(rly_ctx *ctx, const char *text, bool prelude) {
-    rly_module *m = NULL;
-    rly_status st;
-    if (prelude) {
-        st = rly_module_prelude(ctx, &m);
-        if (st == RLY_STATUS_OK) st = rly_module_parse_into(m, text, strlen(text), "case.rly");
-    } else {
-        st = rly_module_parse(ctx, text, strlen(text), "case.rly", &m);
-    }
-    return st == RLY_STATUS_OK ? m : NULL;
-}
-
-static rly_module *load_path(rly_ctx *ctx, const char *path, bool prelude) {
-    rly_module *m = NULL;
-    size_t n = strlen(path);
-    rly_status st;
-    if (n > 5 && strcmp(path + n - 5, ".onnx") == 0)
-        st = rly_module_import_onnx(ctx, path, NULL, &m);
-    else
-        st = prelude ? rly_module_prelude(ctx, &m) : rly_module_parse_file(ctx, path, &m);
-    if (prelude && st == RLY_STATUS_OK) st = rly_module_parse_file_into(m, path);
-    return st == RLY_STATUS_OK ? m : NULL;
-}
-
-/* Run @main on random inputs (seeded) into path; false when it cannot run (a parameter that
- * --fill cannot make: a function, a reference, an ADT). */
-static bool run_to(rly_module *m, const char *path) {
-    rly_run_options o = {.fill = RLY_FILL_RANDOM, .seed = seed, .output_npz = path};
-    return rly_module_run(m, &o, NULL) == RLY_STATUS_OK;
-}
-
-static double elem(const NpyArray *a, size_t i) {
-    return a->dtype == RLY_DTYPE_F32 ? ((const float *)a->data)[i] : ((const double *)a->data)[i];
-}
-
-static void compare(const char *what) {
-    Npz a = {0}, b = {0};
-    char err[256] = "";
-    bool ok = rt_npz_load(path_a, &a, err, sizeof err) && rt_npz_load(path_b, &b, err, sizeof err);
-    CHECK(ok && a.n == b.n, "%s: outputs differ in number or do not load (%s)", what, err);
-    for (size_t k = 0; ok && k < a.n && k < b.n; k++) {
-        NpyArray *x = &a.items[k].arr, *y = &b.items[k].arr;
-        bool same = x->dtype == y->dtype && x->ndim == y->ndim && x->nbytes == y->nbytes &&
-                    memcmp(x->shape, y->shape, x->ndim * sizeof *x->shape) == 0;
-        CHECK(same, "%s: %s differs in dtype or shape", what, a.items[k].name);
-        if (!same) continue;
-        if (x->dtype != RLY_DTYPE_F32 && x->dtype != RLY_DTYPE_F64) {
-            CHECK(x->nbytes == 0 || memcmp(x->data, y->data, x->nbytes) == 0, "%s: %s differs",
-                  what, a.items[k].name);
-            continue;
-        }
-        size_t n = x->nbytes / sup_dtype_size(x->dtype), bad = n;
-        double scale = 0;
-        for (size_t i = 0; i < n; i++)
-            if (isfinite(elem(y, i))) scale = fmax(scale, fabs(elem(y, i)));
-        for (size_t i = 0; i < n && bad == n; i++) {
-            double u = elem(x, i), v = elem(y, i);
-            if (!((isnan(u) && isnan(v)) || u == v || fabs(u - v) <= 1e-5 * scale)) bad = i;
-        }
-        CHECK(bad == n, "%s: %s[%zu] is %.9g before and %.9g after (scale %g)", what,
-              a.items[k].name, bad, bad < n ? elem(x, bad) : 0, bad < n ? elem(y, bad) : 0, scale);
-    }
-    rt_npz_free(&a);
-    rt_npz_free(&b);
-}
-
-/* Count the calls of operator `op` in m's printed text. */
-static size_t count_op(rly_module *m, const char *op) {
-    char *text = NULL;
-    rly_module_print(m, &text);
-    size_t n = 0, k = strlen(op);
-    for (const char *p = text; p && (p = strstr(p, op)) != NULL; p += k)
-        n += p[k] == '(';
-    rly_free(text);
-    return n;
-}
-
-/* Run @main of text (or of the file at path) before and after `passes`; false when it cannot
- * run on generated inputs. max_xforms >= 0: at most that many layout_transforms are left. */
-static bool differ(const char *text, const char *path, bool prelude, const char *passes,
-                   const char *what, int max_xforms) {
-    rly_ctx *ctx;
-    rly_ctx_new(&ctx);
-    rly_module *before = text ? load_text(ctx, text, prelude) : load_path(ctx, path, prelude);
-    rly_module *after = text ? load_text(ctx, text, prelude) : load_path(ctx, path, prelude);
-    CHECK(before && after, "%s: does not load: %s", what, rly_last_error());
-    bool ran = false;
-    if (before && after && run_to(before, path_a)) {
-        ran = true;
-        rly_opt_options o = {.opt_level = 3, .passes = passes, .verify_types = 1};
-        bool opt = rly_module_optimize(after, &o, NULL) == RLY_STATUS_OK;
-        CHECK(opt, "%s: %s fails: %s", what, passes, rly_last_error());
-        bool run = opt && run_to(after, path_b);
-        CHECK(!opt || run, "%s: does not run after %s: %s", what, passes, rly_last_error());
-        if (run) compare(what);
-        if (opt && max_xforms >= 0) {
-            size_t n = count_op(after, "layout_transform");
-            CHECK(n <= (size_t)max_xforms, "%s: %zu layout_transforms left, expected at most %d",
-                  what, n, max_xforms);
-        }
-    }
-    rly_ctx_free(ctx);
-    return ran;
-}
-
-/* The value of directive `key` in the leading comment lines of text (as golden/passes.c). */
-static bool directive(const char *text, const char *key, char *buf, size_t cap) {
-    size_t kn = strlen(key);
-    for (const char *p = text; strncmp(p, "//", 2) == 0;) {
-        const char *q = p + 2, *eol = strchr(p, '\n');
-        while (*q == ' ')
-            q++;
-        if (eol == NULL) eol = p + strlen(p);
-        if (strncmp(q, key, kn) == 0 && (q[kn] == ':' || q[kn] == '\n' || q[kn] == '\0')) {
-            q += kn + (q[kn] == ':');
-            while (*q == ' ')
-                q++;
-            snprintf(buf, cap, "%.*s", (int)(eol - q), q);
-            return true;
-        }
-        if (*eol == '\0') break;
-        p = eol + 1;
-    }
-    return false;
-}
-
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Every case of one golden folder, before and after its pipeline. */
-static void golden_differential(const char *root, const char *pass) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/%s", root, pass);
-    DIR *d = opendir(dir);
-    CHECK(d != NULL, "cannot open %s", dir);
-    if (d == NULL) return;
-    PtrVec names = {0};
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t n = strlen(ent->d_name);
-        if (n > 4 && strcmp(ent->d_name + n - 4, ".rly") == 0 &&
-            strstr(ent->d_name, ".expected.") == NULL)
-            vec_push(&names, strdup(ent->d_name));
-    }
-    closedir(d);
-    if (names.len) qsort(names.data, names.len, sizeof(char *), cmp_names);
-    size_t ran = 0;
-    for (size_t i = 0; i < names.len; i++) {
-        char path[8192], what[8192], pipeline[1024], buf[16], *text = NULL;
-        size_t len;
-        snprintf(path, sizeof path, "%s/%s", dir, (char *)names.data[i]);
-        snprintf(what, sizeof what, "%s/%s", pass, (char *)names.data[i]);
-        if (!sup_read_file(path, &text, &len, buf, sizeof buf)) continue;
-        if (!directive(text, "passes", pipeline, sizeof pipeline))
-            snprintf(pipeline, sizeof pipeline, "%s", pass);
-        bool prelude = directive(text, "prelude", buf, sizeof buf);
-        free(text);
-        ran += differ(NULL, path, prelude, pipeline, what, -1);
-        free(names.data[i]);
-    }
-    printf("%s: %zu of %zu golden cases run before and after\n", pass, ran, names.len);
-    CHECK(ran >= 4, "%s: only %zu golden cases could run", pass, ran);
-    vec_free(&names);
-}
+#include "pass_check.h"
+#include "support/support.h"
 
 /* ---- programs ------------------------------------------------------------------------------- */
 
@@ -342,7 +164,7 @@ static const char *case_text(const char *name) {
 static void programs(void) {
     for (size_t i = 0; i < RLY_ARRAY_LEN(cases); i++) {
         const Case *c = &cases[i];
-        CHECK(differ(case_text(c->name), NULL, c->prelude, c->passes, c->name, -1),
+        CHECK(pc_differ(case_text(c->name), NULL, c->prelude, c->passes, c->name, -1),
               "%s does not run", c->name);
     }
 }
@@ -364,102 +186,59 @@ static void onnx_model(const char *data_dir) {
     for (size_t i = 0; i < RLY_ARRAY_LEN(runs); i++) {
         char what[256];
         snprintf(what, sizeof what, "layout_cnn.onnx %s", runs[i].passes);
-        CHECK(differ(NULL, path, false, runs[i].passes, what, runs[i].max_xforms),
+        CHECK(pc_differ(NULL, path, false, runs[i].passes, what, runs[i].max_xforms),
               "%s does not run", what);
     }
 }
 
 /* ---- scaling --------------------------------------------------------------------------------- */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A chain program of n links: head, then one binding per link (its `$` replaced by the previous
- * value, start for the first), graph form (%k = ...) or let form (let %vk = ...), then tail (`$`
- * the last value). */
+/* A chain (pass_check.h) and what its result holds. */
 typedef struct Chain {
-    const char *name, *passes, *head, *start, *link, *tail;
-    bool lets;
+    PcChain base;
     size_t xforms, muls; /* layout_transforms and multiplies in the result */
 } Chain;
 
-static char *chain_text(const Chain *c, size_t n) {
-    StrBuf sb = {0};
-    sb_puts(&sb, c->head);
-    char prev[64], cur[64];
-    snprintf(prev, sizeof prev, "%s", c->start);
-    for (size_t k = 0; k < n; k++) {
-        snprintf(cur, sizeof cur, c->lets ? "%%v%zu" : "%%%zu", k);
-        sb_printf(&sb, c->lets ? "  let %s = " : "  %s = ", cur);
-        for (const char *p = c->link; *p; p++)
-            if (*p == '$')
-                sb_puts(&sb, prev);
-            else
-                sb_putc(&sb, *p);
-        sb_puts(&sb, ";\n");
-        memcpy(prev, cur, sizeof prev);
-    }
-    sb_puts(&sb, "  ");
-    for (const char *p = c->tail; *p; p++)
-        if (*p == '$')
-            sb_puts(&sb, prev);
-        else
-            sb_putc(&sb, *p);
-    sb_puts(&sb, "\n}\n");
-    return sb.data;
-}
-
-static double chain_time(const Chain *c, size_t n) {
-    char *text = chain_text(c, n);
-    rly_ctx *ctx;
-    rly_ctx_new(&ctx);
-    rly_module *m = load_text(ctx, text, false);
-    free(text);
-    double t = -1;
-    CHECK(m != NULL, "%s: chain of %zu does not parse: %s", c->name, n, rly_last_error());
-    if (m) {
-        rly_opt_options o = {.opt_level = 3, .passes = c->passes};
-        double t0 = now_s();
-        bool ok = rly_module_optimize(m, &o, NULL) == RLY_STATUS_OK;
-        t = now_s() - t0;
-        CHECK(ok, "%s: chain of %zu fails: %s", c->name, n, rly_last_error());
-        size_t k = ok ? count_op(m, "layout_transform") : 0;
-        CHECK(!ok || k == c->xforms, "%s: %zu layout_transforms, expected %zu", c->name, k,
-              c->xforms);
-        size_t muls = ok ? count_op(m, "multiply") : 0;
-        CHECK(!ok || muls == c->muls, "%s: %zu multiplies, expected %zu", c->name, muls, c->muls);
-        if (!ok) t = -1;
-    }
-    rly_ctx_free(ctx);
-    return t;
+static void check_chain(const PcChain *pc, rly_module *m) {
+    const Chain *c = (const Chain *)pc;
+    size_t k = pc_count_op(m, "layout_transform");
+    CHECK(k == c->xforms, "%s: %zu layout_transforms, expected %zu", pc->name, k, c->xforms);
+    size_t muls = pc_count_op(m, "multiply");
+    CHECK(muls == c->muls, "%s: %zu multiplies, expected %zu", pc->name, muls, c->muls);
 }
 
 static const Chain chains[] = {
     /* a conv, then 10^5 relus (graph) or adds (lets): all follow; transforms at the two borders */
-    {"ConvertLayout graph chain", "ConvertLayout(desired_layouts=NHWC)",
-     HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
-     "nn.conv2d(%x, %w)", "nn.relu($)", "$", false, 3, 0},
-    {"ConvertLayout let chain", "ConvertLayout(desired_layouts=NCHW8c)",
-     HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
-     "nn.conv2d(%x, %w)", "add($, 1f)", "$", true, 3, 0},
+    {{"ConvertLayout graph chain", "ConvertLayout(desired_layouts=NHWC)",
+      HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
+      "nn.conv2d(%x, %w)", "nn.relu($)", "$", false},
+     3,
+     0},
+    {{"ConvertLayout let chain", "ConvertLayout(desired_layouts=NCHW8c)",
+      HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
+      "nn.conv2d(%x, %w)", "add($, 1f)", "$", true},
+     3,
+     0},
     /* multiply by 2 then 10^5 relus into a conv (forward); a conv, 10^5 relus, then a multiply
      * (backward): the scales end in the weight (the one multiply left) */
-    {"FoldScaleAxis forward chain", "ForwardFoldScaleAxis",
-     HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
-     "multiply(%x, 2f)", "nn.relu($)", "nn.conv2d($, %w)", false, 0, 1},
-    {"FoldScaleAxis backward chain", "BackwardFoldScaleAxis",
-     HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
-     "nn.conv2d(%x, %w)", "nn.relu($)", "multiply($, 2f)", false, 0, 1},
+    {{"FoldScaleAxis forward chain", "ForwardFoldScaleAxis",
+      HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
+      "multiply(%x, 2f)", "nn.relu($)", "nn.conv2d($, %w)", false},
+     0,
+     1},
+    {{"FoldScaleAxis backward chain", "BackwardFoldScaleAxis",
+      HDR "def @main(%x: Tensor[(1, 8, 2, 2), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n",
+      "nn.conv2d(%x, %w)", "nn.relu($)", "multiply($, 2f)", false},
+     0,
+     1},
 };
 
 static void scaling(void) {
     const size_t n = 100000;
     for (size_t i = 0; i < RLY_ARRAY_LEN(chains); i++) {
-        const Chain *c = &chains[i];
-        double small = chain_time(c, n / 4), big = chain_time(c, n);
+        const PcChain *c = &chains[i].base;
+        double small = pc_chain_time(c, n / 4, false, check_chain);
+        double big = pc_chain_time(c, n, false, check_chain);
         printf("%-32s %7zu links %8.3f s, %7zu links %8.3f s (x%.1f)\n", c->name, n / 4, small, n,
                big, small > 0 ? big / small : 0);
         /* a linear pass takes about 4x as long for 4x the links; quadratic would be 16x. Times
@@ -474,19 +253,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_passes_layout GOLDEN_PASSES_DIR DATA_DIR\n");
         return 2;
     }
-    const char *s = getenv("RLY_SEED");
-    seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL);
-    printf("seed %u (RLY_SEED=%u replays it)\n", seed, seed);
-    snprintf(path_a, sizeof path_a, "/tmp/rly_layout_a_%d.npz", (int)getpid());
-    snprintf(path_b, sizeof path_b, "/tmp/rly_layout_b_%d.npz", (int)getpid());
+    pc_init("layout", true);
     static const char *const folders[] = {"ConvertLayout", "FoldScaleAxis", "ForwardFoldScaleAxis",
                                           "BackwardFoldScaleAxis"};
     for (size_t i = 0; i < RLY_ARRAY_LEN(folders); i++)
-        golden_differential(argv[1], folders[i]);
+        pc_golden_differential(argv[1], folders[i], 4);
     programs();
     onnx_model(argv[2]);
     scaling();
-    remove(path_a);
-    remove(path_b);
-    return check_summary();
+    return pc_summary();
 }
