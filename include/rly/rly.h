@@ -10,53 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rly/rly_runtime.h" /* rly_status, rly_dtype, rly_last_error, executables, sessions */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(RLY_BUILDING_LIBRARY) && defined(__GNUC__)
-#define RLY_API __attribute__((visibility("default")))
-#else
-#define RLY_API
-#endif
-
-typedef enum rly_status {
-    RLY_STATUS_OK = 0,
-    RLY_STATUS_ERROR = 1,   /* user-input error: diagnostics were rendered into rly_last_error() */
-    RLY_STATUS_NOMEM = 2,   /* out of memory; the context is still usable */
-    RLY_STATUS_IO = 3,      /* a file could not be read or written */
-    RLY_STATUS_INVALID = 4, /* an argument of the call itself is invalid (NULL handle, ...) */
-} rly_status;
-
-/* The 13 element types. Values are stable (they index tables and appear in files). */
-typedef enum rly_dtype {
-    RLY_DTYPE_BOOL = 0,
-    RLY_DTYPE_I8,
-    RLY_DTYPE_I16,
-    RLY_DTYPE_I32,
-    RLY_DTYPE_I64,
-    RLY_DTYPE_U8,
-    RLY_DTYPE_U16,
-    RLY_DTYPE_U32,
-    RLY_DTYPE_U64,
-    RLY_DTYPE_F16,
-    RLY_DTYPE_F32,
-    RLY_DTYPE_F64,
-    RLY_DTYPE_BF16,
-    RLY_DTYPE_COUNT
-} rly_dtype;
-
 typedef struct rly_ctx rly_ctx;       /* owns IR memory, interned types and strings, diagnostics */
 typedef struct rly_module rly_module; /* a Relay module (or a bare expression wrapped as one) */
-
-/* The message of the last failing call on this thread ("" if none). Never NULL. */
-RLY_API const char *rly_last_error(void);
-
-/* The library version, "MAJOR.MINOR.PATCH". */
-RLY_API const char *rly_version(void);
-
-/* Name of a dtype as Relay writes it ("float32", "int8", "bool", ...); NULL when out of range. */
-RLY_API const char *rly_dtype_name(rly_dtype dt);
 
 /* Create a context. *out is set on success. Free with rly_ctx_free. */
 RLY_API rly_status rly_ctx_new(rly_ctx **out);
@@ -156,10 +117,20 @@ RLY_API rly_status rly_passes_describe(char **out);
 RLY_API rly_status rly_module_compare(rly_module *a, rly_module *b, int *equal);
 
 /* ---- running ------------------------------------------------------------------------------
- * rly_module_run type-checks a module and runs one function through the reference interpreter
- * (the semantic oracle), with inputs from .npy/.npz files or generated, and either writes the
- * results to an .npz (flattened depth-first as output_0, output_1, ...: tuple fields and
- * constructor fields in order) or renders them as text. */
+ * rly_module_run type-checks a module and runs one function, through the reference interpreter
+ * (the semantic oracle) or the VM (compiled in memory), with inputs from .npy/.npz files or
+ * generated, and either writes the results to an .npz or renders them as text. The .npz
+ * holds every tensor of the result flattened depth-first (tuple fields and constructor fields
+ * in order) as output_0, output_1, ...; a module imported from ONNX names its arrays by the
+ * graph's output names instead (an output that is a sequence of tensors: NAME_0, NAME_1, ...).
+ * rly_executable_run does the same for a compiled executable. */
+
+/* Which machine runs a program. */
+typedef enum rly_engine {
+    RLY_ENGINE_DEFAULT = 0, /* the interpreter for now (the VM once it passes every corpus) */
+    RLY_ENGINE_VM,          /* compile in memory (src/backend), run on the VM */
+    RLY_ENGINE_INTERP,      /* the reference interpreter over the IR */
+} rly_engine;
 
 typedef enum rly_fill {
     RLY_FILL_NONE = 0, /* every parameter must be given */
@@ -185,14 +156,51 @@ typedef struct rly_run_options {
     uint64_t max_depth;  /* non-tail Relay calls active at once (default: 10^7) */
     double timeout;      /* seconds of wall-clock time (0: none); checked between operations */
     int opt_level;       /* run the default pipeline of this level (0: none) before running */
+    rly_engine engine;   /* RLY_ENGINE_DEFAULT (0), _VM or _INTERP */
 } rly_run_options;
-#define RLY_NO_LIMIT UINT64_MAX
 
 /* Run the module; on success *text (when output_npz is NULL) is the rendered result, to be freed
  * with rly_free. Errors (bad inputs, a runtime error at a source span) are RLY_STATUS_ERROR or
  * RLY_STATUS_IO with the message in rly_last_error(); an output file is written whole or not at
  * all. */
 RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, char **text);
+
+/* ---- compiling to executables -------------------------------------------------------------
+ * The VM's executables (rly_runtime.h): compile a module, save it as an .rlyx file that
+ * librly_runtime loads without the compiler, run one as `rly run` does. */
+
+/* Optimize mod in place with the default pipeline of opt_level (0..3; as rly_module_optimize),
+ * then compile it for the VM with the global `entry` (NULL: "main"; a bare expression compiles
+ * as an entry of no parameters) as the executable's entry. *out is independent of mod and its
+ * context (it may outlive both); free with rly_executable_free. Errors (type errors, a
+ * construct the compiler does not support, located) are RLY_STATUS_ERROR. */
+RLY_API rly_status rly_module_compile(rly_module *mod, int opt_level, const char *entry,
+                                      rly_executable **out);
+/* Write exe to path (an .rlyx file), whole or not at all. An executable that calls a
+ * user-registered operator (rly_op_register) cannot be saved: RLY_STATUS_ERROR. */
+RLY_API rly_status rly_executable_save(const rly_executable *exe, const char *path);
+
+/* What rly_executable_describe prints. */
+typedef enum rly_describe {
+    RLY_DESCRIBE_STATS = 1,  /* counts: functions, instructions, registers, packed functions,
+                                operator calls, constants and their bytes, inputs, outputs */
+    RLY_DESCRIBE_DISASM = 2, /* every function's bytecode and every packed function */
+} rly_describe;
+/* A text description of exe (what = a mask of rly_describe bits); free *out with rly_free. */
+RLY_API rly_status rly_executable_describe(const rly_executable *exe, int what, char **out);
+
+/* Run exe's entry with inputs as rly_module_run takes them (inputs_npz, input_names/paths,
+ * fill, seed; matched against the executable's input names) and write or render the result
+ * the same way (outputs named by the executable's output names when it came from an ONNX
+ * model). entry must be NULL and opt_level 0 (an executable is compiled already), engine
+ * DEFAULT or VM. Only tensor inputs can be read or generated. */
+RLY_API rly_status rly_executable_run(const rly_executable *exe, const rly_run_options *opts,
+                                      char **text);
+
+/* Bind every input of session s as rly_executable_run would (inputs_npz, input_names/paths,
+ * fill, seed of opts; the rest is ignored). The session owns the tensors it reads or
+ * generates. For `rly bench` and for tests that feed a session from files. */
+RLY_API rly_status rly_session_bind_inputs(rly_session *s, const rly_run_options *opts);
 
 /* ---- user-defined operators -------------------------------------------------------------
  * An operator registered here is used like a builtin one: by name in Relay text, checked by its
@@ -249,9 +257,6 @@ RLY_API rly_status rly_op_register(const rly_op_def *def);
  * RLY_STATUS_ERROR when unknown). *out is malloc'ed; free with rly_free. */
 RLY_API rly_status rly_ops_describe(const char *name, char **out);
 
-/* Free memory returned by rly_* functions (strings). NULL is a no-op. */
-RLY_API void rly_free(void *p);
-
 /* ---- ONNX ------------------------------------------------------------------------------------ */
 
 /* Import an ONNX model file into a new type-checked module of ctx whose @main takes the graph's
@@ -265,11 +270,13 @@ RLY_API rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const 
  * and the operators the importer does not support. Free with rly_free. */
 RLY_API rly_status rly_onnx_info(const char *path, char **text);
 /* Run one ONNX test-case folder (model.onnx + test_data_set_N/{input,output}_K.pb) through the
- * interpreter and compare with its outputs. opt_level 1..3 first optimizes the imported module
- * with the default pipeline of that level (as rly_module_optimize); 0 runs it as imported.
- * *passed is 1 or 0; *report (free with rly_free) gives the reason of a failure.
- * RLY_STATUS_OK unless the run itself could not happen. */
-RLY_API rly_status rly_onnx_test_case(const char *dir, int opt_level, int *passed, char **report);
+ * interpreter or the VM (engine; the VM compiles the model once per case) and compare with its
+ * outputs. opt_level 1..3 first optimizes the imported module with the default pipeline of
+ * that level (as rly_module_optimize); 0 runs it as imported. *passed is 1 or 0; *report (free
+ * with rly_free) gives the reason of a failure. RLY_STATUS_OK unless the run itself could not
+ * happen. */
+RLY_API rly_status rly_onnx_test_case(const char *dir, int opt_level, rly_engine engine,
+                                      int *passed, char **report);
 
 #ifdef __cplusplus
 }

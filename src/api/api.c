@@ -1,6 +1,6 @@
-/* api.c - the public C API (include/rly/rly.h): status codes, the thread-local last error,
- * out-of-memory protection around every entry point, and file handling (the text plus its side
- * file of tensor constants). */
+/* api.c - the public C API (include/rly/rly.h): failing with the thread-local last error (whose
+ * storage is the runtime's, runtime/session.c), out-of-memory protection around every entry
+ * point, and file handling (the text plus its side file of tensor constants). */
 #define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 
@@ -11,26 +11,31 @@
 #include "passes/passes.h"
 #include "types/types.h"
 #include "api/api.h"
+#include "runtime/session.h"
 
-static _Thread_local char last_error[65536];
-
+/* The last error's storage is the runtime's (runtime/session.c), so that librly_runtime, which
+ * holds no src/api code, reports through the same rly_last_error(). */
 rly_status api_fail(rly_status st, const char *fmt, ...) {
+    size_t cap;
+    char *buf = rt_error_buf(&cap);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(buf, cap, fmt, ap);
     va_end(ap);
     return st;
 }
 
 /* Render the context's diagnostics into the last error and clear them. */
 rly_status api_fail_diags(Ctx *ctx) {
+    size_t cap;
+    char *last_error = rt_error_buf(&cap);
     StrBuf sb = {0};
     diags_render(&ctx->diags, 0, &sb);
-    size_t n = sb.len < sizeof last_error - 1 ? sb.len : sizeof last_error - 1;
+    size_t n = sb.len < cap - 1 ? sb.len : cap - 1;
     memcpy(last_error, sb_cstr(&sb), n);
     if (n < sb.len) { /* cut at a line end and say so */
         static const char more[] = "\n... (more diagnostics not shown)";
-        n = sizeof last_error - sizeof more;
+        n = cap - sizeof more;
         while (n > 0 && last_error[n - 1] != '\n')
             n--;
         memcpy(last_error + (n ? n - 1 : 0), more, sizeof more);
@@ -42,11 +47,6 @@ rly_status api_fail_diags(Ctx *ctx) {
     diags_clear(&ctx->diags);
     return RLY_STATUS_ERROR;
 }
-
-RLY_API const char *rly_last_error(void) { return last_error; }
-RLY_API const char *rly_version(void) { return "0.1.0"; }
-RLY_API const char *rly_dtype_name(rly_dtype dt) { return sup_dtype_name(dt); }
-RLY_API void rly_free(void *p) { free(p); }
 
 RLY_API rly_status rly_ctx_new(rly_ctx **out) {
     if (out == NULL) return api_fail(RLY_STATUS_INVALID, "rly_ctx_new: out is NULL");
@@ -210,8 +210,10 @@ static rly_status parse_file(rly_ctx *ctx, rly_module *into, const char *path, r
         st = parse(ctx, into, text, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
                    (Constant *const *)consts.data, (uint32_t)consts.len, out);
     if (st == RLY_STATUS_ERROR && side_missing) {
+        size_t cap;
+        char *last_error = rt_error_buf(&cap);
         size_t n = strlen(last_error);
-        snprintf(last_error + n, sizeof last_error - n,
+        snprintf(last_error + n, cap - n,
                  "\nnote: tensor constants are read from the side file '%s', which does not exist",
                  spath);
     }

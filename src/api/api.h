@@ -1,11 +1,18 @@
-/* api.h - what the public API's files share: the thread-local last error and the
- * out-of-memory protection around entry points. Internal to src/api/. */
+/* api.h - what the public API's files share: failing with the thread-local last error, the
+ * default engine, and the out-of-memory protection around entry points. Internal to src/api/. */
 #ifndef RLY_API_API_H
 #define RLY_API_API_H
 
 #include "ir/ir.h"
 
-/* Set the last error (printf format) and return st. */
+/* What RLY_ENGINE_DEFAULT runs (rly_run_options.engine, rly_onnx_test_case, the CLI): the
+ * interpreter until the VM gives the interpreter's results on every corpus (issue 15's
+ * differential tests); then this one line flips to RLY_ENGINE_VM (and the CLI's help text,
+ * which says "default: interp", with it). */
+#define API_DEFAULT_ENGINE RLY_ENGINE_INTERP
+
+/* Set the last error (printf format) and return st. The message lives in the runtime's
+ * thread-local buffer (runtime/session.h), which rly_last_error() returns. */
 rly_status api_fail(rly_status st, const char *fmt, ...) RLY_PRINTF(2, 3);
 /* Render the context's diagnostics into the last error, clear them; RLY_STATUS_ERROR. */
 rly_status api_fail_diags(Ctx *ctx);

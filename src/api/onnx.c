@@ -1,5 +1,5 @@
 /* onnx.c - the public ONNX entry points: import a model file, describe it, and run ONNX test-case
- * folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb) against the interpreter. */
+ * folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb) on the interpreter or the VM. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "runtime/session.h"
 #include "eval/eval.h"
 #include "frontend/onnx/import.h"
 #include "kernels/kernel.h"
@@ -361,26 +362,40 @@ static OxValueKind data_kind(Type *ty) {
     return OXV_TENSOR;
 }
 
-static Value *adt_value(Module *mod, const char *ctor, uint32_t n, Value **fields) {
-    Constructor *c = ir_module_lookup_ctor(mod, ctor, strlen(ctor));
-    RLY_CHECK(c != NULL, "the module has no constructor %s", ctor);
-    RtAdt *a = rt_adt_new(c->tag, c, n);
+/* A constructor value; its handle is the executor's: the IR Constructor for the interpreter,
+ * the executable's VmCtor (found by name) for the VM. An executable holds only the
+ * constructors its code builds or matches, so one it lacks gets the module's tag (which the
+ * compiler keeps) and no handle: the program never looks at it except through its tag. */
+static Value *adt_value(Module *mod, const VmExec *exe, const char *ctor, uint32_t n,
+                        Value **fields) {
+    RtAdt *a = NULL;
+    const VmCtor *vc = NULL;
+    for (uint32_t i = 0; exe != NULL && i < exe->n_ctors && vc == NULL; i++)
+        if (strcmp(exe->ctors[i].name, ctor) == 0) vc = &exe->ctors[i];
+    if (vc != NULL) {
+        a = rt_adt_new(vc->tag, vc, n);
+    } else {
+        Constructor *c = ir_module_lookup_ctor(mod, ctor, strlen(ctor));
+        RLY_CHECK(c != NULL, "the module has no constructor %s", ctor);
+        a = rt_adt_new(c->tag, exe ? NULL : c, n);
+    }
     for (uint32_t i = 0; i < n; i++)
         a->f[i] = fields[i];
     return &a->hdr;
 }
 
 /* The value of a test input for parameter type ty: a tensor, or a List / Option of them. */
-static Value *value_from(Ctx *ctx, Module *mod, const OxValue *v, Type *ty, char *err, size_t cap) {
+static Value *value_from(Ctx *ctx, Module *mod, const VmExec *exe, const OxValue *v, Type *ty,
+                         char *err, size_t cap) {
     Type *elem = adt_arg(ty, "List"), *opt = adt_arg(ty, "Option");
     if (v->kind == OXV_TENSOR) return value_of(ctx, v->tensor, ty, err, cap);
     if (opt != NULL) {
-        if (v->n == 0) return adt_value(mod, "None", 0, NULL);
-        Value *x = value_from(ctx, mod, &v->items[0], opt, err, cap);
-        return x ? adt_value(mod, "Some", 1, &x) : NULL;
+        if (v->n == 0) return adt_value(mod, exe, "None", 0, NULL);
+        Value *x = value_from(ctx, mod, exe, &v->items[0], opt, err, cap);
+        return x ? adt_value(mod, exe, "Some", 1, &x) : NULL;
     }
     RLY_CHECK(elem != NULL && v->kind == OXV_SEQUENCE, "value_from: kinds disagree");
-    Value *list = adt_value(mod, "Nil", 0, NULL);
+    Value *list = adt_value(mod, exe, "Nil", 0, NULL);
     for (uint32_t i = v->n; i-- > 0;) {
         char why[400];
         Value *x = NULL;
@@ -389,14 +404,14 @@ static Value *value_from(Ctx *ctx, Module *mod, const OxValue *v, Type *ty, char
             snprintf(why, sizeof why, "a sequence of %s, the model takes tensors",
                      v->items[i].kind == OXV_SEQUENCE ? "sequences" : "optionals");
         else
-            x = value_from(ctx, mod, &v->items[i], elem, why, sizeof why);
+            x = value_from(ctx, mod, exe, &v->items[i], elem, why, sizeof why);
         if (x == NULL) {
             snprintf(err, cap, "element %u: %s", i, why);
             rt_release(list);
             return NULL;
         }
         Value *f[2] = {x, list};
-        list = adt_value(mod, "Cons", 2, f);
+        list = adt_value(mod, exe, "Cons", 2, f);
     }
     return list;
 }
@@ -533,8 +548,9 @@ static bool load_set_files(const char *set_dir, char **names, uint32_t n, const 
     return true;
 }
 
-/* Run one data set; false with the reason in why. */
-static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
+/* Run one data set (on the VM when exe is given); false with the reason in why. */
+static bool run_set(Ctx *ctx, Module *mod, const rly_executable *exe, const char *set_dir,
+                    StrBuf *why) {
     char **ins, **outs;
     uint32_t n_in = list_dir(set_dir, "input_", &ins), n_out = list_dir(set_dir, "output_", &outs);
     Arena arena;
@@ -560,24 +576,49 @@ static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
         ok = false;
     }
     Value **args = sup_calloc(n_in + 1, sizeof *args);
+    const VmExec *vx = exe ? exe->exe : NULL;
     for (uint32_t i = 0; i < n_in && ok; i++)
-        if ((args[i] = value_from(ctx, mod, in_v[i], in_ty[i], err, sizeof err)) == NULL) {
+        if ((args[i] = value_from(ctx, mod, vx, in_v[i], in_ty[i], err, sizeof err)) == NULL) {
             sb_printf(why, "input %u: %s", i, err);
             ok = false;
         }
+    if (ok && exe && vx->n_inputs != n_in) {
+        sb_printf(why, "the executable takes %u inputs, the data set has %u", vx->n_inputs, n_in);
+        ok = false;
+    }
     if (ok) {
-        Interp *it = ev_new(mod);
-        size_t mark = ctx->diags.items.len;
-        Value *r = ev_call_global(it, "main", n_in, args);
-        if (r == NULL) {
-            StrBuf msg = {0};
-            diags_render(&ctx->diags, mark, &msg);
-            sb_puts(why, "runtime error: ");
-            brief(sb_cstr(&msg), why);
-            sb_free(&msg);
-            diags_clear(&ctx->diags);
-            ok = false;
+        Interp *it = NULL;
+        rly_session *sess = NULL;
+        Value *r = NULL;
+        if (exe) { /* the VM: the session takes the inputs */
+            if (rly_session_new(exe, NULL, &sess) == RLY_STATUS_OK) {
+                for (uint32_t i = 0; i < n_in; i++) {
+                    rt_session_set_value(sess, i, args[i]);
+                    args[i] = NULL;
+                }
+                if (rly_session_run(sess) == RLY_STATUS_OK)
+                    r = rt_retain((Value *)rt_session_result(sess));
+            }
+            if (r == NULL) {
+                sb_puts(why, "runtime error: ");
+                brief(rly_last_error(), why);
+                ok = false;
+            }
         } else {
+            it = ev_new(mod);
+            size_t mark = ctx->diags.items.len;
+            r = ev_call_global(it, "main", n_in, args);
+            if (r == NULL) {
+                StrBuf msg = {0};
+                diags_render(&ctx->diags, mark, &msg);
+                sb_puts(why, "runtime error: ");
+                brief(sb_cstr(&msg), why);
+                sb_free(&msg);
+                diags_clear(&ctx->diags);
+                ok = false;
+            }
+        }
+        if (r != NULL) {
             uint32_t n_res = n_ret > 1 && r->kind == VAL_TUPLE ? RT_TUPLE(r)->n : 1;
             if (n_res != n_out) {
                 sb_printf(why, "%u outputs, the data set has %u", n_res, n_out);
@@ -595,6 +636,7 @@ static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
             rt_release(r);
         }
         ev_free(it);
+        rly_session_free(sess);
     }
     for (uint32_t i = 0; i < n_in; i++)
         if (args[i]) rt_release(args[i]);
@@ -610,7 +652,8 @@ static bool run_set(Ctx *ctx, Module *mod, const char *set_dir, StrBuf *why) {
 }
 
 /* Every test_data_set_* of a case; false with the first failure's reason in why. */
-static bool run_sets(rly_ctx *ctx, rly_module *mod, const char *dir, StrBuf *why) {
+static bool run_sets(rly_ctx *ctx, rly_module *mod, const rly_executable *exe, const char *dir,
+                     StrBuf *why) {
     char **sets;
     uint32_t n_sets = list_dir(dir, "test_data_set_", &sets);
     bool ok = n_sets > 0;
@@ -618,7 +661,7 @@ static bool run_sets(rly_ctx *ctx, rly_module *mod, const char *dir, StrBuf *why
     for (uint32_t s = 0; s < n_sets && ok; s++) {
         StrBuf sd = {0}, w = {0};
         sb_printf(&sd, "%s/%s", dir, sets[s]);
-        if (!run_set((Ctx *)ctx, (Module *)mod, sb_cstr(&sd), &w)) {
+        if (!run_set((Ctx *)ctx, (Module *)mod, exe, sb_cstr(&sd), &w)) {
             sb_printf(why, "%s: %s", sets[s], sb_cstr(&w));
             ok = false;
         }
@@ -629,10 +672,10 @@ static bool run_sets(rly_ctx *ctx, rly_module *mod, const char *dir, StrBuf *why
     return ok;
 }
 
-static rly_status run_sets_checked(rly_ctx *ctx, rly_module *mod, const char *dir, StrBuf *why,
-                                   int *passed) {
+static rly_status run_sets_checked(rly_ctx *ctx, rly_module *mod, const rly_executable *exe,
+                                   const char *dir, StrBuf *why, int *passed) {
     RLY_TRY;
-    *passed = run_sets(ctx, mod, dir, why);
+    *passed = run_sets(ctx, mod, exe, dir, why);
     RLY_END_TRY;
     return RLY_STATUS_OK;
 }
@@ -687,9 +730,16 @@ static uint32_t data_hints(const OxModel *m, const char *dir, ImpShape *out, uin
     return n;
 }
 
-rly_status rly_onnx_test_case(const char *dir, int opt_level, int *passed, char **report) {
+rly_status rly_onnx_test_case(const char *dir, int opt_level, rly_engine engine, int *passed,
+                              char **report) {
+    if (dir == NULL || passed == NULL || report == NULL)
+        return api_fail(RLY_STATUS_INVALID, "rly_onnx_test_case: NULL argument");
     *passed = 0;
     *report = NULL;
+    if (engine == RLY_ENGINE_DEFAULT) engine = API_DEFAULT_ENGINE;
+    if (engine != RLY_ENGINE_VM && engine != RLY_ENGINE_INTERP)
+        return api_fail(RLY_STATUS_INVALID, "rly_onnx_test_case: engine %d is none of rly_engine",
+                        (int)engine);
     StrBuf why = {0};
     StrBuf path_sb = {0};
     sb_printf(&path_sb, "%s/model.onnx", dir);
@@ -714,8 +764,17 @@ rly_status rly_onnx_test_case(const char *dir, int opt_level, int *passed, char 
                        RLY_STATUS_OK) {
             sb_printf(&why, "optimize (-O%d): ", opt_level);
             brief(rly_last_error(), &why);
+        } else if (engine == RLY_ENGINE_VM) {
+            rly_executable *exe = NULL;
+            if (rly_module_compile(mod, 0, NULL, &exe) != RLY_STATUS_OK) {
+                sb_puts(&why, "compile: ");
+                brief(rly_last_error(), &why);
+            } else {
+                st = run_sets_checked(ctx, mod, exe, dir, &why, passed);
+            }
+            rly_executable_free(exe);
         } else {
-            st = run_sets_checked(ctx, mod, dir, &why, passed);
+            st = run_sets_checked(ctx, mod, NULL, dir, &why, passed);
         }
     }
     rly_ctx_free(ctx);

@@ -651,6 +651,130 @@ import re, sys
 v = [float(x) for x in re.findall(r'([0-9.eE+-]+)f', open(sys.argv[1]).read())]
 sys.exit(0 if len(v) == 2 and v[1] < 0.01 < v[0] else 1)" "$T/out" && echo 0 || echo 1) "loss did not fall below 0.01: $(cat "$T/out")"
 
+# ---- the VM: rly compile, rly run on .rlyx and --engine, rly bench, rly test --engine --------
+# npz_names FILE: the array names of an .npz, space-separated, in order.
+npz_names() {
+    python3 -c "import sys, zipfile; print(' '.join(n[:-4] for n in zipfile.ZipFile(sys.argv[1]).namelist()))" "$1" 2>/dev/null
+}
+cat >"$T/vm.rly" <<'RLY'
+#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(3), float32]) {
+  (nn.relu(add(%x, %y)), sum(%x, axis=[1]))
+}
+RLY
+run compile "$T/vm.rly" -o "$T/vm.rlyx"
+expect compile 0
+check compile.file $(test -s "$T/vm.rlyx" && echo 0 || echo 1) "no executable written"
+run compile "$T/vm.rly" -O0 -o "$T/vm0.rlyx" --stats
+expect compile_stats 0
+check compile_stats.counts $(grep -q '^functions: [1-9]' "$T/out" && grep -q '^instructions: [1-9]' "$T/out" && grep -q '^packed functions: [1-9]' "$T/out" && grep -q '^constants: [0-9]* ([0-9]* bytes)' "$T/out" && echo 0 || echo 1) "stats lack functions/instructions/packed/constants: $(head -c 300 "$T/out")"
+check compile_stats.planning $(grep -qE '^(memory planning: not yet|planned storage: )' "$T/out" && echo 0 || echo 1) "stats say nothing about memory planning"
+run compile "$T/vm.rlyx" --stats
+expect compile_stats_rlyx 0
+run compile "$T/vm.rly" --disasm
+expect compile_disasm 0
+check compile_disasm.main $(grep -q 'main' "$T/out" && echo 0 || echo 1) "no @main in the disassembly"
+run compile "$T/vm.rly"
+expect compile_no_output 2
+run compile
+expect compile_no_file 2
+run compile "$T/vm.rly" -O7 -o "$T/o7.rlyx"
+expect compile_bad_opt 2
+run compile "$T/vm.rly" --frobnicate -o "$T/f.rlyx"
+expect compile_bad_arg 2
+mkdir -p "$T/cout"
+run compile "$T/does_not_exist.rly" -o "$T/cout/m.rlyx"
+expect compile_missing 1
+expect_empty_dir compile_missing.no_output "$T/cout"
+printf '#[version = "0.0.5"]\ndef @main(%%x: Tensor[(2, 3), float32]) -> Tensor[(3), float32] {\n  nn.relu(%%x)\n}\n' >"$T/vm_bad.rly"
+run compile "$T/vm_bad.rly" -o "$T/cout/bad.rlyx"
+expect compile_error 1
+expect_located compile_error "$T/vm_bad.rly"
+expect_empty_dir compile_error.no_output "$T/cout"
+run compile "$T/vm.rly" -o "$T/no_such_dir/vm.rlyx"
+expect compile_unwritable 1
+# The executable, the VM and the interpreter agree (the same npz, byte for byte; the same text).
+run run "$T/vm.rly" --fill random --seed 3 --engine interp --output "$T/vm_i.npz"
+expect run_engine_interp 0
+run run "$T/vm.rly" --fill random --seed 3 --engine vm --output "$T/vm_v.npz"
+expect run_engine_vm 0
+run run "$T/vm.rlyx" --fill random --seed 3 --output "$T/vm_x.npz"
+expect run_rlyx 0
+check run_engine_vm.same $(cmp -s "$T/vm_i.npz" "$T/vm_v.npz" && echo 0 || echo 1) "--engine vm and --engine interp wrote different files"
+check run_rlyx.same $(cmp -s "$T/vm_i.npz" "$T/vm_x.npz" && echo 0 || echo 1) "the .rlyx and the interpreter wrote different files"
+check run_rlyx.names $(test "$(npz_names "$T/vm_x.npz")" = "output_0 output_1" && echo 0 || echo 1) "arrays $(npz_names "$T/vm_x.npz"), want output_0 output_1"
+"$RLY" run "$T/vm.rly" --fill ones --engine interp >"$T/text_i" 2>/dev/null
+run run "$T/vm.rlyx" --fill ones
+expect run_rlyx_text 0
+check run_rlyx_text.same $(cmp -s "$T/text_i" "$T/out" && echo 0 || echo 1) "printed results differ: $(head -c 200 "$T/out") vs $(head -c 200 "$T/text_i")"
+run run "$T/vm.rlyx" --entry main --fill ones
+expect run_rlyx_entry 2
+run run "$T/vm.rlyx" --engine interp --fill ones
+expect run_rlyx_interp 2
+run run "$T/vm.rly" --engine jit --fill ones
+expect run_bad_engine 2
+run run "$T/vm.rlyx" --input nope="$T/x.npy" --fill ones
+expect run_rlyx_unknown_input 1
+check run_rlyx_unknown_input.message $(grep -q "not a parameter" "$T/err" && echo 0 || echo 1) "no message naming the parameters"
+run run "$T/vm.rlyx"
+expect run_rlyx_missing_input 1
+check run_rlyx_missing_input.message $(grep -q "missing input x" "$T/err" && echo 0 || echo 1) "no message naming the missing input"
+printf 'RLYX not really an executable' >"$T/junk.rlyx"
+run run "$T/junk.rlyx" --fill ones
+expect run_rlyx_junk 1
+expect_stderr run_rlyx_junk
+head -c 100 "$T/vm.rlyx" >"$T/trunc.rlyx"
+run run "$T/trunc.rlyx" --fill ones
+expect run_rlyx_truncated 1
+expect_stderr run_rlyx_truncated
+run run "$T/missing.rlyx" --fill ones
+expect run_rlyx_missing 1
+# A run-time error on the VM is located like the interpreter's and writes no output file.
+mkdir -p "$T/vmout"
+run run "$T/div.rly" --fill ones --engine vm --output "$T/vmout/out.npz"
+expect run_vm_div_zero 1
+expect_located run_vm_div_zero "$T/div.rly"
+expect_empty_dir run_vm_div_zero.no_output "$T/vmout"
+# rly bench
+run bench "$T/vm.rlyx" --fill random --repeat 5
+expect bench_rlyx 0
+check bench_rlyx.report $(grep -q '^per run: min .*, median .*, p90 ' "$T/out" && grep -q '^runs: 5 timed' "$T/out" && grep -q 'load ' "$T/out" && echo 0 || echo 1) "no load time or min/median/p90 line: $(head -c 300 "$T/out")"
+run bench "$T/vm.rly" --fill ones --repeat 3 --warmup 0 -O0
+expect bench_source 0
+check bench_source.compile $(grep -q 'compile (-O0)' "$T/out" && echo 0 || echo 1) "no compile time"
+run bench "$T/vm.rlyx" --fill ones --min-time 0.05 --threads 2
+expect bench_min_time 0
+run bench "$T/vm.rlyx" --fill ones --repeat 3 --min-time 1
+expect bench_repeat_and_min_time 2
+run bench "$T/vm.rlyx" --fill ones --repeat 0
+expect bench_bad_repeat 2
+run bench "$T/vm.rlyx" --fill ones --threads lots
+expect bench_bad_threads 2
+run bench
+expect bench_no_file 2
+run bench "$T/vm.rlyx" --repeat 2
+expect bench_missing_input 1
+# ONNX output names: --output names the arrays after the graph's outputs, on both engines and
+# from an executable.
+if [ -d "$ND/test_add" ]; then
+  for eng in interp vm; do
+    run run "$ND/test_add/model.onnx" --fill ones --engine $eng --output "$T/onnx_$eng.npz"
+    expect onnx_names_$eng 0
+    check onnx_names_$eng.names $(test "$(npz_names "$T/onnx_$eng.npz")" = "sum" && echo 0 || echo 1) "arrays '$(npz_names "$T/onnx_$eng.npz")', want 'sum'"
+  done
+  run compile "$ND/test_add/model.onnx" -o "$T/add.rlyx"
+  expect onnx_compile 0
+  run run "$T/add.rlyx" --fill ones --output "$T/onnx_x.npz"
+  expect onnx_names_rlyx 0
+  check onnx_names_rlyx.names $(test "$(npz_names "$T/onnx_x.npz")" = "sum" && echo 0 || echo 1) "arrays '$(npz_names "$T/onnx_x.npz")', want 'sum'"
+  check onnx_names_rlyx.same $(cmp -s "$T/onnx_interp.npz" "$T/onnx_x.npz" && echo 0 || echo 1) "the executable's output differs from the interpreter's"
+  run test --engine vm "$ND/test_add" "$ND/test_relu"
+  expect onnx_test_vm 0
+  check onnx_test_vm.summary $(grep -q '^2 passed, 0 failed, 0 skipped' "$T/out" && echo 0 || echo 1) "no summary line: $(tail -c 300 "$T/out")"
+  run test --engine fast "$ND/test_add"
+  expect onnx_test_bad_engine 2
+fi
+
 if [ "$n_xfail" -gt 0 ]; then echo "($n_xfail known failures counted as passed)"; fi
 echo "$n_pass passed, $n_fail failed"
 [ "$n_fail" -eq 0 ]

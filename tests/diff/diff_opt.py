@@ -6,7 +6,8 @@ two must give the same outputs.
                                             [--exact] [--only SUBSTRING] [--list]
 
 --engine E runs the optimized side on engine E and the reference side on the interpreter (the VM's
-differential test, issue 15); --exact asks floats to agree bit for bit (same -O level on both
+differential test, issue 15); --engine rlyx compiles the optimized side to an executable file
+(`rly compile`) and runs that (save -> load -> run); --exact asks floats to agree bit for bit (same -O level on both
 sides: the VM runs the same kernels in the same order).
 
 The corpora:
@@ -176,7 +177,10 @@ def check(rly, opt, passes, seed, name, text, work, engine=None, exact=False):
         return "skip", name, "does not run at -O0: " + first_line(se)
     want = so
     ext, osrc, what = ["-O%d" % opt, "--timeout", str(TIMEOUT_ON)], src, "-O%d" % opt
-    if engine:
+    if engine == "rlyx":  # save -> load -> run: `rly compile`, then `rly run X.rlyx`
+        base = base[:-2]
+        what += " via .rlyx"
+    elif engine:
         base = base[:-2] + ["--engine", engine]
         what += " --engine " + engine
     if passes:
@@ -187,6 +191,14 @@ def check(rly, opt, passes, seed, name, text, work, engine=None, exact=False):
             return "fail", name, "%s fails: %s" % (passes, first_line(p.stderr))
         ext, prelude = ["--timeout", str(TIMEOUT_ON)], []  # the output holds the prelude
         what = passes + (" --engine " + engine if engine else "")
+    if engine == "rlyx":
+        exe = osrc[:-4] + ".rlyx"
+        opts = [] if passes else ["-O%d" % opt]
+        p = subprocess.run([rly, "compile", osrc, "-o", exe] + opts + prelude, capture_output=True,
+                           text=True, errors="replace")
+        if p.returncode != 0:
+            return "fail", name, "rly compile fails: %s" % first_line(p.stderr)
+        osrc, ext, prelude = exe, ["--timeout", str(TIMEOUT_ON)], []
     if printed:
         rc, got, se = run(rly, osrc, base + prelude + ext, TIMEOUT_ON)
     else:

@@ -23,14 +23,26 @@ def check(rly, path, inputs_npz, opt=()):
     want = sess.run(None, feeds)
     with tempfile.TemporaryDirectory() as td:
         out = os.path.join(td, "out.npz")
-        r = subprocess.run([rly, "run", path, "--inputs", inputs_npz, "--output", out] + list(opt),
+        opt = list(opt)
+        if "rlyx" in opt:  # --engine rlyx: `rly compile` to a file, then run the file
+            exe = os.path.join(td, "model.rlyx")
+            copt = [o for o in opt if o.startswith("-O")]
+            r = subprocess.run([rly, "compile", path, "-o", exe] + copt, capture_output=True,
+                               text=True, errors="replace")
+            if r.returncode != 0:
+                return False, "rly compile failed: " + r.stderr.strip()[:300]
+            path, opt = exe, []
+        r = subprocess.run([rly, "run", path, "--inputs", inputs_npz, "--output", out] + opt,
                            capture_output=True, text=True, errors="replace")
         if r.returncode != 0:
             return False, "rly failed: " + r.stderr.strip().splitlines()[0] if r.stderr else "rly failed"
         got = np.load(out)
+        names = [o.name for o in sess.get_outputs()]  # rly names the arrays by ONNX output names
         worst = 0.0
         for i, w in enumerate(want):
-            g = got["output_%d" % i]
+            if names[i] not in got.files:
+                return False, "no array %r in rly's output (it has %s)" % (names[i], got.files)
+            g = got[names[i]]
             if g.shape != w.shape:
                 return False, "output %d shape %s, expected %s" % (i, g.shape, w.shape)
             scale = max(float(np.max(np.abs(w))), 1e-6)

@@ -54,19 +54,30 @@ def main():
     st_rly = st_ref.copy()
     worst = worst_st = 0.0
     with tempfile.TemporaryDirectory() as td:
+        shapes = ["--input-shapes", SHAPES]
+        if "rlyx" in opt:  # --engine rlyx: compile once to a file, run the file per chunk
+            exe = os.path.join(td, "silero.rlyx")
+            r = subprocess.run([rly, "compile", model, "-o", exe] + shapes +
+                               [o for o in opt if o.startswith("-O")],
+                               capture_output=True, text=True, errors="replace")
+            if r.returncode != 0:
+                print("FAIL: rly compile failed: %s" % r.stderr.strip())
+                sys.exit(1)
+            model, shapes, opt = exe, [], []
         for i, c in enumerate(chunks):
             x = c[None, :]
             p_ref, st_ref_next = sess.run(None, {"input": x, "state": st_ref, "sr": sr})
             inp, out = os.path.join(td, "in.npz"), os.path.join(td, "out.npz")
             np.savez(inp, input=x, state=st_rly, sr=sr)
-            r = subprocess.run([rly, "run", model, "--input-shapes", SHAPES, "--inputs", inp,
+            r = subprocess.run([rly, "run", model] + shapes + ["--inputs", inp,
                                 "--output", out] + opt,
                                capture_output=True, text=True, errors="replace")
             if r.returncode != 0:
                 print("FAIL chunk %d: rly failed: %s" % (i, r.stderr.strip()))
                 sys.exit(1)
             got = np.load(out)
-            p_rly, st_rly_next = got["output_0"], got["output_1"]
+            names = [o.name for o in sess.get_outputs()]  # rly names arrays by ONNX outputs
+            p_rly, st_rly_next = got[names[0]], got[names[1]]
             err = rel(p_rly, p_ref)
             err_st = rel(st_rly_next, st_ref_next)
             worst = max(worst, err)

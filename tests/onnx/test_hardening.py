@@ -94,8 +94,9 @@ def npy(name, a):
 
 
 def outputs(p):
+    """The arrays of an output .npz in order (named by the model's ONNX output names)."""
     z = np.load(p)
-    return [z["output_%d" % i] for i in range(len(z.files))]
+    return [z[k] for k in z.files]
 
 
 def located(err, model):

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rly/rly.h"
 #include "demo_rly.h" /* generated from examples/demo.rly: const char rly_demo_text[] */
@@ -23,14 +24,30 @@ static int usage(FILE *f) {
         "  run FILE [--entry NAME] [--input NAME=path.npy ...] [--inputs in.npz]\n"
         "      [--output out.npz] [--fill random|zeros|ones] [--seed N] [--prelude]\n"
         "      [--max-memory BYTES] [--timeout SECONDS] [--max-depth N] [-O0..3]\n"
+        "      [--engine vm|interp]\n"
         "                          type-check FILE and run its @main (or NAME) in the reference\n"
-        "                          interpreter; print the result, or write it to out.npz as\n"
-        "                          output_0, output_1, ... (tuples flattened depth-first).\n"
+        "                          interpreter (--engine interp, the default for now) or on the\n"
+        "                          VM (--engine vm: compiled in memory); print the result, or\n"
+        "                          write it to out.npz as output_0, output_1, ... (tuples\n"
+        "                          flattened depth-first; an ONNX model's arrays take its\n"
+        "                          output names). FILE may be a compiled MODEL.rlyx (VM only).\n"
         "                          Parameters not given by a file are an error, or generated\n"
         "                          with --fill. Limits end a runaway run with an error: memory\n"
         "                          of live values (BYTES, or with K/M/G/T; default RAM/4),\n"
         "                          wall-clock time (default none), Relay call depth (default\n"
         "                          10^7); 'none' lifts one. -O N optimizes first (default -O0)\n"
+        "  compile FILE|MODEL.onnx [-O0..3] [--entry NAME] [--prelude] [--input-shapes ...]\n"
+        "      [-o OUT.rlyx] [--stats] [--disasm]\n"
+        "                          optimize (default -O3) and compile for the VM; write the\n"
+        "                          executable OUT.rlyx (librly_runtime loads it). --stats\n"
+        "                          prints its counts (functions, instructions, packed\n"
+        "                          functions, constant bytes); --disasm its bytecode\n"
+        "  bench FILE [inputs as for run] [-O0..3] [--threads N] [--warmup N]\n"
+        "      [--repeat N | --min-time SECONDS]\n"
+        "                          time rly_session_run alone on FILE (.rlyx, or compiled\n"
+        "                          first, default -O3): load or compile time, then min / median\n"
+        "                          / p90 per run over N runs (default: runs for 1 second, at\n"
+        "                          least 10) after the warmup runs (default 1)\n"
         "  grad FILE [--entry NAME] [--name G] [--mode higher|first] [--prelude] [-o OUT.rly]\n"
         "                          reverse-mode AD: print the module with @main (or @G) defined\n"
         "                          as the gradient of @main (or @NAME):\n"
@@ -54,11 +71,12 @@ static int usage(FILE *f) {
         "                          and the OUT.npz side file of weights\n"
         "  info MODEL.onnx         describe an ONNX model: IR version, opsets, inputs, outputs,\n"
         "                          operator histogram, unsupported operators\n"
-        "  test DIR... [--exclude FILE] [-O0..3]\n"
+        "  test DIR... [--exclude FILE] [-O0..3] [--engine vm|interp]\n"
         "                          run ONNX test-case folders (model.onnx, test_data_set_*/);\n"
         "                          a line per failure, then 'N passed, N failed, N skipped'.\n"
         "                          FILE lists case names to skip, each with its reason;\n"
-        "                          -O N optimizes each model first (default -O0)\n"
+        "                          -O N optimizes each model first (default -O0); --engine as\n"
+        "                          for run\n"
         "                          (run also takes MODEL.onnx, with --input-shapes)\n"
         "  ops [NAME]              list the operator table (or one operator): arguments, fusion\n"
         "                          pattern, doc, attributes with types and defaults\n"
@@ -173,6 +191,24 @@ static int is_onnx(const char *path) {
 
 static const char *g_input_shapes; /* --input-shapes for .onnx files */
 
+static int is_rlyx(const char *path) {
+    size_t n = strlen(path);
+    return n > 5 && strcmp(path + n - 5, ".rlyx") == 0;
+}
+
+/* --engine vm|interp into *out; false after reporting a bad value. */
+static bool parse_engine(const char *cmd, const char *v, rly_engine *out) {
+    if (strcmp(v, "vm") == 0)
+        *out = RLY_ENGINE_VM;
+    else if (strcmp(v, "interp") == 0)
+        *out = RLY_ENGINE_INTERP;
+    else {
+        fprintf(stderr, "rly %s: --engine takes vm or interp, not '%s'\n", cmd, v);
+        return false;
+    }
+    return true;
+}
+
 static int load(rly_ctx *ctx, const char *in, int prelude, rly_module **mod) {
     if (is_onnx(in)) {
         if (rly_module_import_onnx(ctx, in, g_input_shapes, mod) != RLY_STATUS_OK)
@@ -221,6 +257,76 @@ static int parse_opt_level(const char *a, const char *next, int *i) {
     return lv[0] - '0';
 }
 
+/* The options `rly run` and `rly bench` share: one argument (or two, moving *i) into o;
+ * 1 when a is not one of them, 2 after reporting a bad value. */
+static int run_option(const char *cmd, int argc, char **argv, int *i_io, rly_run_options *o,
+                      const char **names, const char **paths, int *prelude) {
+    int i = *i_io, rc = 0;
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (strcmp(a, "--prelude") == 0) {
+        *prelude = 1;
+    } else if (strcmp(a, "--entry") == 0 && has) {
+        o->entry = argv[++i];
+    } else if (strcmp(a, "--input-shapes") == 0 && has) {
+        g_input_shapes = argv[++i];
+    } else if (strcmp(a, "--inputs") == 0 && has) {
+        o->inputs_npz = argv[++i];
+    } else if (strcmp(a, "--seed") == 0 && has) {
+        o->seed = (unsigned)strtoul(argv[++i], NULL, 10);
+    } else if (strncmp(a, "-O", 2) == 0) {
+        int lvl = parse_opt_level(a, has ? argv[i + 1] : NULL, &i);
+        if (lvl < 0) return 2;
+        o->opt_level = lvl;
+    } else if (strcmp(a, "--input") == 0 && has) {
+        char *eq = strchr(argv[++i], '=');
+        if (eq == NULL || eq == argv[i] || eq[1] == '\0') {
+            fprintf(stderr, "rly %s: --input wants NAME=path.npy, got '%s'\n", cmd, argv[i]);
+            return 2;
+        }
+        if (o->n_inputs == 256) {
+            fprintf(stderr, "rly %s: at most 256 --input options\n", cmd);
+            return 2;
+        }
+        *eq = '\0';
+        names[o->n_inputs] = argv[i];
+        paths[o->n_inputs++] = eq + 1;
+    } else if (strcmp(a, "--fill") == 0 && has) {
+        const char *m = argv[++i];
+        if (strcmp(m, "random") == 0)
+            o->fill = RLY_FILL_RANDOM;
+        else if (strcmp(m, "zeros") == 0)
+            o->fill = RLY_FILL_ZEROS;
+        else if (strcmp(m, "ones") == 0)
+            o->fill = RLY_FILL_ONES;
+        else {
+            fprintf(stderr, "rly %s: --fill takes random, zeros or ones, not '%s'\n", cmd, m);
+            return 2;
+        }
+    } else {
+        rc = 1;
+    }
+    *i_io = i;
+    return rc;
+}
+
+/* A compiled executable takes no source-level options. */
+static int rlyx_options_ok(const char *cmd, const rly_run_options *o, int prelude) {
+    if (o->entry == NULL && o->opt_level == 0 && !prelude && g_input_shapes == NULL &&
+        o->engine != RLY_ENGINE_INTERP)
+        return 1;
+    fprintf(stderr,
+            "rly %s: %s applies to source files; a .rlyx executable is compiled already (its "
+            "entry and opt level were chosen by rly compile) and runs on the VM\n",
+            cmd,
+            o->entry         ? "--entry"
+            : o->opt_level   ? "-O"
+            : prelude        ? "--prelude"
+            : g_input_shapes ? "--input-shapes"
+                             : "--engine interp");
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *in = NULL;
     int prelude = 0;
@@ -231,18 +337,13 @@ static int cmd_run(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
-        if (strcmp(a, "--prelude") == 0) {
-            prelude = 1;
-        } else if (strcmp(a, "--entry") == 0 && has) {
-            o.entry = argv[++i];
-        } else if (strcmp(a, "--input-shapes") == 0 && has) {
-            g_input_shapes = argv[++i];
-        } else if (strcmp(a, "--inputs") == 0 && has) {
-            o.inputs_npz = argv[++i];
+        int r = run_option("run", argc, argv, &i, &o, names, paths, &prelude);
+        if (r == 2) return 2;
+        if (r == 0) continue;
+        if (strcmp(a, "--engine") == 0 && has) {
+            if (!parse_engine("run", argv[++i], &o.engine)) return 2;
         } else if (strcmp(a, "--output") == 0 && has) {
             o.output_npz = argv[++i];
-        } else if (strcmp(a, "--seed") == 0 && has) {
-            o.seed = (unsigned)strtoul(argv[++i], NULL, 10);
         } else if ((strcmp(a, "--max-memory") == 0 || strcmp(a, "--max-depth") == 0) && has) {
             bool mem = a[6] == 'm';
             if (!parse_limit(argv[++i], mem, mem ? &o.max_memory : &o.max_depth)) {
@@ -251,10 +352,6 @@ static int cmd_run(int argc, char **argv) {
                         argv[i]);
                 return 2;
             }
-        } else if (strncmp(a, "-O", 2) == 0) {
-            int lvl = parse_opt_level(a, has ? argv[i + 1] : NULL, &i);
-            if (lvl < 0) return 2;
-            o.opt_level = lvl;
         } else if (strcmp(a, "--timeout") == 0 && has) {
             const char *t = argv[++i];
             char *end;
@@ -264,36 +361,27 @@ static int cmd_run(int argc, char **argv) {
                 return 2;
             }
             o.timeout = sec;
-        } else if (strcmp(a, "--input") == 0 && has) {
-            char *eq = strchr(argv[++i], '=');
-            if (eq == NULL || eq == argv[i] || eq[1] == '\0') {
-                fprintf(stderr, "rly run: --input wants NAME=path.npy, got '%s'\n", argv[i]);
-                return 2;
-            }
-            if (o.n_inputs == 256) {
-                fputs("rly run: at most 256 --input options\n", stderr);
-                return 2;
-            }
-            *eq = '\0';
-            names[o.n_inputs] = argv[i];
-            paths[o.n_inputs++] = eq + 1;
-        } else if (strcmp(a, "--fill") == 0 && has) {
-            const char *m = argv[++i];
-            if (strcmp(m, "random") == 0)
-                o.fill = RLY_FILL_RANDOM;
-            else if (strcmp(m, "zeros") == 0)
-                o.fill = RLY_FILL_ZEROS;
-            else if (strcmp(m, "ones") == 0)
-                o.fill = RLY_FILL_ONES;
-            else {
-                fprintf(stderr, "rly run: --fill takes random, zeros or ones, not '%s'\n", m);
-                return 2;
-            }
         } else if (file_arg("run", a, &in)) {
             return 2;
         }
     }
     if (need_file("run", in)) return 2;
+    if (is_rlyx(in)) {
+        if (!rlyx_options_ok("run", &o, prelude)) return 2;
+        rly_executable *exe = NULL;
+        char *text = NULL;
+        int rc = 0;
+        if (rly_executable_load(in, &exe) != RLY_STATUS_OK ||
+            rly_executable_run(exe, &o, &text) != RLY_STATUS_OK)
+            rc = report(NULL);
+        else if (text) {
+            fputs(text, stdout);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+        }
+        rly_free(text);
+        rly_executable_free(exe);
+        return rc;
+    }
     rly_ctx *ctx;
     if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
     rly_module *mod = NULL;
@@ -308,6 +396,216 @@ static int cmd_run(int argc, char **argv) {
             rc = fflush(stdout) == 0 ? 0 : 1;
         }
     }
+    rly_ctx_free(ctx);
+    return rc;
+}
+
+static int cmd_compile(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *entry = NULL;
+    int prelude = 0, opt_level = 3, what = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(a, "--prelude") == 0) {
+            prelude = 1;
+        } else if (strcmp(a, "--entry") == 0 && has) {
+            entry = argv[++i];
+        } else if (strcmp(a, "--input-shapes") == 0 && has) {
+            g_input_shapes = argv[++i];
+        } else if (strcmp(a, "-o") == 0 && has) {
+            out = argv[++i];
+        } else if (strcmp(a, "--stats") == 0) {
+            what |= RLY_DESCRIBE_STATS;
+        } else if (strcmp(a, "--disasm") == 0) {
+            what |= RLY_DESCRIBE_DISASM;
+        } else if (strncmp(a, "-O", 2) == 0) {
+            if ((opt_level = parse_opt_level(a, has ? argv[i + 1] : NULL, &i)) < 0) return 2;
+        } else if (file_arg("compile", a, &in)) {
+            return 2;
+        }
+    }
+    if (need_file("compile", in)) return 2;
+    if (out == NULL && what == 0) {
+        fputs("rly compile: missing -o OUT.rlyx (or --stats, --disasm to only describe it)\n",
+              stderr);
+        return 2;
+    }
+    rly_ctx *ctx = NULL;
+    rly_executable *exe = NULL;
+    int rc = 0;
+    if (is_rlyx(in)) { /* describe (or copy) an executable */
+        if (entry || prelude || g_input_shapes) {
+            fputs("rly compile: a .rlyx executable is compiled already\n", stderr);
+            return 2;
+        }
+        if (rly_executable_load(in, &exe) != RLY_STATUS_OK) rc = report(NULL);
+    } else {
+        if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
+        rly_module *mod = NULL;
+        rc = load(ctx, in, prelude, &mod);
+        if (rc == 0 && rly_module_compile(mod, opt_level, entry, &exe) != RLY_STATUS_OK)
+            rc = report(NULL);
+    }
+    if (rc == 0 && out && rly_executable_save(exe, out) != RLY_STATUS_OK) rc = report(NULL);
+    if (rc == 0 && what) {
+        char *text = NULL;
+        if (rly_executable_describe(exe, what, &text) != RLY_STATUS_OK) {
+            rc = report(NULL);
+        } else {
+            fputs(text, stdout);
+            rly_free(text);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+        }
+    }
+    rly_executable_free(exe);
+    rly_ctx_free(ctx);
+    return rc;
+}
+
+/* ---- rly bench ------------------------------------------------------------------------------ */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A duration with a unit that keeps 3-4 significant digits. */
+static const char *fmt_time(double s, char *buf, size_t cap) {
+    if (s < 1e-6)
+        snprintf(buf, cap, "%.0f ns", s * 1e9);
+    else if (s < 1e-3)
+        snprintf(buf, cap, "%.3g us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, cap, "%.3g ms", s * 1e3);
+    else
+        snprintf(buf, cap, "%.3g s", s);
+    return buf;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A whole count >= lo, or -1. */
+static long parse_count(const char *s, long lo) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return errno == 0 && end != s && *end == '\0' && v >= lo && v <= 100000000 ? v : -1;
+}
+
+static int cmd_bench(int argc, char **argv) {
+    const char *in = NULL;
+    int prelude = 0;
+    rly_run_options o = {.opt_level = -1}; /* -1: not given (-O3 for sources) */
+    const char *names[256], *paths[256];
+    o.input_names = names;
+    o.input_paths = paths;
+    long threads = 0, warmup = 1, repeat = 0;
+    double min_time = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        int r = run_option("bench", argc, argv, &i, &o, names, paths, &prelude);
+        if (r == 2) return 2;
+        if (r == 0) continue;
+        if ((strcmp(a, "--threads") == 0 || strcmp(a, "--warmup") == 0 ||
+             strcmp(a, "--repeat") == 0) &&
+            has) {
+            long lo = a[2] == 'w' ? 0 : 1, v = parse_count(argv[++i], lo);
+            if (v < 0) {
+                fprintf(stderr, "rly bench: %s takes a count >= %ld, not '%s'\n", a, lo, argv[i]);
+                return 2;
+            }
+            *(a[2] == 't' ? &threads : a[2] == 'w' ? &warmup : &repeat) = v;
+        } else if (strcmp(a, "--min-time") == 0 && has) {
+            char *end;
+            min_time = strtod(argv[++i], &end);
+            if (*end != '\0' || !(min_time > 0) || min_time > 1e6) {
+                fprintf(stderr, "rly bench: --min-time takes seconds (> 0), not '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (file_arg("bench", a, &in)) {
+            return 2;
+        }
+    }
+    if (need_file("bench", in)) return 2;
+    if (repeat && min_time > 0) {
+        fputs("rly bench: --repeat and --min-time exclude each other\n", stderr);
+        return 2;
+    }
+    if (min_time == 0) min_time = 1.0;
+    rly_ctx *ctx = NULL;
+    rly_executable *exe = NULL;
+    rly_session *sess = NULL;
+    double *times = NULL;
+    char b1[32], b2[32], b3[32], b4[32];
+    int rc = 0;
+    double t0 = now_seconds();
+    if (is_rlyx(in)) {
+        if (o.opt_level < 0) o.opt_level = 0;
+        if (!rlyx_options_ok("bench", &o, prelude)) return 2;
+        if (rly_executable_load(in, &exe) != RLY_STATUS_OK) return report(NULL);
+        printf("%s: load %s\n", in, fmt_time(now_seconds() - t0, b1, sizeof b1));
+    } else {
+        int level = o.opt_level < 0 ? 3 : o.opt_level;
+        if (rly_ctx_new(&ctx) != RLY_STATUS_OK) return report("rly");
+        rly_module *mod = NULL;
+        rc = load(ctx, in, prelude, &mod);
+        if (rc == 0 && rly_module_compile(mod, level, o.entry, &exe) != RLY_STATUS_OK)
+            rc = report(NULL);
+        if (rc == 0)
+            printf("%s: parse and compile (-O%d) %s\n", in, level,
+                   fmt_time(now_seconds() - t0, b1, sizeof b1));
+    }
+    o.entry = NULL;
+    rly_session_options so = {.threads = (int)threads};
+    if (rc == 0 && (rly_session_new(exe, &so, &sess) != RLY_STATUS_OK ||
+                    rly_session_bind_inputs(sess, &o) != RLY_STATUS_OK))
+        rc = report(NULL);
+    for (long k = 0; rc == 0 && k < warmup; k++)
+        if (rly_session_run(sess) != RLY_STATUS_OK) rc = report("warmup run");
+    size_t n = 0, cap = 0;
+    double start = now_seconds();
+    while (rc == 0 && (repeat ? n < (size_t)repeat
+                              : (n < 10 || now_seconds() - start < min_time) && n < 100000000)) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            double *grown = realloc(times, cap * sizeof *times);
+            if (grown == NULL) {
+                fputs("rly bench: out of memory\n", stderr);
+                rc = 1;
+                break;
+            }
+            times = grown;
+        }
+        double a = now_seconds();
+        if (rly_session_run(sess) != RLY_STATUS_OK) {
+            rc = report("run");
+            break;
+        }
+        times[n++] = now_seconds() - a;
+    }
+    if (rc == 0) {
+        qsort(times, n, sizeof *times, by_value);
+        double sum = 0;
+        for (size_t k = 0; k < n; k++)
+            sum += times[k];
+        double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+        size_t p90 = (size_t)((double)n * 0.9 + 0.999999);
+        printf("runs: %zu timed after %ld warmup; threads: %ld requested, 1 used (the VM runs "
+               "kernels on the calling thread for now)\n",
+               n, warmup, threads ? threads : 1);
+        printf("per run: min %s, median %s, p90 %s, mean %s\n", fmt_time(times[0], b1, sizeof b1),
+               fmt_time(median, b2, sizeof b2), fmt_time(times[p90 ? p90 - 1 : 0], b3, sizeof b3),
+               fmt_time(sum / (double)n, b4, sizeof b4));
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    }
+    free(times);
+    rly_session_free(sess);
+    rly_executable_free(exe);
     rly_ctx_free(ctx);
     return rc;
 }
@@ -445,9 +743,16 @@ static int read_exclusions(const char *path, Exclusion **out, int *n) {
 static int cmd_test(int argc, char **argv) {
     Exclusion *ex = NULL;
     int n_ex = 0, passed = 0, failed = 0, skipped = 0, n_dirs = 0, opt_level = 0;
+    rly_engine engine = RLY_ENGINE_DEFAULT;
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--exclude") == 0) {
             i++;
+        } else if (strcmp(argv[i], "--engine") == 0) {
+            if (i + 1 >= argc) {
+                fputs("rly test: --engine takes vm or interp\n", stderr);
+                return 2;
+            }
+            if (!parse_engine("test", argv[++i], &engine)) return 2;
         } else if (strncmp(argv[i], "-O", 2) == 0 &&
                    (opt_level = parse_opt_level(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &i)) <
                        0) {
@@ -459,7 +764,7 @@ static int cmd_test(int argc, char **argv) {
             i++;
         }
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--exclude") == 0) {
+        if (strcmp(argv[i], "--exclude") == 0 || strcmp(argv[i], "--engine") == 0) {
             i++;
             continue;
         }
@@ -487,7 +792,7 @@ static int cmd_test(int argc, char **argv) {
         }
         int ok = 0;
         char *why = NULL;
-        if (rly_onnx_test_case(dir, opt_level, &ok, &why) != RLY_STATUS_OK) {
+        if (rly_onnx_test_case(dir, opt_level, engine, &ok, &why) != RLY_STATUS_OK) {
             printf("FAIL %s: %s\n", name, rly_last_error());
             failed++;
             continue;
@@ -654,6 +959,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "print") == 0) return cmd_print(argc - 2, argv + 2);
     if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 2, argv + 2);
     if (strcmp(cmd, "grad") == 0) return cmd_grad(argc - 2, argv + 2);

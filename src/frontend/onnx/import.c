@@ -2326,15 +2326,25 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         vec_free(&params);
         goto out;
     }
-    const Attrs *fn_attrs = NULL;
+    /* @main's attributes: the ONNX input names when some parameter was renamed, and always the
+     * graph's output names (onnx_output_names, one per output), by which `rly run --output`
+     * names its arrays. */
+    const char *keys[2];
+    AttrValue *vals[2];
+    uint32_t n_attrs = 0;
     if (renamed) {
         AttrValue **items = arena_array(&imp->arena, n_params + 1, sizeof *items);
         for (uint32_t i = 0; i < n_params; i++)
             items[i] = ir_attr_str(ctx, onnx_names[i], strlen(onnx_names[i]), SPAN_NONE);
-        AttrValue *list = ir_attr_list(ctx, n_params, items, SPAN_NONE);
-        const char *key = ir_intern(ctx, "onnx_input_names", 16);
-        fn_attrs = ir_attrs_new(ctx, 1, &key, &list);
+        vals[n_attrs] = ir_attr_list(ctx, n_params, items, SPAN_NONE);
+        keys[n_attrs++] = ir_intern(ctx, "onnx_input_names", 16);
     }
+    AttrValue **out_items = arena_array(&imp->arena, g->n_outputs, sizeof *out_items);
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        out_items[i] = ir_attr_str(ctx, g->outputs[i].name, strlen(g->outputs[i].name), SPAN_NONE);
+    vals[n_attrs] = ir_attr_list(ctx, g->n_outputs, out_items, SPAN_NONE);
+    keys[n_attrs++] = ir_intern(ctx, "onnx_output_names", 17);
+    const Attrs *fn_attrs = ir_attrs_new(ctx, n_attrs, keys, vals);
     Expr *fn = ir_function_new(ctx, (uint32_t)params.len, (Var *const *)params.data, body, ret, 0,
                                NULL, fn_attrs, SPAN_NONE);
     GlobalVar *gv = ir_module_global(imp->mod, "main", 4, SPAN_NONE);

@@ -1,0 +1,1179 @@
+/* vm.c - the VM's run loop (vm.h, "running"): a register machine over a validated, bound
+ * executable.
+ *
+ * State: one heap stack of registers (each active function owns n_regs consecutive slots
+ * from its base) and one heap stack of frames (what a return goes back to), so recursion is
+ * bounded by memory and RtLimits, never by the C stack. A tail call reuses its frame.
+ *
+ * At vm_new each instruction gets an extended opcode (Xop): the VM opcode split by the kinds
+ * it meets (a move of a value or of a scalar, an if on a bool register or a boxed bool) and,
+ * for the hottest VM_SCALAR forms (int32/int64/float32/float64 arithmetic and comparisons),
+ * one opcode per operation and kind, so that the dispatch (computed goto under GNU C, a switch
+ * elsewhere) lands directly on the code. Other scalar forms call vm_scalar_exec.
+ *
+ * Invariants the loop keeps (and unwinding relies on): a VALUE register holds an owned
+ * reference or NULL; every active function's VALUE registers are its own (released when it
+ * returns, by a tail call or at unwinding); scalar registers own nothing. The validator has
+ * checked every index and static kind; what only run time knows (a value's kind, a field
+ * index, a NULL register, a closure's arity) is checked here, so a hostile executable is an
+ * error, never a crash. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "runtime/vm_impl.h"
+
+/* ---- extended opcodes ------------------------------------------------------------------------ */
+
+#define HOT_INT_OPS(X, K)                                                                          \
+    X(K##_ADD) X(K##_SUB) X(K##_MUL) X(K##_EQ) X(K##_NE) X(K##_LT) X(K##_LE) X(K##_GT) X(K##_GE)
+#define HOT_FLOAT_OPS(X, K) HOT_INT_OPS(X, K) X(K##_DIV)
+
+#define XOPS(X)                                                                                    \
+    X(MOVE_V)                                                                                      \
+    X(MOVE_S)                                                                                      \
+    X(RET) X(INVOKE) X(INVOKE_TAIL) X(INVOKE_CLOSURE) X(INVOKE_PACKED) X(ALLOC_ADT) X(ALLOC_TUPLE) \
+        X(ALLOC_CLOSURE) X(GET_FIELD) X(GET_TAG) X(IF_B) X(IF_V) X(GOTO) X(LOAD_CONST)             \
+            X(LOAD_IMM_I) X(LOAD_IMM_F32) X(LOAD_IMM_F64) X(SHAPE_OF) X(RESHAPE) X(KILL_V) X(NOP)  \
+                X(FATAL) X(REF_NEW) X(REF_READ) X(REF_WRITE) X(BOX) X(UNBOX) X(SCALAR)             \
+                    HOT_INT_OPS(X, I32) HOT_INT_OPS(X, I64) HOT_FLOAT_OPS(X, F32)                  \
+                        HOT_FLOAT_OPS(X, F64)
+
+enum {
+#define X(name) X_##name,
+    XOPS(X)
+#undef X
+        X_COUNT
+};
+
+/* The hot scalar opcode of (sub, rk), or X_SCALAR. */
+static uint16_t hot_scalar(uint8_t sub, uint8_t rk) {
+    static const uint8_t order[] = {VM_SC_ADD, VM_SC_SUB, VM_SC_MUL, VM_SC_EQ, VM_SC_NE,
+                                    VM_SC_LT,  VM_SC_LE,  VM_SC_GT,  VM_SC_GE, VM_SC_DIV};
+    uint16_t base;
+    unsigned n = 9;
+    switch (rk) {
+    case VM_RK_I32: base = X_I32_ADD; break;
+    case VM_RK_I64: base = X_I64_ADD; break;
+    case VM_RK_F32: base = X_F32_ADD, n = 10; break;
+    case VM_RK_F64: base = X_F64_ADD, n = 10; break;
+    default: return X_SCALAR;
+    }
+    for (unsigned i = 0; i < n; i++)
+        if (order[i] == sub) return (uint16_t)(base + i);
+    return X_SCALAR;
+}
+
+static uint16_t xop_of(const VmFunction *f, const VmInstr *in) {
+    switch (in->op) {
+    case VM_MOVE: return f->reg_kind[in->a] == VM_RK_VALUE ? X_MOVE_V : X_MOVE_S;
+    case VM_RET: return X_RET;
+    case VM_INVOKE: return (in->flags & VM_F_TAIL) ? X_INVOKE_TAIL : X_INVOKE;
+    case VM_INVOKE_CLOSURE: return X_INVOKE_CLOSURE;
+    case VM_INVOKE_PACKED: return X_INVOKE_PACKED;
+    case VM_ALLOC_ADT: return X_ALLOC_ADT;
+    case VM_ALLOC_TUPLE: return X_ALLOC_TUPLE;
+    case VM_ALLOC_CLOSURE: return X_ALLOC_CLOSURE;
+    case VM_GET_FIELD: return X_GET_FIELD;
+    case VM_GET_TAG: return X_GET_TAG;
+    case VM_IF: return f->reg_kind[in->a] == VM_RK_BOOL ? X_IF_B : X_IF_V;
+    case VM_GOTO: return X_GOTO;
+    case VM_LOAD_CONST: return X_LOAD_CONST;
+    case VM_LOAD_IMM:
+        return in->rk == VM_RK_F32   ? X_LOAD_IMM_F32
+               : in->rk == VM_RK_F64 ? X_LOAD_IMM_F64
+                                     : X_LOAD_IMM_I;
+    case VM_SHAPE_OF: return X_SHAPE_OF;
+    case VM_RESHAPE_TENSOR: return X_RESHAPE;
+    case VM_KILL: return f->reg_kind[in->a] == VM_RK_VALUE ? X_KILL_V : X_NOP;
+    case VM_FATAL: return X_FATAL;
+    case VM_REF_NEW: return X_REF_NEW;
+    case VM_REF_READ: return X_REF_READ;
+    case VM_REF_WRITE: return X_REF_WRITE;
+    case VM_BOX: return X_BOX;
+    case VM_UNBOX: return X_UNBOX;
+    case VM_SCALAR: return hot_scalar(in->sub, in->rk);
+    default: RLY_UNREACHABLE(); /* the validator refuses the rest */
+    }
+}
+
+/* ---- the machine ----------------------------------------------------------------------------- */
+
+typedef struct FnInfo {
+    uint16_t *xop;   /* n_code extended opcodes */
+    uint32_t *vregs; /* the VALUE registers */
+    uint32_t n_vregs;
+} FnInfo;
+
+/* A packed function's plan: after node k, release the values rel[rel_start[k] ..
+ * rel_start[k+1]) (their last use); inputs are borrowed and the result is kept. */
+typedef struct PackedInfo {
+    uint32_t *rel_start;
+    uint32_t *rel;
+} PackedInfo;
+
+/* What a return goes back to. */
+typedef struct Frame {
+    uint32_t fn;      /* the caller's function index; UINT32_MAX: the host (vm_invoke) */
+    uint32_t pc;      /* the caller's next instruction */
+    uint32_t base;    /* the caller's first register */
+    uint32_t dst;     /* the caller's register for the result */
+    uint8_t dst_kind; /* its kind: a return converts to it */
+} Frame;
+
+#define HOST UINT32_MAX
+
+enum { POLL_TICKS = 1024 }; /* calls, jumps and kernels between polls of time and memory */
+
+struct Vm {
+    const VmExec *exe;
+    FnInfo *fi;
+    PackedInfo *pi;
+    VmReg *regs;
+    size_t regs_cap;
+    Vec(Frame) frames;
+    VmReg *targs;  /* a call's arguments in transit (max params) */
+    Value **pvals; /* a packed function's values (max over packed) */
+    /* kernel call scratch, reused by every call */
+    Vec(const DLTensor *) k_in;
+    Vec(uint32_t) k_start, k_len;
+    Vec(uint8_t) k_tuple;
+    DLTensor **k_out;
+    RtTensor **k_outv;
+    uint32_t max_out;
+    RtHeap heap;
+    RtLimits limits;
+    RtMemAccount mem;
+    uint64_t depth; /* non-tail frames active */
+    uint64_t deadline_ns;
+    bool running;
+    char *err;
+    size_t err_cap;
+};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const char *fn_name(const VmFunction *f) { return f->name ? f->name : "?"; }
+
+/* The location string of instruction pc of f ("" for none). */
+static const char *loc_of(const Vm *vm, const VmFunction *f, uint32_t pc) {
+    if (f == NULL || f->loc == NULL) return "";
+    return vm->exe->strs[f->loc[pc]];
+}
+
+/* Write "LOC: error: MESSAGE" (or "error: MESSAGE") into the run's error buffer. */
+static void fail_loc(Vm *vm, const char *loc, const char *fmt, ...) RLY_PRINTF(3, 4);
+static void fail_loc(Vm *vm, const char *loc, const char *fmt, ...) {
+    int n = loc[0] ? snprintf(vm->err, vm->err_cap, "%s: error: ", loc)
+                   : snprintf(vm->err, vm->err_cap, "error: ");
+    if (n < 0 || (size_t)n >= vm->err_cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(vm->err + n, vm->err_cap - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* A limit's note, after its error: where the program is. */
+static void note_where(Vm *vm, const char *loc, const VmFunction *f) {
+    size_t n = strlen(vm->err);
+    if (n + 1 >= vm->err_cap) return;
+    if (loc[0])
+        snprintf(vm->err + n, vm->err_cap - n, "\n%s: note: while running @%s (call depth %llu)",
+                 loc, fn_name(f), (unsigned long long)vm->depth);
+    else
+        snprintf(vm->err + n, vm->err_cap - n, "\nnote: while running @%s (call depth %llu)",
+                 fn_name(f), (unsigned long long)vm->depth);
+}
+
+static uint64_t stack_bytes(const Vm *vm) {
+    return (uint64_t)vm->regs_cap * sizeof(VmReg) + (uint64_t)vm->frames.cap * sizeof(Frame);
+}
+
+/* Time and memory; false (error written) when a limit is passed. */
+static bool poll_limits(Vm *vm, const VmFunction *f, uint32_t pc) {
+    if (vm->deadline_ns != 0 && now_ns() >= vm->deadline_ns) {
+        fail_loc(vm, loc_of(vm, f, pc), "time limit of %g s exceeded (--timeout)",
+                 vm->limits.timeout);
+        note_where(vm, loc_of(vm, f, pc), f);
+        return false;
+    }
+    uint64_t used = vm->mem.live + stack_bytes(vm);
+    if (vm->limits.max_memory != 0 && used > vm->limits.max_memory) {
+        fail_loc(vm, loc_of(vm, f, pc),
+                 "memory limit of %llu bytes exceeded (--max-memory): %llu bytes in use",
+                 (unsigned long long)vm->limits.max_memory, (unsigned long long)used);
+        note_where(vm, loc_of(vm, f, pc), f);
+        return false;
+    }
+    return true;
+}
+
+/* Room for registers [0, need). */
+static void ensure_regs(Vm *vm, size_t need) {
+    if (need <= vm->regs_cap) return;
+    size_t cap = vm->regs_cap ? vm->regs_cap : 256;
+    while (cap < need)
+        cap *= 2;
+    vm->regs = sup_realloc(vm->regs, sup_mul(cap, sizeof(VmReg)));
+    vm->regs_cap = cap;
+}
+
+static void release_vregs(const FnInfo *fi, VmReg *R) {
+    for (uint32_t i = 0; i < fi->n_vregs; i++) {
+        rt_release(R[fi->vregs[i]].v);
+        R[fi->vregs[i]].v = NULL;
+    }
+}
+
+static void clear_vregs(const FnInfo *fi, VmReg *R) {
+    for (uint32_t i = 0; i < fi->n_vregs; i++)
+        R[fi->vregs[i]].v = NULL;
+}
+
+/* Store an owned value into VALUE register r (releasing what it held). */
+static inline void set_v(VmReg *R, uint32_t r, Value *v) {
+    Value *old = R[r].v;
+    R[r].v = v;
+    rt_release(old);
+}
+
+static inline Value *retain_opt(Value *v) { return v ? rt_retain(v) : NULL; }
+
+/* A register of kind `from` (borrowed) as kind `to`, owned. false with the message in buf. */
+static bool convert(uint8_t from, uint8_t to, VmReg v, VmReg *out, char *buf, size_t cap) {
+    if (from == to) {
+        *out = v;
+        if (to == VM_RK_VALUE) out->v = retain_opt(v.v);
+        return true;
+    }
+    if (to == VM_RK_VALUE) {
+        out->v = vm_box(from, v, buf, cap);
+        return out->v != NULL;
+    }
+    if (from == VM_RK_VALUE) return vm_unbox(to, v.v, out, buf, cap);
+    snprintf(buf, cap, "internal error: a %s scalar where a %s one is needed",
+             sup_dtype_name(vm_rk_dtype(from)), sup_dtype_name(vm_rk_dtype(to)));
+    return false;
+}
+
+/* ---- packed functions ------------------------------------------------------------------------ */
+
+static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    Vm *vm = kc->rt;
+    RtTensor *t = rt_tensor_new(dt, ndim, shape, kc->err, kc->err_cap);
+    if (t == NULL) return -1;
+    vm->k_outv[i] = t;
+    kc->out[i] = &t->t;
+    return 0;
+}
+
+/* Flatten argument value v (a tensor or a tuple of tensors) into the kernel call arrays. */
+static bool flatten(Vm *vm, const Value *v, char *why, size_t cap, uint32_t a) {
+    vec_push(&vm->k_start, (uint32_t)vm->k_in.len);
+    if (v != NULL && v->kind == VAL_TENSOR) {
+        vec_push(&vm->k_in, &RT_TENSOR(v)->t);
+        vec_push(&vm->k_len, 1u);
+        vec_push(&vm->k_tuple, (uint8_t)0);
+        return true;
+    }
+    if (v != NULL && v->kind == VAL_TUPLE) {
+        const RtTuple *tu = RT_TUPLE(v);
+        for (uint32_t j = 0; j < tu->n; j++) {
+            if (tu->f[j] == NULL || tu->f[j]->kind != VAL_TENSOR) {
+                snprintf(why, cap, "argument %u field %u is not a tensor", a, j);
+                return false;
+            }
+            vec_push(&vm->k_in, &RT_TENSOR(tu->f[j])->t);
+        }
+        vec_push(&vm->k_len, tu->n);
+        vec_push(&vm->k_tuple, (uint8_t)1);
+        return true;
+    }
+    snprintf(why, cap, "argument %u is not a tensor or a tuple of tensors", a);
+    return false;
+}
+
+/* Kernels trust the argument structure the types promise (a tensor where a tensor is due,
+ * as many arguments as the operator takes). An executable from a file carries no types for
+ * them, so every call's argument arrays continue past n_args and n_in with ARG_PAD entries
+ * that name `pad_tensor`, an empty-looking 0-d tensor whose shape reads as zeros at any rank:
+ * a kernel reading an argument that is not there (an empty tuple where a tensor is due, a
+ * missing operand) reads that instead of memory past the arrays. ARG_PAD covers the highest
+ * fixed argument index of any kernel (7). */
+enum { ARG_PAD = 8 };
+static int64_t pad_dims[K_MAX_DIMS];
+static _Alignas(64) uint8_t pad_data[64];
+static const DLTensor pad_tensor = {.data = pad_data,
+                                    .device = {kDLCPU, 0},
+                                    .ndim = 0,
+                                    .dtype = {kDLFloat, 32, 1},
+                                    .shape = pad_dims};
+
+/* Run one operator node on vals; the result (owned) or NULL with the error written. */
+static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc) {
+    const char *op = sup_op_name(n->op_id);
+    if (op == NULL) op = "operator";
+    char why[1024];
+    vm->k_in.len = vm->k_start.len = vm->k_len.len = vm->k_tuple.len = 0;
+    for (uint32_t a = 0; a < n->n_args; a++)
+        if (!flatten(vm, vals[n->args[a]], why, sizeof why, a)) {
+            fail_loc(vm, loc, "%s: %s", op, why);
+            return NULL;
+        }
+    uint32_t n_in = (uint32_t)vm->k_in.len;
+    vec_push(&vm->k_in, &pad_tensor);
+    for (uint32_t i = 0; i < ARG_PAD; i++) {
+        vec_push(&vm->k_start, n_in);
+        vec_push(&vm->k_len, 1u);
+        vec_push(&vm->k_tuple, (uint8_t)0);
+    }
+    uint32_t n_out = n->out_tuple ? n->n_out : 1;
+    for (uint32_t i = 0; i < n_out; i++) {
+        vm->k_out[i] = NULL;
+        vm->k_outv[i] = NULL;
+    }
+    why[0] = '\0';
+    KCall kc = {
+        .op = op,
+        .attrs = n->attrs,
+        .n_attrs = n->n_attrs,
+        .n_args = n->n_args,
+        .arg_start = vm->k_start.data,
+        .arg_len = vm->k_len.data,
+        .arg_tuple = vm->k_tuple.data,
+        .in = vm->k_in.data,
+        .n_in = n_in,
+        .out = vm->k_out,
+        .n_out = n_out,
+        .out_tuple = n->out_tuple,
+        .alloc = alloc_out,
+        .rt = vm,
+        .err = why,
+        .err_cap = sizeof why,
+    };
+    if (n->fn(&kc) != 0) {
+        fail_loc(vm, loc, "%s: %s", op, why[0] ? why : "the kernel failed");
+        goto free_outs;
+    }
+    for (uint32_t i = 0; i < n_out; i++)
+        if (vm->k_outv[i] == NULL) {
+            fail_loc(vm, loc, "%s: internal error: the kernel left result %u unset", op, i);
+            goto free_outs;
+        }
+    if (!n->out_tuple) return &vm->k_outv[0]->hdr;
+    RtTuple *tu = rt_tuple_new(n_out);
+    for (uint32_t i = 0; i < n_out; i++)
+        tu->f[i] = &vm->k_outv[i]->hdr;
+    return &tu->hdr;
+free_outs:
+    for (uint32_t i = 0; i < n_out; i++)
+        rt_release(vm->k_outv[i] ? &vm->k_outv[i]->hdr : NULL);
+    return NULL;
+}
+
+/* Run packed function p on the argument registers; the result (owned) or NULL (error
+ * written, at the node's location or else the instruction's). */
+static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *args,
+                         const char *iloc, const VmFunction *f, uint32_t pc) {
+    const VmPacked *p = &vm->exe->packed[pidx];
+    const PackedInfo *pi = &vm->pi[pidx];
+    Value **vals = vm->pvals;
+    for (uint32_t i = 0; i < p->n_inputs; i++)
+        vals[i] = R[args[i]].v;
+    for (uint32_t k = 0; k < p->n_nodes; k++) {
+        const VmNode *n = &p->nodes[k];
+        uint32_t id = p->n_inputs + k;
+        const char *loc = n->loc ? vm->exe->strs[n->loc] : iloc;
+        Value *v = NULL;
+        switch (n->kind) {
+        case VM_NODE_CALL: v = run_call(vm, n, vals, loc); break;
+        case VM_NODE_CONST: v = vm->exe->consts[n->index]; break; /* immortal */
+        case VM_NODE_TUPLE: {
+            RtTuple *tu = rt_tuple_new(n->n_args);
+            for (uint32_t i = 0; i < n->n_args; i++)
+                tu->f[i] = retain_opt(vals[n->args[i]]);
+            v = &tu->hdr;
+            for (uint32_t i = 0; i < n->n_args; i++)
+                if (tu->f[i] == NULL) {
+                    rt_release(v);
+                    v = NULL;
+                    fail_loc(vm, loc, "internal error: a tuple field has no value");
+                    break;
+                }
+            break;
+        }
+        case VM_NODE_FIELD: {
+            const Value *t = vals[n->args[0]];
+            if (t == NULL || t->kind != VAL_TUPLE || n->index >= RT_TUPLE(t)->n)
+                fail_loc(vm, loc,
+                         "internal error: field %u of a value that is not a tuple of "
+                         "as many fields",
+                         n->index);
+            else
+                v = retain_opt(RT_TUPLE(t)->f[n->index]);
+            break;
+        }
+        default: RLY_UNREACHABLE();
+        }
+        if (v == NULL) { /* release the node values still alive */
+            for (uint32_t j = p->n_inputs; j < id; j++)
+                rt_release(vals[j]);
+            return NULL;
+        }
+        vals[id] = v;
+        for (uint32_t r = pi->rel_start[k]; r < pi->rel_start[k + 1]; r++) {
+            rt_release(vals[pi->rel[r]]);
+            vals[pi->rel[r]] = NULL;
+        }
+        if (vm->deadline_ns != 0 && k + 1 < p->n_nodes && !poll_limits(vm, f, pc)) {
+            for (uint32_t j = p->n_inputs; j <= id; j++)
+                rt_release(vals[j]);
+            return NULL;
+        }
+    }
+    Value *res = vals[p->result];
+    if (p->result < p->n_inputs) res = retain_opt(res);
+    if (res == NULL)
+        fail_loc(vm, iloc, "internal error: packed function %s has no result",
+                 p->name ? p->name : "?");
+    return res;
+}
+
+/* The release plan of packed function p (see PackedInfo). */
+static void plan_packed(const VmPacked *p, PackedInfo *pi) {
+    uint32_t n_vals = p->n_inputs + p->n_nodes;
+    uint32_t *last = sup_malloc(sizeof(uint32_t) * (n_vals ? n_vals : 1));
+    for (uint32_t v = 0; v < n_vals; v++)
+        last[v] = v < p->n_inputs ? UINT32_MAX : v - p->n_inputs; /* unused: at once */
+    for (uint32_t k = 0; k < p->n_nodes; k++)
+        for (uint32_t i = 0; i < p->nodes[k].n_args; i++) {
+            uint32_t v = p->nodes[k].args[i];
+            if (v >= p->n_inputs) last[v] = k;
+        }
+    last[p->result] = UINT32_MAX;
+    pi->rel_start = sup_calloc((size_t)p->n_nodes + 1, sizeof(uint32_t));
+    for (uint32_t v = p->n_inputs; v < n_vals; v++)
+        if (last[v] != UINT32_MAX) pi->rel_start[last[v] + 1]++;
+    for (uint32_t k = 0; k < p->n_nodes; k++)
+        pi->rel_start[k + 1] += pi->rel_start[k];
+    pi->rel = sup_malloc(sizeof(uint32_t) * (pi->rel_start[p->n_nodes] + 1));
+    uint32_t *fill = sup_calloc((size_t)p->n_nodes + 1, sizeof(uint32_t));
+    for (uint32_t v = p->n_inputs; v < n_vals; v++)
+        if (last[v] != UINT32_MAX) pi->rel[pi->rel_start[last[v]] + fill[last[v]]++] = v;
+    free(fill);
+    free(last);
+}
+
+/* ---- the run loop ---------------------------------------------------------------------------- */
+
+/* Release every register of every active frame down to (and including) the host's callee. */
+static void unwind(Vm *vm, uint32_t fidx, uint32_t base) {
+    for (;;) {
+        release_vregs(&vm->fi[fidx], vm->regs + base);
+        Frame fr = vec_pop(&vm->frames);
+        if (fr.fn == HOST) break;
+        fidx = fr.fn;
+        base = fr.base;
+    }
+    vm->depth = 0;
+}
+
+#if defined(__GNUC__) && !defined(RLY_VM_SWITCH)
+#define VM_COMPUTED_GOTO 1
+#endif
+#if defined(__GNUC__)
+#define RLY_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define RLY_UNLIKELY(x) (x)
+#endif
+
+#ifdef VM_COMPUTED_GOTO
+#define CASE(x) L_##x:
+#define NEXT() goto *labels[xop[pc]]
+#else
+#define CASE(x) case X_##x:
+#define NEXT() goto dispatch
+#endif
+
+/* Run from function fidx at pc 0 (its registers at base, arguments in place) until the host
+ * frame is returned to. The result (owned, boxed) or NULL with the error written. */
+static Value *run(Vm *vm, uint32_t fidx) {
+    const VmExec *exe = vm->exe;
+    const VmFunction *f = &exe->funcs[fidx];
+    const FnInfo *fi = &vm->fi[fidx];
+    const VmInstr *code = f->code;
+    const uint16_t *xop = fi->xop;
+    const uint32_t *pool = f->pool;
+    uint32_t base = 0, pc = 0;
+    VmReg *R = vm->regs + base;
+    uint32_t tick = POLL_TICKS;
+    const VmInstr *in;
+    Value *result = NULL;
+    char buf[1024];
+
+#ifdef VM_COMPUTED_GOTO
+    static void *const labels[X_COUNT] = {
+#define X(name) [X_##name] = &&L_##name,
+        XOPS(X)
+#undef X
+    };
+#endif
+
+/* Enter function g (index gi) whose registers are at base. */
+#define ENTER(gi)                                                                                  \
+    do {                                                                                           \
+        fidx = (gi);                                                                               \
+        f = &exe->funcs[fidx];                                                                     \
+        fi = &vm->fi[fidx];                                                                        \
+        code = f->code;                                                                            \
+        xop = fi->xop;                                                                             \
+        pool = f->pool;                                                                            \
+        pc = 0;                                                                                    \
+    } while (0)
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        fail_loc(vm, loc_of(vm, f, pc), __VA_ARGS__);                                              \
+        goto fail;                                                                                 \
+    } while (0)
+#define TICK()                                                                                     \
+    do {                                                                                           \
+        if (RLY_UNLIKELY(--tick == 0)) {                                                           \
+            tick = POLL_TICKS;                                                                     \
+            if (!poll_limits(vm, f, pc)) goto fail;                                                \
+        }                                                                                          \
+    } while (0)
+#define NEED_V(r, what)                                                                            \
+    do {                                                                                           \
+        if (R[r].v == NULL) FAIL("internal error: %s register %u has no value", what, r);          \
+    } while (0)
+
+#ifdef VM_COMPUTED_GOTO
+    NEXT();
+#else
+dispatch:
+    switch (xop[pc]) {
+#endif
+
+    CASE(MOVE_V) {
+        in = &code[pc];
+        set_v(R, in->dst, retain_opt(R[in->a].v));
+        pc++;
+        NEXT();
+    }
+    CASE(MOVE_S) {
+        in = &code[pc];
+        R[in->dst] = R[in->a];
+        pc++;
+        NEXT();
+    }
+    CASE(NOP) {
+        pc++;
+        NEXT();
+    }
+    CASE(KILL_V) {
+        in = &code[pc];
+        rt_release(R[in->a].v);
+        R[in->a].v = NULL;
+        pc++;
+        NEXT();
+    }
+    CASE(LOAD_IMM_I) {
+        in = &code[pc];
+        R[in->dst].i = in->imm;
+        pc++;
+        NEXT();
+    }
+    CASE(LOAD_IMM_F32) {
+        in = &code[pc];
+        R[in->dst].f = (float)in->fimm;
+        pc++;
+        NEXT();
+    }
+    CASE(LOAD_IMM_F64) {
+        in = &code[pc];
+        R[in->dst].d = in->fimm;
+        pc++;
+        NEXT();
+    }
+    CASE(LOAD_CONST) {
+        in = &code[pc];
+        set_v(R, in->dst, rt_retain(exe->consts[in->a]));
+        pc++;
+        NEXT();
+    }
+    CASE(GOTO) {
+        TICK();
+        pc = code[pc].a;
+        NEXT();
+    }
+    CASE(IF_B) {
+        in = &code[pc];
+        pc = R[in->a].i ? pc + 1 : in->b;
+        NEXT();
+    }
+    CASE(IF_V) {
+        in = &code[pc];
+        const Value *c = R[in->a].v;
+        if (c == NULL || c->kind != VAL_TENSOR || RT_TENSOR(c)->t.ndim != 0)
+            FAIL("internal error: the condition is not a scalar tensor");
+        const RtTensor *t = RT_TENSOR(c);
+        pc = k_loadi(rt_tensor_data(t), rt_tensor_dtype(t), 0) != 0 ? pc + 1 : in->b;
+        NEXT();
+    }
+
+    /* -- the hot scalar forms: (int64_t)(int32_t) of a wrapped uint32_t is modulo 2^32 in the
+     *    compilers rly supports (GCC, Clang: implementation-defined, documented so) -- */
+#define SC_I32(OP, expr)                                                                           \
+    CASE(I32_##OP) {                                                                               \
+        in = &code[pc];                                                                            \
+        uint64_t a = (uint64_t)R[in->a].i, b = (uint64_t)R[in->b].i;                               \
+        (void)a, (void)b;                                                                          \
+        R[in->dst].i = (expr);                                                                     \
+        pc++;                                                                                      \
+        NEXT();                                                                                    \
+    }
+#define SC_I64(OP, expr)                                                                           \
+    CASE(I64_##OP) {                                                                               \
+        in = &code[pc];                                                                            \
+        uint64_t a = (uint64_t)R[in->a].i, b = (uint64_t)R[in->b].i;                               \
+        (void)a, (void)b;                                                                          \
+        R[in->dst].i = (expr);                                                                     \
+        pc++;                                                                                      \
+        NEXT();                                                                                    \
+    }
+#define SC_FLT(K, field, OP, expr)                                                                 \
+    CASE(K##_##OP) {                                                                               \
+        in = &code[pc];                                                                            \
+        double a = (double)R[in->a].field, b = (double)R[in->b].field;                             \
+        expr;                                                                                      \
+        pc++;                                                                                      \
+        NEXT();                                                                                    \
+    }
+    SC_I32(ADD, (int64_t)(int32_t)(uint32_t)(a + b))
+    SC_I32(SUB, (int64_t)(int32_t)(uint32_t)(a - b))
+    SC_I32(MUL, (int64_t)(int32_t)(uint32_t)(a * b))
+    SC_I32(EQ, R[in->a].i == R[in->b].i)
+    SC_I32(NE, R[in->a].i != R[in->b].i)
+    SC_I32(LT, R[in->a].i < R[in->b].i)
+    SC_I32(LE, R[in->a].i <= R[in->b].i)
+    SC_I32(GT, R[in->a].i > R[in->b].i)
+    SC_I32(GE, R[in->a].i >= R[in->b].i)
+    SC_I64(ADD, (int64_t)(a + b))
+    SC_I64(SUB, (int64_t)(a - b))
+    SC_I64(MUL, (int64_t)(a * b))
+    SC_I64(EQ, R[in->a].i == R[in->b].i)
+    SC_I64(NE, R[in->a].i != R[in->b].i)
+    SC_I64(LT, R[in->a].i < R[in->b].i)
+    SC_I64(LE, R[in->a].i <= R[in->b].i)
+    SC_I64(GT, R[in->a].i > R[in->b].i)
+    SC_I64(GE, R[in->a].i >= R[in->b].i)
+    /* floats: computed in double, rounded once (as the kernels) */
+    SC_FLT(F32, f, ADD, R[in->dst].f = (float)(a + b))
+    SC_FLT(F32, f, SUB, R[in->dst].f = (float)(a - b))
+    SC_FLT(F32, f, MUL, R[in->dst].f = (float)(a * b))
+    SC_FLT(F32, f, DIV, R[in->dst].f = (float)(a / b))
+    SC_FLT(F32, f, EQ, R[in->dst].i = a == b)
+    SC_FLT(F32, f, NE, R[in->dst].i = a != b)
+    SC_FLT(F32, f, LT, R[in->dst].i = a < b)
+    SC_FLT(F32, f, LE, R[in->dst].i = a <= b)
+    SC_FLT(F32, f, GT, R[in->dst].i = a > b)
+    SC_FLT(F32, f, GE, R[in->dst].i = a >= b)
+    SC_FLT(F64, d, ADD, R[in->dst].d = a + b)
+    SC_FLT(F64, d, SUB, R[in->dst].d = a - b)
+    SC_FLT(F64, d, MUL, R[in->dst].d = a * b)
+    SC_FLT(F64, d, DIV, R[in->dst].d = a / b)
+    SC_FLT(F64, d, EQ, R[in->dst].i = a == b)
+    SC_FLT(F64, d, NE, R[in->dst].i = a != b)
+    SC_FLT(F64, d, LT, R[in->dst].i = a < b)
+    SC_FLT(F64, d, LE, R[in->dst].i = a <= b)
+    SC_FLT(F64, d, GT, R[in->dst].i = a > b)
+    SC_FLT(F64, d, GE, R[in->dst].i = a >= b)
+#undef SC_I32
+#undef SC_I64
+#undef SC_FLT
+    CASE(SCALAR) {
+        in = &code[pc];
+        VmReg r;
+        int e = vm_scalar_exec(in->sub, in->rk, f->reg_kind[in->dst], R[in->a], R[in->b], &r);
+        if (e != VM_SC_OK) FAIL("%s: %s", vm_scalar_op_name(in->sub), vm_scalar_error(e));
+        R[in->dst] = r;
+        pc++;
+        NEXT();
+    }
+    CASE(BOX) {
+        in = &code[pc];
+        Value *v = vm_box(f->reg_kind[in->a], R[in->a], buf, sizeof buf);
+        if (v == NULL) FAIL("%s", buf);
+        set_v(R, in->dst, v);
+        pc++;
+        NEXT();
+    }
+    CASE(UNBOX) {
+        in = &code[pc];
+        if (!vm_unbox(f->reg_kind[in->dst], R[in->a].v, &R[in->dst], buf, sizeof buf))
+            FAIL("%s", buf);
+        pc++;
+        NEXT();
+    }
+
+    /* -- calls -- */
+    CASE(INVOKE) {
+        in = &code[pc];
+        uint32_t gi = in->a;
+        const VmFunction *g = &exe->funcs[gi];
+        const FnInfo *gf = &vm->fi[gi];
+        if (vm->limits.max_depth != 0 && vm->depth >= vm->limits.max_depth) {
+            fail_loc(vm, loc_of(vm, f, pc), "call depth limit of %llu exceeded (--max-depth)",
+                     (unsigned long long)vm->limits.max_depth);
+            note_where(vm, loc_of(vm, f, pc), f);
+            goto fail;
+        }
+        TICK();
+        uint32_t nb = base + f->n_regs;
+        ensure_regs(vm, (size_t)nb + g->n_regs);
+        R = vm->regs + base;
+        VmReg *G = vm->regs + nb;
+        clear_vregs(gf, G);
+        const uint32_t *args = pool + in->args;
+        for (uint32_t i = 0; i < in->n; i++) {
+            G[i] = R[args[i]];
+            if (g->reg_kind[i] == VM_RK_VALUE) G[i].v = retain_opt(G[i].v);
+        }
+        Frame fr = {fidx, pc + 1, base, in->dst, f->reg_kind[in->dst]};
+        vec_push(&vm->frames, fr);
+        vm->depth++;
+        base = nb;
+        R = G;
+        ENTER(gi);
+        NEXT();
+    }
+    CASE(INVOKE_TAIL) {
+        in = &code[pc];
+        uint32_t gi = in->a;
+        TICK();
+        const uint32_t *args = pool + in->args;
+        VmReg *T = vm->targs;
+        if (gi == fidx && fi->n_vregs == 0) { /* a loop on scalars: only the arguments move */
+            for (uint32_t i = 0; i < in->n; i++)
+                T[i] = R[args[i]];
+            for (uint32_t i = 0; i < in->n; i++)
+                R[i] = T[i];
+            pc = 0;
+            NEXT();
+        }
+        const VmFunction *g = &exe->funcs[gi];
+        const FnInfo *gf = &vm->fi[gi];
+        for (uint32_t i = 0; i < in->n; i++) {
+            T[i] = R[args[i]];
+            if (g->reg_kind[i] == VM_RK_VALUE) T[i].v = retain_opt(T[i].v);
+        }
+        release_vregs(fi, R);
+        ensure_regs(vm, (size_t)base + g->n_regs);
+        R = vm->regs + base;
+        clear_vregs(gf, R);
+        for (uint32_t i = 0; i < in->n; i++)
+            R[i] = T[i];
+        ENTER(gi);
+        NEXT();
+    }
+    CASE(INVOKE_CLOSURE) {
+        in = &code[pc];
+        bool tail = (in->flags & VM_F_TAIL) != 0;
+        const Value *cv = R[in->a].v;
+        if (cv == NULL || cv->kind != VAL_CLOSURE || RT_CLOSURE(cv)->code_kind != VM_CODE_FUNC)
+            FAIL("the callee is not a function");
+        const RtClosure *clo = RT_CLOSURE(cv);
+        const VmFunction *g = clo->code;
+        if (g < exe->funcs || g >= exe->funcs + exe->n_funcs)
+            FAIL("internal error: a closure of another executable");
+        uint32_t gi = (uint32_t)(g - exe->funcs);
+        if (clo->n != g->n_captured || (uint64_t)clo->n + in->n != g->n_params)
+            FAIL("function of %u parameters called with %u arguments", g->n_params - g->n_captured,
+                 in->n);
+        if (!tail && vm->limits.max_depth != 0 && vm->depth >= vm->limits.max_depth) {
+            fail_loc(vm, loc_of(vm, f, pc), "call depth limit of %llu exceeded (--max-depth)",
+                     (unsigned long long)vm->limits.max_depth);
+            note_where(vm, loc_of(vm, f, pc), f);
+            goto fail;
+        }
+        TICK();
+        /* Gather captured values, then arguments, converted to the callee's kinds. */
+        VmReg *T = vm->targs;
+        const uint32_t *args = pool + in->args;
+        uint32_t got = 0;
+        for (; got < g->n_params; got++) {
+            bool cap = got < clo->n;
+            uint8_t from = cap ? VM_RK_VALUE : f->reg_kind[args[got - clo->n]];
+            VmReg v;
+            if (cap)
+                v.v = clo->env[got];
+            else
+                v = R[args[got - clo->n]];
+            if (from == VM_RK_VALUE && v.v == NULL) {
+                snprintf(buf, sizeof buf, "internal error: argument %u has no value", got);
+                break;
+            }
+            if (!convert(from, g->reg_kind[got], v, &T[got], buf, sizeof buf)) break;
+        }
+        if (got < g->n_params) {
+            for (uint32_t i = 0; i < got; i++)
+                if (g->reg_kind[i] == VM_RK_VALUE) rt_release(T[i].v);
+            FAIL("%s", buf);
+        }
+        if (tail) {
+            release_vregs(fi, R); /* may free the closure: g lives in exe */
+            ensure_regs(vm, (size_t)base + g->n_regs);
+            R = vm->regs + base;
+        } else {
+            uint32_t nb = base + f->n_regs;
+            ensure_regs(vm, (size_t)nb + g->n_regs);
+            R = vm->regs + base;
+            Frame fr = {fidx, pc + 1, base, in->dst, f->reg_kind[in->dst]};
+            vec_push(&vm->frames, fr);
+            vm->depth++;
+            base = nb;
+            R = vm->regs + base;
+        }
+        clear_vregs(&vm->fi[gi], R);
+        for (uint32_t i = 0; i < g->n_params; i++)
+            R[i] = T[i];
+        ENTER(gi);
+        NEXT();
+    }
+    CASE(RET) {
+        in = &code[pc];
+        Frame *top = &vec_last(&vm->frames);
+        uint8_t rk = f->result_kind;
+        VmReg v = R[in->a];
+        if (rk == VM_RK_VALUE) {
+            if (v.v == NULL) FAIL("internal error: the result register %u has no value", in->a);
+            R[in->a].v = NULL; /* moved out */
+        }
+        if (rk != top->dst_kind) {
+            VmReg w;
+            bool ok = convert(rk, top->dst_kind, v, &w, buf, sizeof buf);
+            if (rk == VM_RK_VALUE) rt_release(v.v);
+            if (!ok) FAIL("%s", buf);
+            v = w;
+        }
+        release_vregs(fi, R);
+        Frame fr = vec_pop(&vm->frames);
+        vm->depth--;
+        if (fr.fn == HOST) {
+            result = v.v;
+            goto done;
+        }
+        base = fr.base;
+        R = vm->regs + base;
+        ENTER(fr.fn);
+        pc = fr.pc;
+        if (fr.dst_kind == VM_RK_VALUE)
+            set_v(R, fr.dst, v.v);
+        else
+            R[fr.dst] = v;
+        NEXT();
+    }
+    CASE(INVOKE_PACKED) {
+        in = &code[pc];
+        TICK();
+        const uint32_t *args = pool + in->args;
+        for (uint32_t i = 0; i < in->n; i++)
+            NEED_V(args[i], "argument");
+        Value *v = run_packed(vm, in->a, R, args, loc_of(vm, f, pc), f, pc);
+        if (v == NULL) goto fail;
+        set_v(R, in->dst, v);
+        pc++;
+        NEXT();
+    }
+
+    /* -- data -- */
+    CASE(ALLOC_TUPLE) {
+        in = &code[pc];
+        const uint32_t *args = pool + in->args;
+        for (uint32_t i = 0; i < in->n; i++)
+            NEED_V(args[i], "field");
+        RtTuple *t = in->n ? rt_tuple_new(in->n) : NULL;
+        for (uint32_t i = 0; i < in->n; i++)
+            t->f[i] = rt_retain(R[args[i]].v);
+        set_v(R, in->dst, t ? &t->hdr : rt_unit());
+        pc++;
+        NEXT();
+    }
+    CASE(ALLOC_ADT) {
+        in = &code[pc];
+        const uint32_t *args = pool + in->args;
+        for (uint32_t i = 0; i < in->n; i++)
+            NEED_V(args[i], "field");
+        const VmCtor *ct = &exe->ctors[in->a];
+        RtAdt *t = rt_adt_new(ct->tag, ct, in->n);
+        for (uint32_t i = 0; i < in->n; i++)
+            t->f[i] = rt_retain(R[args[i]].v);
+        set_v(R, in->dst, &t->hdr);
+        pc++;
+        NEXT();
+    }
+    CASE(ALLOC_CLOSURE) {
+        in = &code[pc];
+        const uint32_t *args = pool + in->args;
+        for (uint32_t i = 0; i < in->n; i++)
+            NEED_V(args[i], "captured");
+        RtClosure *c = rt_closure_new(VM_CODE_FUNC, &exe->funcs[in->a], in->n);
+        for (uint32_t i = 0; i < in->n; i++)
+            c->env[i] = rt_retain(R[args[i]].v);
+        set_v(R, in->dst, &c->hdr);
+        pc++;
+        NEXT();
+    }
+    CASE(GET_FIELD) {
+        in = &code[pc];
+        const Value *v = R[in->a].v;
+        Value *x = NULL;
+        if (v != NULL && v->kind == VAL_TUPLE && in->b < RT_TUPLE(v)->n)
+            x = RT_TUPLE(v)->f[in->b];
+        else if (v != NULL && v->kind == VAL_ADT && in->b < RT_ADT(v)->n)
+            x = RT_ADT(v)->f[in->b];
+        if (x == NULL)
+            FAIL("internal error: no field %u in the value of register %u", in->b, in->a);
+        set_v(R, in->dst, rt_retain(x));
+        pc++;
+        NEXT();
+    }
+    CASE(GET_TAG) {
+        in = &code[pc];
+        const Value *v = R[in->a].v;
+        if (v == NULL || v->kind != VAL_ADT)
+            FAIL("internal error: the tag of a value that is not a constructor value");
+        R[in->dst].i = RT_ADT(v)->tag;
+        pc++;
+        NEXT();
+    }
+    CASE(SHAPE_OF) {
+        in = &code[pc];
+        const Value *v = R[in->a].v;
+        if (v == NULL || v->kind != VAL_TENSOR) FAIL("internal error: shape_of a non-tensor");
+        const RtTensor *t = RT_TENSOR(v);
+        int64_t n = t->t.ndim;
+        RtTensor *s = rt_tensor_new(RLY_DTYPE_I64, 1, &n, buf, sizeof buf);
+        if (s == NULL) FAIL("%s", buf);
+        for (int64_t d = 0; d < n; d++)
+            ((int64_t *)rt_tensor_data(s))[d] = t->shape[d];
+        set_v(R, in->dst, &s->hdr);
+        pc++;
+        NEXT();
+    }
+    CASE(RESHAPE) {
+        in = &code[pc];
+        const Value *v = R[in->a].v, *sv = R[in->b].v;
+        if (v == NULL || v->kind != VAL_TENSOR || sv == NULL || sv->kind != VAL_TENSOR)
+            FAIL("internal error: reshape_tensor of a non-tensor");
+        const RtTensor *t = RT_TENSOR(v), *s = RT_TENSOR(sv);
+        if (rt_tensor_dtype(s) != RLY_DTYPE_I64 || s->t.ndim != 1 || s->shape[0] > K_MAX_DIMS)
+            FAIL("reshape_tensor: the shape must be a 1-d int64 tensor of at most %d dims",
+                 K_MAX_DIMS);
+        uint32_t nd = (uint32_t)s->shape[0];
+        const int64_t *dims = rt_tensor_data(s);
+        if (sup_shape_check(nd, dims, false, buf, sizeof buf) != NULL)
+            FAIL("reshape_tensor: %s", buf);
+        if (sup_shape_numel(nd, dims) != k_numel(&t->t)) {
+            char a[256];
+            FAIL("reshape_tensor: cannot view %s as %lld elements", k_shape_str(&t->t, a, sizeof a),
+                 (long long)sup_shape_numel(nd, dims));
+        }
+        /* A view: a new header over the same storage (value.h: views share RtStorage). */
+        RtTensor *r = sup_malloc(sizeof(RtTensor) + sizeof(int64_t) * (nd ? nd : 1));
+        r->hdr.rc = 1;
+        r->hdr.kind = VAL_TENSOR;
+        r->t = t->t;
+        r->t.ndim = (int32_t)nd;
+        for (uint32_t d = 0; d < nd; d++)
+            r->shape[d] = dims[d];
+        r->t.shape = r->shape;
+        r->t.strides = NULL;
+        r->st = t->st;
+        r->st->rc++;
+        set_v(R, in->dst, &r->hdr);
+        pc++;
+        NEXT();
+    }
+    CASE(REF_NEW) {
+        in = &code[pc];
+        NEED_V(in->a, "source");
+        set_v(R, in->dst, &rt_ref_new(&vm->heap, rt_retain(R[in->a].v))->hdr);
+        pc++;
+        NEXT();
+    }
+    CASE(REF_READ) {
+        in = &code[pc];
+        const Value *r = R[in->a].v;
+        if (r == NULL || r->kind != VAL_REF || RT_REF(r)->v == NULL)
+            FAIL("internal error: ref_read of a value that is not a reference");
+        set_v(R, in->dst, rt_retain(RT_REF(r)->v));
+        pc++;
+        NEXT();
+    }
+    CASE(REF_WRITE) {
+        in = &code[pc];
+        Value *r = R[in->a].v;
+        if (r == NULL || r->kind != VAL_REF)
+            FAIL("internal error: ref_write to a value that is not a reference");
+        NEED_V(in->b, "source");
+        Value *old = RT_REF(r)->v;
+        RT_REF(r)->v = rt_retain(R[in->b].v);
+        rt_release(old); /* after the store: it may hold the last reference to r */
+        set_v(R, in->dst, rt_unit());
+        pc++;
+        NEXT();
+    }
+    CASE(FATAL) { FAIL("%s", exe->strs[code[pc].a]); }
+#ifndef VM_COMPUTED_GOTO
+default: RLY_UNREACHABLE();
+}
+#endif
+
+fail : unwind(vm, fidx, base);
+return NULL;
+done : return result;
+#undef ENTER
+#undef FAIL
+#undef TICK
+#undef NEED_V
+}
+
+#undef CASE
+#undef NEXT
+
+/* ---- the API ----------------------------------------------------------------------------- */
+
+Vm *vm_new(const VmExec *exe) {
+    Vm *vm = sup_calloc(1, sizeof *vm);
+    vm->exe = exe;
+    vm->fi = sup_calloc(exe->n_funcs ? exe->n_funcs : 1, sizeof *vm->fi);
+    uint32_t max_params = 1;
+    for (uint32_t i = 0; i < exe->n_funcs; i++) {
+        const VmFunction *f = &exe->funcs[i];
+        FnInfo *fi = &vm->fi[i];
+        fi->xop = sup_malloc(sizeof(uint16_t) * f->n_code);
+        for (uint32_t pc = 0; pc < f->n_code; pc++)
+            fi->xop[pc] = xop_of(f, &f->code[pc]);
+        for (uint32_t r = 0; r < f->n_regs; r++)
+            fi->n_vregs += f->reg_kind[r] == VM_RK_VALUE;
+        fi->vregs = sup_malloc(sizeof(uint32_t) * (fi->n_vregs ? fi->n_vregs : 1));
+        fi->n_vregs = 0;
+        for (uint32_t r = 0; r < f->n_regs; r++)
+            if (f->reg_kind[r] == VM_RK_VALUE) fi->vregs[fi->n_vregs++] = r;
+        if (f->n_params > max_params) max_params = f->n_params;
+    }
+    vm->targs = sup_malloc(sizeof(VmReg) * max_params);
+    vm->pi = sup_calloc(exe->n_packed ? exe->n_packed : 1, sizeof *vm->pi);
+    size_t max_vals = 1;
+    vm->max_out = 1;
+    for (uint32_t p = 0; p < exe->n_packed; p++) {
+        const VmPacked *pk = &exe->packed[p];
+        plan_packed(pk, &vm->pi[p]);
+        if ((size_t)pk->n_inputs + pk->n_nodes > max_vals)
+            max_vals = (size_t)pk->n_inputs + pk->n_nodes;
+        for (uint32_t k = 0; k < pk->n_nodes; k++)
+            if (pk->nodes[k].out_tuple && pk->nodes[k].n_out > vm->max_out)
+                vm->max_out = pk->nodes[k].n_out;
+    }
+    vm->pvals = sup_malloc(sizeof(Value *) * max_vals);
+    vm->k_out = sup_malloc(sizeof(DLTensor *) * vm->max_out);
+    vm->k_outv = sup_malloc(sizeof(RtTensor *) * vm->max_out);
+    rt_heap_init(&vm->heap);
+    vm->limits = rt_limits_default();
+    ensure_regs(vm, 256);
+    vec_reserve(&vm->frames, 64);
+    return vm;
+}
+
+void vm_free(Vm *vm) {
+    if (vm == NULL) return;
+    rt_heap_free(&vm->heap);
+    for (uint32_t i = 0; i < vm->exe->n_funcs; i++) {
+        free(vm->fi[i].xop);
+        free(vm->fi[i].vregs);
+    }
+    for (uint32_t p = 0; p < vm->exe->n_packed; p++) {
+        free(vm->pi[p].rel_start);
+        free(vm->pi[p].rel);
+    }
+    free(vm->fi);
+    free(vm->pi);
+    free(vm->regs);
+    vec_free(&vm->frames);
+    free(vm->targs);
+    free(vm->pvals);
+    vec_free(&vm->k_in);
+    vec_free(&vm->k_start);
+    vec_free(&vm->k_len);
+    vec_free(&vm->k_tuple);
+    free(vm->k_out);
+    free(vm->k_outv);
+    free(vm);
+}
+
+void vm_set_limits(Vm *vm, const RtLimits *limits) { vm->limits = *limits; }
+
+RtMemAccount *vm_account(Vm *vm) {
+    vm->mem.limit = vm->limits.max_memory;
+    return &vm->mem;
+}
+
+Value *vm_invoke(Vm *vm, uint32_t func, uint32_t n_args, Value *const *args, char *err,
+                 size_t cap) {
+    const VmExec *exe = vm->exe;
+    if (vm->running) {
+        snprintf(err, cap, "error: the VM is already running");
+        return NULL;
+    }
+    if (func >= exe->n_funcs) {
+        snprintf(err, cap, "error: no function %u in the executable", func);
+        return NULL;
+    }
+    const VmFunction *f = &exe->funcs[func];
+    if (n_args != f->n_params) {
+        snprintf(err, cap, "error: @%s takes %u arguments, %u given", fn_name(f), f->n_params,
+                 n_args);
+        return NULL;
+    }
+    vm->err = err;
+    vm->err_cap = cap;
+    if (cap > 0) err[0] = '\0';
+    vm->mem.limit = vm->limits.max_memory;
+    vm->deadline_ns = 0;
+    if (vm->limits.timeout > 0) {
+        double ns = vm->limits.timeout * 1e9;
+        vm->deadline_ns = now_ns() + (ns > 1e18 ? (uint64_t)1e18 : (uint64_t)ns);
+    }
+    RtMemAccount *prev = rt_mem_swap(&vm->mem);
+    ensure_regs(vm, f->n_regs);
+    VmReg *R = vm->regs;
+    clear_vregs(&vm->fi[func], R);
+    char buf[512];
+    for (uint32_t i = 0; i < n_args; i++) {
+        VmReg v = {.v = args[i]};
+        if (args[i] == NULL || !convert(VM_RK_VALUE, f->reg_kind[i], v, &R[i], buf, sizeof buf)) {
+            if (args[i] == NULL) snprintf(buf, sizeof buf, "no value");
+            snprintf(err, cap, "error: argument %u of @%s: %s", i, fn_name(f), buf);
+            release_vregs(&vm->fi[func], R);
+            rt_mem_swap(prev);
+            return NULL;
+        }
+    }
+    Frame host = {HOST, 0, 0, 0, VM_RK_VALUE};
+    vm->frames.len = 0;
+    vec_push(&vm->frames, host);
+    vm->depth = 1;
+    vm->running = true;
+    Value *v = run(vm, func);
+    vm->running = false;
+    vm->frames.len = 0;
+    vm->depth = 0;
+    rt_mem_swap(prev);
+    return v;
+}

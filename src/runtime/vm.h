@@ -1,0 +1,282 @@
+/* vm.h - the VM: bytecode, executables and the machine that runs them. The interface between
+ * src/backend (which compiles a typed, optimized Relay module into a VmExec) and src/runtime
+ * (which validates, saves, loads and runs one). Nothing here sees the IR: an executable is
+ * self-contained, so librly_runtime runs one without any compiler source.
+ *
+ * The machine (after TVM's Relay VM; docs/vm.md says where rly differs):
+ *   - a register machine; every function has n_regs registers, the first n_params of which are
+ *     its parameters (for a closure's code: the captured values first, then the parameters);
+ *   - frames live on a heap stack, so recursion depth is bounded by memory (and RtLimits), not
+ *     by the C stack; Invoke/InvokeClosure with VM_F_TAIL reuse the frame (proper tail calls);
+ *   - each register has a static kind (VmFunction.reg_kind): VM_RK_VALUE holds a Value* (an
+ *     owned reference, or NULL), the scalar kinds hold an unboxed 0-d tensor of that dtype in
+ *     VmReg (bool/int32/int64 in .i, sign-extended, bool 0/1; float32 in .f; float64 in .d).
+ *     Scalar registers never own memory. VM_BOX / VM_UNBOX convert; Invoke requires the
+ *     argument and result kinds to equal the callee's (the loader checks it), InvokeClosure and
+ *     Ret from a closure convert at run time, because a closure's code is known only then.
+ *   - operators run through "packed" functions: one fused primitive each, a small dataflow
+ *     program of operator calls with pre-lowered attributes (KAttr rows), run as the kernels
+ *     the registry binds (reference kernels for now) in sequence. Scalar primitives of the
+ *     simple arithmetic ops compile to VM_SCALAR instructions on unboxed registers instead.
+ *
+ * Every index in an instruction (register, function, packed, constant, constructor, jump
+ * target, operand-pool slice) is validated once, by vm_exec_validate, before anything runs:
+ * the executor itself trusts a validated executable and never checks bounds again. */
+#ifndef RLY_RUNTIME_VM_H
+#define RLY_RUNTIME_VM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernel.h"
+#include "runtime/value.h"
+#include "support/support.h"
+
+/* ---- registers -------------------------------------------------------------------------- */
+
+typedef union VmReg {
+    Value *v;  /* VM_RK_VALUE: owned, or NULL */
+    int64_t i; /* VM_RK_BOOL, VM_RK_I32 (sign-extended), VM_RK_I64 */
+    float f;   /* VM_RK_F32 */
+    double d;  /* VM_RK_F64 */
+} VmReg;
+
+typedef enum VmRegKind {
+    VM_RK_VALUE = 0,
+    VM_RK_BOOL, /* Tensor[(), bool] */
+    VM_RK_I32,  /* Tensor[(), int32] */
+    VM_RK_I64,  /* Tensor[(), int64] */
+    VM_RK_F32,  /* Tensor[(), float32] */
+    VM_RK_F64,  /* Tensor[(), float64] */
+    VM_RK_COUNT
+} VmRegKind;
+
+/* The dtype of a scalar kind, and the scalar kind of a dtype (VM_RK_VALUE when not unboxed). */
+rly_dtype vm_rk_dtype(uint8_t rk);
+uint8_t vm_rk_of_dtype(rly_dtype dt);
+
+/* ---- instructions ----------------------------------------------------------------------------
+ * Fixed-size records. `dst` is the destination register, a/b/c fixed operands, and the variable
+ * operands (registers unless said otherwise) are pool[args .. args + n) of the function's
+ * operand pool. Jump targets are absolute instruction indices within the function. */
+
+typedef enum VmOpcode {
+    VM_MOVE,             /* dst = a (same kind; a VALUE is retained) */
+    VM_RET,              /* return a */
+    VM_INVOKE,           /* dst = funcs[a](args...); flags VM_F_TAIL */
+    VM_INVOKE_CLOSURE,   /* dst = (closure in a)(args...); flags VM_F_TAIL */
+    VM_INVOKE_PACKED,    /* dst = packed[a](args...): a tensor, or a tuple of tensors; tuple
+                            arguments are flattened as kernels take them */
+    VM_ALLOC_STORAGE,    /* dst = a storage of imm bytes (alignment 64); reserved for planning */
+    VM_ALLOC_TENSOR,     /* dst = tensor of dtype `dtype`, shape pool[args..args+n) (immediate
+                            dims, not registers) in storage a at byte offset b; reserved */
+    VM_ALLOC_TENSOR_REG, /* dst = tensor of dtype `dtype` whose shape is the int64 tensor in b,
+                            in storage a at offset c; reserved */
+    VM_ALLOC_ADT,        /* dst = constructor value ctors[a] of the n fields args (VALUE regs) */
+    VM_ALLOC_TUPLE,      /* dst = tuple of the n fields args (VALUE regs) */
+    VM_ALLOC_CLOSURE,    /* dst = closure of funcs[a] capturing the n values args (VALUE regs) */
+    VM_GET_FIELD,        /* dst = field b of the tuple or constructor value in a (retained) */
+    VM_GET_TAG,          /* dst (I32) = the tag of the constructor value in a */
+    VM_IF,               /* if the bool in a (BOOL reg, or a VALUE 0-d bool tensor) is false,
+                            jump to b; else fall through */
+    VM_GOTO,             /* jump to a */
+    VM_LOAD_CONST,       /* dst = consts[a] (retained) */
+    VM_LOAD_IMM,         /* dst (a scalar kind) = imm (int kinds) or fimm (float kinds) */
+    VM_SHAPE_OF,         /* dst = shape of the tensor in a, as a 1-d int64 tensor */
+    VM_RESHAPE_TENSOR,   /* dst = the tensor in a viewed with the shape in the int64 tensor b */
+    VM_KILL,             /* release register a now (its last use) */
+    VM_FATAL,            /* stop with the message strs[a] (an unmatched `match`, ...) */
+    VM_REF_NEW,          /* dst = a new reference cell holding a (VALUE) */
+    VM_REF_READ,         /* dst = the contents of the cell in a (retained) */
+    VM_REF_WRITE,        /* cell a := b (VALUE); dst = () */
+    VM_BOX,              /* dst (VALUE) = 0-d tensor of scalar register a */
+    VM_UNBOX,            /* dst (scalar kind) = the 0-d tensor in a, checked (dtype, rank) */
+    VM_SCALAR,           /* dst = sub(a, b) on scalar registers; see VmScalarOp */
+    VM_OPCODE_COUNT
+} VmOpcode;
+
+#define VM_F_TAIL 1u /* flags of VM_INVOKE / VM_INVOKE_CLOSURE: a call in tail position */
+
+/* Scalar operations: the reference kernels' semantics exactly (src/kernels/ref/binary.c,
+ * unary.c): integer arithmetic wraps (two's complement), integer division truncates and a
+ * division by zero is a run-time error, floor_divide/floor_mod floor, comparisons give BOOL,
+ * float32 rounds after each operation. Binary ops read a and b of kind `rk`; VM_SC_CAST
+ * converts a (kind `rk`) to dst's kind as `cast` does. */
+typedef enum VmScalarOp {
+    VM_SC_ADD,
+    VM_SC_SUB,
+    VM_SC_MUL,
+    VM_SC_DIV,
+    VM_SC_MOD,
+    VM_SC_FLOOR_DIV,
+    VM_SC_FLOOR_MOD,
+    VM_SC_MAX,
+    VM_SC_MIN,
+    VM_SC_POW,
+    VM_SC_EQ,
+    VM_SC_NE,
+    VM_SC_LT,
+    VM_SC_LE,
+    VM_SC_GT,
+    VM_SC_GE,
+    VM_SC_AND,
+    VM_SC_OR,
+    VM_SC_XOR, /* logical on BOOL, bitwise on ints */
+    VM_SC_NOT,
+    VM_SC_NEG,
+    VM_SC_ABS, /* unary: b unused */
+    VM_SC_CAST,
+    VM_SC_COUNT
+} VmScalarOp;
+
+typedef struct VmInstr {
+    uint8_t op;    /* VmOpcode */
+    uint8_t sub;   /* VM_SCALAR: VmScalarOp */
+    uint8_t rk;    /* VM_SCALAR: the operands' kind; VM_LOAD_IMM: dst's kind */
+    uint8_t flags; /* VM_F_* */
+    uint32_t dst;
+    uint32_t a, b, c;
+    uint32_t n, args; /* variable operands: pool[args .. args + n) */
+    uint32_t dtype;   /* VM_ALLOC_TENSOR(_REG): rly_dtype */
+    union {
+        int64_t imm; /* VM_LOAD_IMM (int kinds), VM_ALLOC_STORAGE (bytes) */
+        double fimm; /* VM_LOAD_IMM (float kinds) */
+    };
+} VmInstr;
+
+/* ---- functions, packed functions, constructors, the executable ---------------------------- */
+
+/* A value type as a session reports it (input and output types of the entry function). */
+typedef struct VmTypeDesc {
+    bool is_tensor; /* false: anything else (tuple, function, ADT, reference) */
+    uint32_t dtype; /* rly_dtype */
+    uint32_t ndim;
+    const int64_t *shape; /* ndim dims; -1 for `?` */
+    const char *text;     /* the Relay type as text, for messages ("Tensor[(1, 3), float32]") */
+} VmTypeDesc;
+
+typedef struct VmFunction {
+    const char *name;  /* the global's name; lifted closures "outer$lambda3"; for messages */
+    uint32_t n_params; /* including captured values, which come first */
+    uint32_t n_captured;
+    uint32_t n_regs;
+    const uint8_t *reg_kind; /* n_regs VmRegKind */
+    uint8_t result_kind;
+    uint32_t n_code;
+    const VmInstr *code;
+    uint32_t n_pool;
+    const uint32_t *pool;
+    const uint32_t *loc; /* n_code: index into VmExec.strs of "file:line:col", 0 for none */
+} VmFunction;
+
+/* A packed (primitive) function: a dataflow program over values numbered 0.. in order: the
+ * n_inputs inputs first (a tuple input is one value), then one value per node. The result is
+ * value `result` (a tensor, or a tuple of tensors). */
+typedef enum VmNodeKind {
+    VM_NODE_CALL,  /* operator op_id on args (value ids); attrs pre-lowered */
+    VM_NODE_TUPLE, /* a tuple of args */
+    VM_NODE_FIELD, /* field `index` of tuple value args[0] */
+    VM_NODE_CONST, /* consts[index] */
+} VmNodeKind;
+
+typedef struct VmNode {
+    uint8_t kind;   /* VmNodeKind */
+    uint32_t op_id; /* VM_NODE_CALL: OP_ID_* (support/ops.def) */
+    uint32_t index; /* VM_NODE_FIELD: the field; VM_NODE_CONST: the constant */
+    uint32_t n_args;
+    const uint32_t *args;
+    uint32_t n_attrs; /* VM_NODE_CALL: every schema row in order, defaults filled */
+    const KAttr *attrs;
+    KernelFn fn;  /* bound at load/compile by the kernel registry; not serialized */
+    uint32_t loc; /* index into VmExec.strs, 0 for none */
+    /* Added by the executor (vmr): a kernel needs its caller to say how many results it makes
+     * (KCall.out_tuple/n_out: split, topk, unique check it). VM_NODE_CALL only: out_tuple false
+     * means one tensor (n_out is then ignored, 0 or 1); true means a tuple of n_out tensors.
+     * The compiler fills them from the call's type; the file format must save them. */
+    bool out_tuple;
+    uint32_t n_out;
+} VmNode;
+
+typedef struct VmPacked {
+    const char *name; /* "fused_nn_conv2d_add_nn_relu" */
+    uint32_t n_inputs;
+    uint32_t n_nodes;
+    const VmNode *nodes;
+    uint32_t result;
+} VmPacked;
+
+typedef struct VmCtor {
+    const char *name;      /* "Cons" */
+    const char *type_name; /* "List" */
+    int32_t tag;
+    uint32_t arity;
+} VmCtor;
+
+typedef struct VmExec {
+    uint32_t n_funcs;
+    const VmFunction *funcs;
+    uint32_t n_packed;
+    const VmPacked *packed;
+    uint32_t n_consts;
+    Value *const *consts; /* immortal tensors */
+    uint32_t n_ctors;
+    const VmCtor *ctors;
+    uint32_t n_strs;
+    const char *const *strs; /* strs[0] = "" */
+    uint32_t entry;          /* the function `rly run` calls (@main) */
+    /* The entry's interface: its parameters' names ("data" for %data; ONNX input names) and
+     * types, and its outputs: the fields of a tuple result (one output otherwise), named by
+     * out_names (ONNX output names) or "output_N". */
+    uint32_t n_inputs;
+    const char *const *in_names;
+    const VmTypeDesc *in_types;
+    uint32_t n_outputs;
+    const char *const *out_names;
+    const VmTypeDesc *out_types;
+    bool out_tuple; /* the result is a tuple whose fields are the outputs */
+    Arena arena;    /* everything above lives here (or in the mapping of a loaded file) */
+    void *mapping;  /* a loaded file's mmap, NULL for a compiled executable */
+    size_t mapping_len;
+} VmExec;
+
+/* Check every index, kind and jump of exe (see the top of this file). false with a message
+ * naming the function and instruction otherwise. Compiled executables are validated too, in
+ * debug builds, so the compiler's mistakes show up where they are made. */
+bool vm_exec_validate(const VmExec *exe, char *err, size_t cap);
+/* Bind each packed node's kernel (fn) by the registry: op id, dtypes, CPU features; the
+ * reference kernel is the fallback. false with a message when an operator has no kernel. */
+bool vm_exec_bind(VmExec *exe, char *err, size_t cap);
+/* Free exe and all it holds: each constant (rt_value_free_immortal), the arena, the mapping
+ * (munmap of mapping_len bytes), then exe itself, which the compiler and the loader allocate
+ * with sup_calloc (contract added by vmr). NULL is a no-op. */
+void vm_exec_free(VmExec *exe);
+
+/* ---- saving and loading (exec_file.c) ----------------------------------------------------
+ * A versioned, self-contained file: header (magic "RLYX", version), sections for strings,
+ * constants (64-byte aligned, used in place from the mapping), packed functions, functions,
+ * constructors and the entry's interface. Loading maps the file, decodes and validates
+ * everything (vm_exec_validate): a truncated or hostile file is an error, never a crash. */
+bool vm_exec_save(const VmExec *exe, const char *path, char *err, size_t cap);
+VmExec *vm_exec_load(const char *path, char *err, size_t cap);
+/* The same over bytes in memory (the loader fuzz target); `data` must outlive the result. */
+VmExec *vm_exec_load_bytes(const void *data, size_t len, char *err, size_t cap);
+
+/* ---- running (vm.c) ----------------------------------------------------------------------- */
+
+typedef struct Vm Vm;
+
+/* A machine for exe (which must stay alive and be validated and bound). */
+Vm *vm_new(const VmExec *exe);
+void vm_free(Vm *vm);
+void vm_set_limits(Vm *vm, const RtLimits *limits);
+RtMemAccount *vm_account(Vm *vm);
+/* Call function `func` with boxed arguments (borrowed; converted to its parameter kinds).
+ * Returns an owned, boxed value, or NULL with a message ("file:line:col: error: ..." when the
+ * failing instruction has a location) in err. */
+Value *vm_invoke(Vm *vm, uint32_t func, uint32_t n_args, Value *const *args, char *err, size_t cap);
+
+/* Structural text of a VM value (constructor names from exe), as ev_print_value. */
+void vm_print_value(const VmExec *exe, const Value *v, size_t max_elems, StrBuf *out);
+
+#endif /* RLY_RUNTIME_VM_H */

@@ -1,0 +1,43 @@
+/* vm_impl.h - what the executor's files share (vm.c runs, vm_scalar.c computes VM_SCALAR,
+ * vm_validate.c checks and binds executables, vm_print.c prints values). Private to
+ * src/runtime: nothing outside includes it. */
+#ifndef RLY_RUNTIME_VM_IMPL_H
+#define RLY_RUNTIME_VM_IMPL_H
+
+#include "runtime/vm.h"
+
+/* RtClosure.code_kind of a VM closure: code is a `const VmFunction *` into its executable's
+ * funcs[] (the interpreter's closures use other tags and never reach the VM). */
+enum { VM_CODE_FUNC = 0x56 };
+
+/* ---- scalars (vm_scalar.c) --------------------------------------------------------------- */
+
+/* The outcome of a scalar operation. */
+enum { VM_SC_OK, VM_SC_ERR_DIV0, VM_SC_ERR_POW0 };
+
+/* dst = sub(a, b) with a and b of kind rk and the result of kind dst_rk (vm.h, VmScalarOp):
+ * the reference kernels' semantics exactly. Returns VM_SC_OK or an error (the kernels'
+ * run-time errors: an integer division by zero, 0 raised to a negative power), leaving *out
+ * unset. The kinds must satisfy vm_scalar_kinds_ok. */
+int vm_scalar_exec(uint8_t sub, uint8_t rk, uint8_t dst_rk, VmReg a, VmReg b, VmReg *out);
+/* Whether sub takes operands of kind rk and gives dst_rk (the validator's check): arithmetic
+ * keeps rk, comparisons give BOOL, AND/OR/XOR/NOT take BOOL (logical) or ints (bitwise),
+ * NEG/ABS take no BOOL, CAST goes from any scalar kind to any. */
+bool vm_scalar_kinds_ok(uint8_t sub, uint8_t rk, uint8_t dst_rk);
+/* Whether sub is unary (b unused). */
+bool vm_scalar_unary(uint8_t sub);
+/* The operator a scalar error is reported as ("divide: integer division by zero"), the
+ * message of an error code. */
+const char *vm_scalar_op_name(uint8_t sub);
+const char *vm_scalar_error(int code);
+
+/* ---- scalar kinds and boxes (vm_validate.c) ---------------------------------------------- */
+
+/* Box scalar register r of kind rk into a new 0-d tensor; NULL with a message (the memory
+ * limit) in err. */
+Value *vm_box(uint8_t rk, VmReg r, char *err, size_t cap);
+/* Unbox the 0-d tensor v into a register of kind rk; false with a message when v is not a 0-d
+ * tensor of rk's dtype. */
+bool vm_unbox(uint8_t rk, const Value *v, VmReg *out, char *err, size_t cap);
+
+#endif /* RLY_RUNTIME_VM_IMPL_H */
