@@ -127,7 +127,7 @@ RLY_API rly_status rly_module_compare(rly_module *a, rly_module *b, int *equal);
 
 /* Which machine runs a program. */
 typedef enum rly_engine {
-    RLY_ENGINE_DEFAULT = 0, /* the interpreter for now (the VM once it passes every corpus) */
+    RLY_ENGINE_DEFAULT = 0, /* the VM */
     RLY_ENGINE_VM,          /* compile in memory (src/backend), run on the VM */
     RLY_ENGINE_INTERP,      /* the reference interpreter over the IR */
 } rly_engine;

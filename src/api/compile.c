@@ -50,6 +50,44 @@ static uint64_t tensor_bytes(const Value *v) {
     return (uint64_t)k_numel(&t->t) * sup_dtype_size(rt_tensor_dtype(t));
 }
 
+/* Memory plans (vm.h, "memory plans"): the entry's arena (its peak activation bytes) against
+ * the sum of its buffers, all plans together, and why the functions without one have none. */
+static void plan_stats(const VmExec *e, StrBuf *sb) {
+    uint64_t arena_all = 0, sum_all = 0, n_bufs = 0, n_inplace = 0;
+    uint32_t n_planned = 0;
+    for (uint32_t f = 0; f < e->n_funcs; f++) {
+        const VmPlan *pl = e->funcs[f].plan;
+        if (pl == NULL) continue;
+        n_planned++;
+        arena_all += pl->arena_bytes;
+        n_bufs += pl->n_bufs;
+        n_inplace += pl->n_inplace;
+        for (uint32_t b = 0; b < pl->n_bufs; b++)
+            sum_all += pl->bufs[b].nbytes;
+    }
+    const VmPlan *ep = e->entry < e->n_funcs ? e->funcs[e->entry].plan : NULL;
+    if (ep != NULL) {
+        uint64_t sum = 0;
+        for (uint32_t b = 0; b < ep->n_bufs; b++)
+            sum += ep->bufs[b].nbytes;
+        sb_printf(sb, "peak activation bytes (entry arena): %llu (all its %u buffers: %llu)\n",
+                  (unsigned long long)ep->arena_bytes, ep->n_bufs, (unsigned long long)sum);
+    } else {
+        sb_puts(sb, "peak activation bytes (entry arena): none (the entry is not planned)\n");
+    }
+    sb_printf(sb,
+              "memory plans: %u of %u functions, arenas %llu bytes, %llu planned buffers "
+              "(%llu bytes), %llu calls in place\n",
+              n_planned, e->n_funcs, (unsigned long long)arena_all, (unsigned long long)n_bufs,
+              (unsigned long long)sum_all, (unsigned long long)n_inplace);
+    for (uint32_t f = 0; f < e->n_funcs; f++) {
+        const VmFunction *fn = &e->funcs[f];
+        if (fn->plan != NULL) continue;
+        sb_printf(sb, "  not planned: @%s: %s\n", fn->name ? fn->name : "?",
+                  fn->no_plan ? fn->no_plan : "no plan in the file");
+    }
+}
+
 static void stats(const VmExec *e, StrBuf *sb) {
     uint64_t n_code = 0, n_regs = 0, n_nodes = 0, n_calls = 0, n_storage = 0, storage_bytes = 0;
     uint64_t n_scalar = 0, const_bytes = 0;
@@ -81,12 +119,8 @@ static void stats(const VmExec *e, StrBuf *sb) {
     sb_printf(sb, "constants: %u (%llu bytes)\n", e->n_consts, (unsigned long long)const_bytes);
     sb_printf(sb, "constructors: %u\n", e->n_ctors);
     sb_printf(sb, "inputs: %u, outputs: %u\n", e->n_inputs, e->n_outputs);
-    if (n_storage)
-        sb_printf(sb, "planned storage: %llu allocations, %llu bytes\n",
-                  (unsigned long long)n_storage, (unsigned long long)storage_bytes);
-    else
-        sb_puts(sb, "memory planning: not yet (peak activation bytes and buffers come with it; "
-                    "tensors are allocated per operator at run time)\n");
+    (void)n_storage, (void)storage_bytes; /* VM_ALLOC_STORAGE stays reserved: plans are tables */
+    plan_stats(e, sb);
 }
 
 RLY_API rly_status rly_executable_describe(const rly_executable *exe, int what, char **out) {

@@ -702,7 +702,9 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
     }
     RtLimits lim = rt_limits_from(opts->max_memory, opts->max_depth, opts->timeout);
     if (engine == RLY_ENGINE_VM) {
-        VmExec *exe = be_compile(mod, mod->is_expr ? NULL : entry);
+        /* The module outlives this run's executable: its weights are used in place. */
+        BeOptions bo = {.borrow_consts = true};
+        VmExec *exe = be_compile_ex(mod, mod->is_expr ? NULL : entry, &bo);
         if (exe == NULL) {
             st = api_fail_diags(ctx);
             goto out;

@@ -36,6 +36,17 @@
  * (an unsupported construct names itself and its source location). */
 VmExec *be_compile(Module *m, const char *entry);
 
+typedef struct BeOptions {
+    /* Use the module's constant bytes in place (aligned to their element size, as the
+     * interpreter uses them; copies are 64-byte aligned) instead of copying them
+     * into the executable: for an executable that is run and freed while the module lives (rly
+     * run compiling in memory), so a model's weights are not held twice. Saving such an
+     * executable still writes the bytes. */
+    bool borrow_consts;
+} BeOptions;
+/* be_compile with options (NULL: the defaults, as be_compile). */
+VmExec *be_compile_ex(Module *m, const char *entry, const BeOptions *opts);
+
 /* Append the text form of exe (any executable, compiled or loaded) to out: the entry's
  * interface, every function's bytecode with register kinds and source locations, every packed
  * function's nodes and attributes, the constants' types. For debugging and `rly compile

@@ -59,7 +59,14 @@ typedef struct Be {
     PtrVec strs;    /* const char* in the arena; strs[0] = "" */
     StrMap str_of;  /* text -> index + 1 */
     PtrMap pure;    /* pass_is_pure memo */
-    bool failed;    /* an error was reported into ctx->diags */
+    /* For the memory planner (plan.c): each INVOKE_PACKED carries imm = site + 1 while
+     * compiling, site_types[site] is its call's result type; packed_types[p] holds the type of
+     * each node of packed function p when it comes from a Primitive function (malloc'ed), NULL
+     * for a shared single-operator packed function (its node's type is the site's). */
+    PtrVec site_types;
+    PtrVec packed_types;
+    bool borrow_consts; /* BeOptions.borrow_consts */
+    bool failed;        /* an error was reported into ctx->diags */
 } Be;
 
 /* ---- compile.c ---------------------------------------------------------------------------- */
@@ -122,11 +129,22 @@ uint32_t fb_pool_len(const FB *fb);
 
 /* ---- kill.c ------------------------------------------------------------------------------- */
 
+/* The registers instruction `in` reads through its fixed operands, into out (at most two);
+ * their number. *pooled: it also reads the registers of its operand pool (in->args, in->n). */
+uint32_t be_instr_reads(const VmInstr *in, uint32_t *out, bool *pooled);
+
 /* Insert VM_KILLs at the last uses of VALUE registers in a function's code (n instructions,
  * locations alongside; malloc'ed, replaced by new malloc'ed arrays; jumps retargeted). Does
  * nothing when the code jumps backward (the compiler never does). */
 void be_insert_kills(VmInstr **code, uint32_t **locs, uint32_t *n, const uint32_t *pool,
                      const uint8_t *kinds, uint32_t n_regs, uint32_t n_params);
+
+/* ---- plan.c ------------------------------------------------------------------------------- */
+
+/* Plan the memory of every function that allows it (vm.h, "memory plans"; docs/vm.md): sets
+ * each VmFunction's plan or no_plan, and clears the site marks (imm) of INVOKE_PACKED. Called
+ * on the assembled executable, before validation. */
+void be_plan_memory(Be *be);
 
 /* ---- match.c ------------------------------------------------------------------------------ */
 

@@ -95,10 +95,15 @@ static Type *var_type(Var *v) { return v->base.checked_type ? v->base.checked_ty
 uint32_t be_const(Be *be, Constant *c) {
     uintptr_t i = (uintptr_t)ptrmap_get(&be->const_of, c);
     if (i != 0) return (uint32_t)(i - 1);
-    /* 64-byte aligned bytes in the arena, which lives as long as the executable. */
-    char *raw = arena_alloc(be->arena, c->nbytes + 64);
-    char *data = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-    if (c->nbytes) memcpy(data, c->data, c->nbytes);
+    /* Borrowed bytes are as aligned as the module's (the element size at least, as the
+     * interpreter uses them); copies are 64-byte aligned. */
+    char *data = c->data;
+    if (!be->borrow_consts) {
+        /* 64-byte aligned bytes in the arena, which lives as long as the executable. */
+        char *raw = arena_alloc(be->arena, c->nbytes + 64);
+        data = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+        if (c->nbytes) memcpy(data, c->data, c->nbytes);
+    }
     RtTensor *t = rt_tensor_borrow(c->dtype, c->ndim, c->shape, data, c->nbytes);
     vec_push(&be->consts, &t->hdr);
     ptrmap_put(&be->const_of, c, (void *)(uintptr_t)be->consts.len);
@@ -299,6 +304,10 @@ static void be_free_scratch(Be *be) {
     vec_free(&be->strs);
     strmap_free(&be->str_of);
     ptrmap_free(&be->pure);
+    for (size_t i = 0; i < be->packed_types.len; i++)
+        free(be->packed_types.data[i]);
+    vec_free(&be->packed_types);
+    vec_free(&be->site_types);
 }
 
 /* Move the tables into the executable (arena copies). */
@@ -324,8 +333,10 @@ static void set_consts(Be *be) {
     exe->consts = be_dup(be, be->consts.data, be->consts.len, sizeof(Value *));
 }
 
-VmExec *be_compile(Module *m, const char *entry) {
-    Be be_ = {.m = m, .ctx = m->ctx};
+VmExec *be_compile(Module *m, const char *entry) { return be_compile_ex(m, entry, NULL); }
+
+VmExec *be_compile_ex(Module *m, const char *entry, const BeOptions *opts) {
+    Be be_ = {.m = m, .ctx = m->ctx, .borrow_consts = opts && opts->borrow_consts};
     Be *be = &be_;
     VmExec *exe = sup_calloc(1, sizeof *exe);
     arena_init(&exe->arena);
@@ -368,6 +379,7 @@ VmExec *be_compile(Module *m, const char *entry) {
     if (!be->failed) {
         entry_interface(be, efn, eret);
         assemble(be);
+        be_plan_memory(be);
         char err[1024];
         if (!vm_exec_validate(exe, err, sizeof err))
             be_error(be, SPAN_NONE, "internal error: the compiled program does not validate: %s",

@@ -16,9 +16,7 @@
  * RET moves its register out and a tail call or VM_FATAL ends the frame: no kill after those. */
 #include "backend/be.h"
 
-/* The VALUE registers instruction `in` reads, into out (at most n_max); their number. */
-static uint32_t uses(const VmInstr *in, const uint32_t *pool, uint32_t *out, uint32_t n_max,
-                     bool *pooled) {
+uint32_t be_instr_reads(const VmInstr *in, uint32_t *out, bool *pooled) {
     *pooled = false;
     switch (in->op) {
     case VM_MOVE:
@@ -46,7 +44,7 @@ static uint32_t uses(const VmInstr *in, const uint32_t *pool, uint32_t *out, uin
     case VM_ALLOC_ADT:
     case VM_ALLOC_TUPLE:
     case VM_ALLOC_CLOSURE: *pooled = true; return 0;
-    default: (void)pool, (void)n_max; return 0;
+    default: return 0;
     }
 }
 
@@ -91,7 +89,7 @@ void be_insert_kills(VmInstr **code_io, uint32_t **locs_io, uint32_t *n_io, cons
     bool pooled;
     for (uint32_t i = 0; i < n; i++) {
         const VmInstr *in = &code[i];
-        uint32_t k = uses(in, pool, u, 2, &pooled);
+        uint32_t k = be_instr_reads(in, u, &pooled);
         for (uint32_t j = 0; j < k; j++)
             if (u[j] < n_regs) last[u[j]] = i;
         if (pooled)
@@ -171,7 +169,7 @@ void be_insert_kills(VmInstr **code_io, uint32_t **locs_io, uint32_t *n_io, cons
         vec_push(&oloc, locs[i]);
         if (ends_frame(in)) continue;
         st++;
-        uint32_t k = uses(in, pool, u, 2, &pooled);
+        uint32_t k = be_instr_reads(in, u, &pooled);
         uint32_t cand[2];
         for (uint32_t j = 0; j < k; j++)
             cand[j] = u[j];

@@ -234,6 +234,7 @@ static int32_t single_packed(Be *be, Call *c, const OpDef *op) {
     };
     sb_free(&name);
     vec_push(&be->packed, p);
+    vec_push(&be->packed_types, NULL);
     strmap_put(&be->packed_key, key.data, key.len, (void *)(uintptr_t)be->packed.len);
     sb_free(&key);
     return (int32_t)be->packed.len - 1;
@@ -251,7 +252,14 @@ static uint32_t invoke_packed(FB *fb, Call *call, int32_t p, const uint32_t *arg
     if (ops != buf) free(ops);
     uint8_t rk = be_kind_of(call->base.checked_type);
     uint32_t r = dst != BE_NOREG && fb_kind(fb, dst) == VM_RK_VALUE ? dst : fb_reg(fb, VM_RK_VALUE);
-    fb_emit(fb, (VmInstr){.op = VM_INVOKE_PACKED, .dst = r, .a = (uint32_t)p, .n = n, .args = at},
+    vec_push(&fb_be(fb)->site_types, call->base.checked_type);
+    fb_emit(fb,
+            (VmInstr){.op = VM_INVOKE_PACKED,
+                      .dst = r,
+                      .a = (uint32_t)p,
+                      .n = n,
+                      .args = at,
+                      .imm = (int64_t)fb_be(fb)->site_types.len},
             span);
     if (rk == VM_RK_VALUE) return r;
     if (dst != BE_NOREG && fb_kind(fb, dst) == rk) {
@@ -540,6 +548,10 @@ int32_t be_packed_of_prim(Be *be, Function *fn) {
     };
     sb_free(&name);
     vec_push(&be->packed, p);
+    Type **types = sup_malloc(sizeof(Type *) * (df.nodes.len ? df.nodes.len : 1));
+    for (size_t i = 0; i < df.nodes.len; i++)
+        types[i] = df.nodes.data[i].e->checked_type;
+    vec_push(&be->packed_types, types);
     result = (int32_t)be->packed.len - 1;
 out:
     if (!be->failed) ptrmap_put(&be->packed_of, fn, (void *)(uintptr_t)(result + 1));

@@ -47,7 +47,7 @@ Value *ev_eval_closed(Interp *it, Expr *e);
  * <closure>, references as ref(v). Iterative: deep lists print without recursion. A value that
  * shares parts prints as the tree it stands for, which can be exponentially larger, so printing
  * stops with "..." once the text passes EV_PRINT_MAX bytes. */
-#define EV_PRINT_MAX (4u << 20)
+#define EV_PRINT_MAX (4u << 20) /* = RT_PRINT_MAX (runtime/print.h), which prints */
 void ev_print_value(const Value *v, size_t max_elems, StrBuf *out);
 
 #endif /* RLY_EVAL_H */

@@ -33,7 +33,13 @@
  *   6 FUNCS         u32 n | n x { str name | u32 n_params | u32 n_captured | u32 n_regs |
  *                                 u32 result_kind | u32 n_code | u32 n_pool | u32 has_loc |
  *                                 n_regs x u8 reg_kind | n_code x instr | n_pool x u32 |
- *                                 n_code x u32 loc (when has_loc) }
+ *                                 n_code x u32 loc (when has_loc) | u32 has_plan |
+ *                                 plan (when has_plan) }
+ *                   plan (vm.h, VmPlan): u64 arena_bytes | u32 n_bufs | u32 n_sites |
+ *                         u32 n_slots | n_bufs x { u64 offset | u64 nbytes | u32 dtype |
+ *                         u32 ndim | u32 start | u32 end | u32 inplace | ndim x i64 } |
+ *                         n_sites x { u32 pc | u32 first | u32 n } | n_slots x u32
+ *                         (vm_plan_validate checks what they mean)
  *                   instr (40 bytes): u8 op | u8 sub | u8 rk | u8 flags | u32 dst | u32 a |
  *                         u32 b | u32 c | u32 n | u32 args | u32 dtype | u64 imm (the bits of
  *                         imm or fimm)
@@ -311,6 +317,32 @@ static void enc_funcs(Enc *e, const VmExec *x) {
         if (fn->loc)
             for (uint32_t k = 0; k < fn->n_code; k++)
                 put_u32(b, fn->loc[k]);
+        const VmPlan *pl = fn->plan;
+        put_u32(b, pl ? 1u : 0u);
+        if (pl == NULL) continue;
+        put_u64(b, pl->arena_bytes);
+        put_u32(b, pl->n_bufs);
+        put_u32(b, pl->n_sites);
+        put_u32(b, pl->n_slots);
+        for (uint32_t k = 0; k < pl->n_bufs; k++) {
+            const VmPlanBuf *pb = &pl->bufs[k];
+            put_u64(b, pb->offset);
+            put_u64(b, pb->nbytes);
+            put_u32(b, pb->dtype);
+            put_u32(b, pb->ndim);
+            put_u32(b, pb->start);
+            put_u32(b, pb->end);
+            put_u32(b, pb->inplace);
+            for (uint32_t j = 0; j < pb->ndim; j++)
+                put_i64(b, pb->shape[j]);
+        }
+        for (uint32_t k = 0; k < pl->n_sites; k++) {
+            put_u32(b, pl->sites[k].pc);
+            put_u32(b, pl->sites[k].first);
+            put_u32(b, pl->sites[k].n);
+        }
+        for (uint32_t k = 0; k < pl->n_slots; k++)
+            put_u32(b, pl->slots[k]);
     }
 }
 
@@ -912,7 +944,55 @@ static bool dec_packed(Dec *d) {
     return rd_end(&r);
 }
 
-#define FUNC_MIN_BYTES 32u /* name and seven u32 */
+#define FUNC_MIN_BYTES 36u /* name and eight u32 */
+#define PLAN_BUF_MIN_BYTES 36u
+
+/* A function's memory plan (vm.h); what it means is vm_plan_validate's to check. */
+static bool dec_plan(Dec *d, Rd *r, VmFunction *fn) {
+    VmExec *x = d->exe;
+    VmPlan *pl = arena_alloc(&x->arena, sizeof *pl);
+    pl->arena_bytes = (uint64_t)rd_i64(r);
+    uint32_t n_bufs = rd_u32(r), n_sites = rd_u32(r), n_slots = rd_u32(r);
+    if (!rd_count(r, n_bufs, PLAN_BUF_MIN_BYTES, "planned buffers")) return false;
+    VmPlanBuf *bufs = dec_array(d, n_bufs, sizeof *bufs);
+    for (uint32_t k = 0; k < n_bufs && !d->failed; k++) {
+        VmPlanBuf *pb = &bufs[k];
+        pb->offset = (uint64_t)rd_i64(r);
+        pb->nbytes = (uint64_t)rd_i64(r);
+        pb->dtype = rd_u32(r);
+        pb->ndim = rd_u32(r);
+        pb->start = rd_u32(r);
+        pb->end = rd_u32(r);
+        pb->inplace = rd_u32(r);
+        if (d->failed) return false;
+        if (pb->ndim > K_MAX_DIMS) {
+            dec_fail(d, "planned buffer %u has %u dims (at most %u)", k, pb->ndim, K_MAX_DIMS);
+            return false;
+        }
+        if (!rd_count(r, pb->ndim, 8, "dims")) return false;
+        int64_t *shape = arena_array(&x->arena, pb->ndim ? pb->ndim : 1, sizeof *shape);
+        for (uint32_t j = 0; j < pb->ndim; j++)
+            shape[j] = rd_i64(r);
+        pb->shape = shape;
+        pl->n_inplace += pb->inplace != VM_PLAN_NONE;
+    }
+    if (!rd_count(r, n_sites, 12, "plan sites")) return false;
+    VmPlanSite *sites = dec_array(d, n_sites, sizeof *sites);
+    for (uint32_t k = 0; k < n_sites; k++) {
+        sites[k].pc = rd_u32(r);
+        sites[k].first = rd_u32(r);
+        sites[k].n = rd_u32(r);
+    }
+    if (!rd_count(r, n_slots, 4, "plan slots")) return false;
+    uint32_t *slots = dec_array(d, n_slots, sizeof *slots);
+    for (uint32_t k = 0; k < n_slots; k++)
+        slots[k] = rd_u32(r);
+    pl->n_bufs = n_bufs, pl->bufs = bufs;
+    pl->n_sites = n_sites, pl->sites = sites;
+    pl->n_slots = n_slots, pl->slots = slots;
+    fn->plan = pl;
+    return !d->failed;
+}
 
 static bool dec_funcs(Dec *d) {
     Rd r = rd_open(d, SEC_FUNCS);
@@ -972,6 +1052,7 @@ static bool dec_funcs(Dec *d) {
                 loc[k] = rd_u32(&r);
             fn->loc = loc;
         }
+        if (rd_bool(&r, "has_plan") && !dec_plan(d, &r, fn)) break;
     }
     return rd_end(&r);
 }
@@ -1237,6 +1318,26 @@ static bool same_tensor(const Value *va, const Value *vb) {
     return n == 0 || memcmp(rt_tensor_data(a), rt_tensor_data(b), n) == 0;
 }
 
+static bool equal_plans(const VmPlan *x, const VmPlan *y) {
+    if (x == NULL || y == NULL) return x == y;
+    if (x->arena_bytes != y->arena_bytes || x->n_bufs != y->n_bufs || x->n_sites != y->n_sites ||
+        x->n_slots != y->n_slots || x->n_inplace != y->n_inplace)
+        return false;
+    for (uint32_t k = 0; k < x->n_bufs; k++) {
+        const VmPlanBuf *a = &x->bufs[k], *b = &y->bufs[k];
+        if (a->offset != b->offset || a->nbytes != b->nbytes || a->dtype != b->dtype ||
+            a->ndim != b->ndim || a->start != b->start || a->end != b->end ||
+            a->inplace != b->inplace ||
+            (a->ndim && memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) != 0))
+            return false;
+    }
+    for (uint32_t k = 0; k < x->n_sites; k++)
+        if (x->sites[k].pc != y->sites[k].pc || x->sites[k].first != y->sites[k].first ||
+            x->sites[k].n != y->sites[k].n)
+            return false;
+    return x->n_slots == 0 || memcmp(x->slots, y->slots, x->n_slots * sizeof *x->slots) == 0;
+}
+
 static bool equal_funcs(const VmExec *a, const VmExec *b, char *why, size_t cap) {
     for (uint32_t f = 0; f < a->n_funcs; f++) {
         const VmFunction *x = &a->funcs[f], *y = &b->funcs[f];
@@ -1255,6 +1356,8 @@ static bool equal_funcs(const VmExec *a, const VmExec *b, char *why, size_t cap)
         }
         if (x->n_pool && memcmp(x->pool, y->pool, x->n_pool * sizeof *x->pool) != 0)
             return differ(why, cap, "function %u: the pools differ", f);
+        if (!equal_plans(x->plan, y->plan))
+            return differ(why, cap, "function %u: the memory plans differ", f);
     }
     return true;
 }

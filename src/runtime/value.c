@@ -59,13 +59,34 @@ void rt_heap_free(RtHeap *h) {
 }
 
 static void storage_release(RtStorage *st) {
-    if (st == NULL || --st->rc > 0) return;
-    if (st->owned) {
-        rt_mem_credit(st->nbytes);
-        free(st->data);
+    while (st != NULL && --st->rc == 0) { /* iterative along base */
+        if (st->owned) {
+            rt_mem_credit(st->nbytes);
+            free(st->data);
+        }
+        RtStorage *base = st->base;
+        free(st);
+        st = base;
     }
-    free(st);
 }
+
+void rt_storage_release(RtStorage *st) { storage_release(st); }
+
+RtStorage *rt_storage_new(size_t nbytes) {
+    size_t alloc = (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+    if (alloc == 0) alloc = RT_ALIGN;
+    void *data = aligned_alloc(RT_ALIGN, alloc);
+    if (data == NULL) return NULL;
+    memset(data, 0, alloc);
+    rt_mem_charge(nbytes);
+    RtStorage *st = sup_malloc(sizeof *st);
+    *st = (RtStorage){.rc = 1, .owned = true, .nbytes = nbytes, .data = data};
+    return st;
+}
+
+static _Thread_local uint64_t n_tensor_new;
+
+uint64_t rt_tensor_new_count(void) { return n_tensor_new; }
 
 /* Free one value whose count reached zero; its children are pushed on `stack` to release. */
 static void free_one(Value *v, PtrVec *stack) {
@@ -170,8 +191,10 @@ RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char 
     }
     memset(data, 0, nbytes);
     rt_mem_charge(nbytes);
+    n_tensor_new++;
     RtStorage *st = sup_malloc(sizeof *st);
     st->rc = 1;
+    st->base = NULL;
     st->owned = true;
     st->nbytes = nbytes;
     st->data = data;
@@ -185,6 +208,7 @@ RtTensor *rt_tensor_borrow(rly_dtype dt, uint32_t ndim, const int64_t *shape, vo
                            size_t nbytes) {
     RtStorage *st = sup_malloc(sizeof *st);
     st->rc = 1;
+    st->base = NULL;
     st->owned = false;
     st->nbytes = nbytes;
     st->data = data;
@@ -192,6 +216,22 @@ RtTensor *rt_tensor_borrow(rly_dtype dt, uint32_t ndim, const int64_t *shape, vo
     t->st = st;
     t->t.data = data;
     t->hdr.rc = RT_IMMORTAL;
+    return t;
+}
+
+RtTensor *rt_tensor_in(RtStorage *base, size_t offset, rly_dtype dt, uint32_t ndim,
+                       const int64_t *shape, size_t nbytes) {
+    RLY_ASSERT(offset <= base->nbytes && nbytes <= base->nbytes - offset);
+    RtStorage *st = sup_malloc(sizeof *st);
+    *st = (RtStorage){.rc = 1,
+                      .owned = false,
+                      .nbytes = nbytes,
+                      .data = (char *)base->data + offset,
+                      .base = base};
+    base->rc++;
+    RtTensor *t = tensor_header(dt, ndim, shape);
+    t->st = st;
+    t->t.data = st->data;
     return t;
 }
 

@@ -76,6 +76,9 @@ typedef struct RtStorage {
     bool owned; /* data is ours to free (false: borrowed, e.g. a program constant) */
     size_t nbytes;
     void *data;
+    /* Added by the planner: the storage whose bytes these are (a buffer of a VM memory plan
+     * lies in its arena's storage), released when this one is freed; NULL: none. */
+    struct RtStorage *base;
 } RtStorage;
 
 typedef struct RtTensor {
@@ -136,6 +139,17 @@ void rt_release(Value *v);
  * short. */
 RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char *err,
                         size_t errlen);
+/* How many tensors rt_tensor_new has made on this thread (a test hook: a planned run makes
+ * none). */
+uint64_t rt_tensor_new_count(void);
+/* A tensor header over bytes [offset, offset + nbytes) of storage `base` (retained; nbytes
+ * must match dtype and shape, offset keep the 64-byte alignment): a planned buffer. Count 1. */
+RtTensor *rt_tensor_in(RtStorage *base, size_t offset, rly_dtype dt, uint32_t ndim,
+                       const int64_t *shape, size_t nbytes);
+/* A storage of nbytes zeroed, 64-byte aligned bytes (count 1, charged to the current
+ * account); NULL when memory is short. Released by rt_storage_release. */
+RtStorage *rt_storage_new(size_t nbytes);
+void rt_storage_release(RtStorage *st);
 /* An immortal tensor over borrowed bytes (not copied, never freed; must outlive its use). */
 RtTensor *rt_tensor_borrow(rly_dtype dt, uint32_t ndim, const int64_t *shape, void *data,
                            size_t nbytes);

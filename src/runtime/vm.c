@@ -100,10 +100,22 @@ static uint16_t xop_of(const VmFunction *f, const VmInstr *in) {
 
 /* ---- the machine ----------------------------------------------------------------------------- */
 
+/* A planned function's buffers (vm.h, "memory plans"): made at its first activation, kept
+ * for the Vm's life. `active` says whether the running activation uses them: at entry every
+ * buffer must be free (held by nothing but this table), else that activation allocates as an
+ * unplanned one would (a result of the previous run still held, a hostile file's recursion). */
+typedef struct FnPlan {
+    RtStorage *arena;
+    RtTensor **buf;    /* n_bufs headers, one reference each held here */
+    uint32_t *site_at; /* n_code: the first slot of the site at pc, or UINT32_MAX */
+    bool active;
+} FnPlan;
+
 typedef struct FnInfo {
     uint16_t *xop;   /* n_code extended opcodes */
     uint32_t *vregs; /* the VALUE registers */
     uint32_t n_vregs;
+    FnPlan *plan; /* NULL: the function has no plan */
 } FnInfo;
 
 /* A packed function's plan: after node k, release the values rel[rel_start[k] ..
@@ -141,6 +153,7 @@ struct Vm {
     Vec(uint8_t) k_tuple;
     DLTensor **k_out;
     RtTensor **k_outv;
+    RtTensor **k_pre; /* a call's planned outputs (max_out) */
     uint32_t max_out;
     RtHeap heap;
     RtLimits limits;
@@ -314,8 +327,10 @@ static const DLTensor pad_tensor = {.data = pad_data,
                                     .dtype = {kDLFloat, 32, 1},
                                     .shape = pad_dims};
 
-/* Run one operator node on vals; the result (owned) or NULL with the error written. */
-static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc) {
+/* Run one operator node on vals; the result (owned) or NULL with the error written. pre:
+ * NULL, or a planned buffer (or NULL) for each output. */
+static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
+                       RtTensor *const *pre) {
     const char *op = sup_op_name(n->op_id);
     if (op == NULL) op = "operator";
     char why[1024];
@@ -336,6 +351,13 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc) {
     for (uint32_t i = 0; i < n_out; i++) {
         vm->k_out[i] = NULL;
         vm->k_outv[i] = NULL;
+        RtTensor *b = pre ? pre[i] : NULL;
+        if (b == NULL) continue;
+        /* Kernels may count on zeroed outputs (alloc's contract), except the in-place ones,
+         * which write every element. */
+        if (!vm_plan_inplace_ok(n->op_id, 0)) memset(b->st->data, 0, b->st->nbytes);
+        vm->k_outv[i] = (RtTensor *)rt_retain(&b->hdr);
+        vm->k_out[i] = &b->t;
     }
     why[0] = '\0';
     KCall kc = {
@@ -379,9 +401,13 @@ free_outs:
 /* Run packed function p on the argument registers; the result (owned) or NULL (error
  * written, at the node's location or else the instruction's). */
 static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *args,
-                         const char *iloc, const VmFunction *f, uint32_t pc) {
+                         const char *iloc, const VmFunction *f, uint32_t pc, const FnPlan *fp) {
     const VmPacked *p = &vm->exe->packed[pidx];
     const PackedInfo *pi = &vm->pi[pidx];
+    /* the planned buffers of this site's outputs, in node order */
+    const uint32_t *slot = NULL;
+    if (fp != NULL && fp->active && fp->site_at[pc] != UINT32_MAX)
+        slot = f->plan->slots + fp->site_at[pc];
     Value **vals = vm->pvals;
     for (uint32_t i = 0; i < p->n_inputs; i++)
         vals[i] = R[args[i]].v;
@@ -391,7 +417,17 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
         const char *loc = n->loc ? vm->exe->strs[n->loc] : iloc;
         Value *v = NULL;
         switch (n->kind) {
-        case VM_NODE_CALL: v = run_call(vm, n, vals, loc); break;
+        case VM_NODE_CALL: {
+            RtTensor **pre = NULL;
+            if (slot != NULL) {
+                uint32_t n_out = n->out_tuple ? n->n_out : 1;
+                pre = vm->k_pre;
+                for (uint32_t o = 0; o < n_out; o++, slot++)
+                    pre[o] = *slot == VM_PLAN_NONE ? NULL : fp->buf[*slot];
+            }
+            v = run_call(vm, n, vals, loc, pre);
+            break;
+        }
         case VM_NODE_CONST: v = vm->exe->consts[n->index]; break; /* immortal */
         case VM_NODE_TUPLE: {
             RtTuple *tu = rt_tuple_new(n->n_args);
@@ -467,6 +503,31 @@ static void plan_packed(const VmPacked *p, PackedInfo *pi) {
         if (last[v] != UINT32_MAX) pi->rel[pi->rel_start[last[v]] + fill[last[v]]++] = v;
     free(fill);
     free(last);
+}
+
+/* ---- memory plans ---------------------------------------------------------------------------- */
+
+/* An activation of planned function fidx begins: make its buffers (first time: the arena,
+ * zeroed once, and a header per buffer) and decide whether this activation uses them. */
+static void activate(Vm *vm, uint32_t fidx) {
+    FnPlan *fp = vm->fi[fidx].plan;
+    const VmPlan *pl = vm->exe->funcs[fidx].plan;
+    fp->active = false;
+    if (fp->arena == NULL) {
+        if (vm->limits.max_memory != 0 && (vm->mem.live > vm->limits.max_memory ||
+                                           pl->arena_bytes > vm->limits.max_memory - vm->mem.live))
+            return; /* unplanned: the run meets the limit where it allocates */
+        fp->arena = rt_storage_new((size_t)pl->arena_bytes);
+        if (fp->arena == NULL) return;
+        for (uint32_t b = 0; b < pl->n_bufs; b++) {
+            const VmPlanBuf *pb = &pl->bufs[b];
+            fp->buf[b] = rt_tensor_in(fp->arena, (size_t)pb->offset, (rly_dtype)pb->dtype, pb->ndim,
+                                      pb->shape, (size_t)pb->nbytes);
+        }
+    }
+    for (uint32_t b = 0; b < pl->n_bufs; b++)
+        if (fp->buf[b]->hdr.rc != 1 || fp->buf[b]->st->rc != 1) return;
+    fp->active = true;
 }
 
 /* ---- the run loop ---------------------------------------------------------------------------- */
@@ -750,6 +811,7 @@ dispatch:
         base = nb;
         R = G;
         ENTER(gi);
+        if (fi->plan) activate(vm, gi);
         NEXT();
     }
     CASE(INVOKE_TAIL) {
@@ -779,6 +841,7 @@ dispatch:
         for (uint32_t i = 0; i < in->n; i++)
             R[i] = T[i];
         ENTER(gi);
+        if (fi->plan) activate(vm, gi);
         NEXT();
     }
     CASE(INVOKE_CLOSURE) {
@@ -843,6 +906,7 @@ dispatch:
         for (uint32_t i = 0; i < g->n_params; i++)
             R[i] = T[i];
         ENTER(gi);
+        if (fi->plan) activate(vm, gi);
         NEXT();
     }
     CASE(RET) {
@@ -884,7 +948,7 @@ dispatch:
         const uint32_t *args = pool + in->args;
         for (uint32_t i = 0; i < in->n; i++)
             NEED_V(args[i], "argument");
-        Value *v = run_packed(vm, in->a, R, args, loc_of(vm, f, pc), f, pc);
+        Value *v = run_packed(vm, in->a, R, args, loc_of(vm, f, pc), f, pc, fi->plan);
         if (v == NULL) goto fail;
         set_v(R, in->dst, v);
         pc++;
@@ -1067,6 +1131,17 @@ Vm *vm_new(const VmExec *exe) {
         for (uint32_t r = 0; r < f->n_regs; r++)
             if (f->reg_kind[r] == VM_RK_VALUE) fi->vregs[fi->n_vregs++] = r;
         if (f->n_params > max_params) max_params = f->n_params;
+        if (f->plan != NULL) {
+            const VmPlan *pl = f->plan;
+            FnPlan *fp = sup_calloc(1, sizeof *fp);
+            fp->buf = sup_calloc(pl->n_bufs ? pl->n_bufs : 1, sizeof *fp->buf);
+            fp->site_at = sup_malloc(sizeof(uint32_t) * (f->n_code ? f->n_code : 1));
+            for (uint32_t pc = 0; pc < f->n_code; pc++)
+                fp->site_at[pc] = UINT32_MAX;
+            for (uint32_t k = 0; k < pl->n_sites; k++)
+                fp->site_at[pl->sites[k].pc] = pl->sites[k].first;
+            fi->plan = fp;
+        }
     }
     vm->targs = sup_malloc(sizeof(VmReg) * max_params);
     vm->pi = sup_calloc(exe->n_packed ? exe->n_packed : 1, sizeof *vm->pi);
@@ -1084,6 +1159,7 @@ Vm *vm_new(const VmExec *exe) {
     vm->pvals = sup_malloc(sizeof(Value *) * max_vals);
     vm->k_out = sup_malloc(sizeof(DLTensor *) * vm->max_out);
     vm->k_outv = sup_malloc(sizeof(RtTensor *) * vm->max_out);
+    vm->k_pre = sup_malloc(sizeof(RtTensor *) * vm->max_out);
     rt_heap_init(&vm->heap);
     vm->limits = rt_limits_default();
     ensure_regs(vm, 256);
@@ -1097,6 +1173,15 @@ void vm_free(Vm *vm) {
     for (uint32_t i = 0; i < vm->exe->n_funcs; i++) {
         free(vm->fi[i].xop);
         free(vm->fi[i].vregs);
+        FnPlan *fp = vm->fi[i].plan;
+        if (fp == NULL) continue;
+        /* a buffer still held elsewhere keeps its bytes (its storage holds the arena's) */
+        for (uint32_t b = 0; fp->arena && b < vm->exe->funcs[i].plan->n_bufs; b++)
+            rt_release(&fp->buf[b]->hdr);
+        rt_storage_release(fp->arena);
+        free(fp->buf);
+        free(fp->site_at);
+        free(fp);
     }
     for (uint32_t p = 0; p < vm->exe->n_packed; p++) {
         free(vm->pi[p].rel_start);
@@ -1114,6 +1199,7 @@ void vm_free(Vm *vm) {
     vec_free(&vm->k_tuple);
     free(vm->k_out);
     free(vm->k_outv);
+    free(vm->k_pre);
     free(vm);
 }
 
@@ -1170,6 +1256,7 @@ Value *vm_invoke(Vm *vm, uint32_t func, uint32_t n_args, Value *const *args, cha
     vec_push(&vm->frames, host);
     vm->depth = 1;
     vm->running = true;
+    if (vm->fi[func].plan) activate(vm, func);
     Value *v = run(vm, func);
     vm->running = false;
     vm->frames.len = 0;

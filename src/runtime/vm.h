@@ -156,6 +156,47 @@ typedef struct VmTypeDesc {
     const char *text;     /* the Relay type as text, for messages ("Tensor[(1, 3), float32]") */
 } VmTypeDesc;
 
+/* ---- memory plans (docs/vm.md, "Memory planning"; added by the planner helper) ------------
+ * A function whose tensors all have static shapes may carry a plan: every tensor that a packed
+ * call at a planned site creates (packed outputs and packed intermediates) lives at a fixed
+ * offset in one arena per function, allocated once per Vm and reused by every activation.
+ * Time is counted in plan steps: instruction pc takes one step, an INVOKE_PACKED of n nodes
+ * takes max(n, 1) (node k at step start + k). A buffer is live over [start, end] (end
+ * VM_PLAN_FOREVER: the entry's output, live until the next run). Two buffers live at the same
+ * step never share bytes, except a buffer written in place over its `inplace` source, whose
+ * interval ends at the step where the new one starts. */
+#define VM_PLAN_NONE UINT32_MAX
+#define VM_PLAN_FOREVER UINT32_MAX
+
+typedef struct VmPlanBuf {
+    uint64_t offset; /* in the arena; a multiple of 64 */
+    uint64_t nbytes; /* the elements of dtype/shape times the element size */
+    uint32_t dtype;  /* rly_dtype */
+    uint32_t ndim;
+    const int64_t *shape;
+    uint32_t start, end; /* live steps, inclusive */
+    uint32_t inplace;    /* the buffer this one overwrites in place, or VM_PLAN_NONE */
+} VmPlanBuf;
+
+/* The planned outputs of one INVOKE_PACKED: slots[first .. first + n) name a buffer (or
+ * VM_PLAN_NONE: allocated at run time) for each output of each VM_NODE_CALL node, in node
+ * order (out_tuple nodes have n_out outputs, others one). */
+typedef struct VmPlanSite {
+    uint32_t pc;
+    uint32_t first, n;
+} VmPlanSite;
+
+typedef struct VmPlan {
+    uint64_t arena_bytes;
+    uint32_t n_bufs;
+    const VmPlanBuf *bufs;
+    uint32_t n_sites; /* by increasing pc */
+    const VmPlanSite *sites;
+    uint32_t n_slots;
+    const uint32_t *slots;
+    uint32_t n_inplace; /* buffers with inplace != VM_PLAN_NONE (statistics) */
+} VmPlan;
+
 typedef struct VmFunction {
     const char *name;  /* the global's name; lifted closures "outer$lambda3"; for messages */
     uint32_t n_params; /* including captured values, which come first */
@@ -168,6 +209,10 @@ typedef struct VmFunction {
     uint32_t n_pool;
     const uint32_t *pool;
     const uint32_t *loc; /* n_code: index into VmExec.strs of "file:line:col", 0 for none */
+    /* Added by the planner: the memory plan (NULL: every tensor is allocated at run time), and
+     * for a compiled executable why there is none (NULL when planned or loaded from a file). */
+    const VmPlan *plan;
+    const char *no_plan;
 } VmFunction;
 
 /* A packed (primitive) function: a dataflow program over values numbered 0.. in order: the
@@ -244,6 +289,18 @@ typedef struct VmExec {
  * naming the function and instruction otherwise. Compiled executables are validated too, in
  * debug builds, so the compiler's mistakes show up where they are made. */
 bool vm_exec_validate(const VmExec *exe, char *err, size_t cap);
+/* Whether operator op_id's reference kernel may write its output over argument `arg` (same
+ * dtype and size): it reads element i of that argument before it writes element i of the
+ * output and reads nothing else of it. A short list of elementwise kernels (vm_plan.c). */
+bool vm_plan_inplace_ok(uint32_t op_id, uint32_t arg);
+/* Check function f's plan (vm_exec_validate calls it): sites at INVOKE_PACKED instructions in
+ * increasing order, one slot per node output, each buffer used by one slot, offsets and sizes
+ * inside the arena and matching the shapes, no two buffers live at once sharing bytes unless
+ * in place. Kernels check a preallocated output's dtype and shape, so a plan that passes can
+ * make a run compute wrong values (a liveness claim that is false) but never write outside
+ * a buffer. */
+bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t cap);
+
 /* Bind each packed node's kernel (fn) by the registry: op id, dtypes, CPU features; the
  * reference kernel is the fallback. false with a message when an operator has no kernel. */
 bool vm_exec_bind(VmExec *exe, char *err, size_t cap);

@@ -435,6 +435,8 @@ bool vm_exec_validate(const VmExec *exe, char *err, size_t cap) {
         if (!check_function(&c, &exe->funcs[i])) return false;
     for (uint32_t i = 0; i < exe->n_packed; i++)
         if (!check_packed(&c, &exe->packed[i])) return false;
+    for (uint32_t i = 0; i < exe->n_funcs; i++)
+        if (!vm_plan_validate(exe, &exe->funcs[i], err, cap)) return false;
     c.what = NULL;
     if (exe->entry >= exe->n_funcs)
         return bad(&c, "entry function %u (%u functions)", exe->entry, exe->n_funcs);

@@ -668,7 +668,7 @@ check compile.file $(test -s "$T/vm.rlyx" && echo 0 || echo 1) "no executable wr
 run compile "$T/vm.rly" -O0 -o "$T/vm0.rlyx" --stats
 expect compile_stats 0
 check compile_stats.counts $(grep -q '^functions: [1-9]' "$T/out" && grep -q '^instructions: [1-9]' "$T/out" && grep -q '^packed functions: [1-9]' "$T/out" && grep -q '^constants: [0-9]* ([0-9]* bytes)' "$T/out" && echo 0 || echo 1) "stats lack functions/instructions/packed/constants: $(head -c 300 "$T/out")"
-check compile_stats.planning $(grep -qE '^(memory planning: not yet|planned storage: )' "$T/out" && echo 0 || echo 1) "stats say nothing about memory planning"
+check compile_stats.planning $(grep -qE '^peak activation bytes \(entry arena\): ' "$T/out" && grep -qE '^memory plans: [0-9]+ of [0-9]+ functions' "$T/out" && echo 0 || echo 1) "stats say nothing about memory planning"
 run compile "$T/vm.rlyx" --stats
 expect compile_stats_rlyx 0
 run compile "$T/vm.rly" --disasm

@@ -5,7 +5,8 @@ two must give the same outputs.
     .venv/bin/python tests/diff/diff_opt.py RLY [-O N | --passes 'A,B(k=v)'] [--engine vm|interp]
                                             [--exact] [--only SUBSTRING] [--list]
 
---engine E runs the optimized side on engine E and the reference side on the interpreter (the VM's
+Both sides run on the interpreter (--engine interp) unless --engine E runs the optimized side on
+engine E; the reference side is always the interpreter (the VM's
 differential test, issue 15); --engine rlyx compiles the optimized side to an executable file
 (`rly compile`) and runs that (save -> load -> run); --exact asks floats to agree bit for bit (same -O level on both
 sides: the VM runs the same kernels in the same order).
@@ -159,9 +160,7 @@ def check(rly, opt, passes, seed, name, text, work, engine=None, exact=False):
     src = os.path.join(work, slug + ("" if slug.endswith(".rly") else ".rly"))
     with open(src, "w") as f:
         f.write(text)
-    base = ["--fill", "random", "--seed", str(seed)]
-    if engine:
-        base += ["--engine", "interp"]
+    base = ["--fill", "random", "--seed", str(seed), "--engine", "interp"]
     out0, outn = os.path.join(work, slug + ".O0.npz"), os.path.join(work, slug + ".On.npz")
     prelude = []
     rc, so, se = run(rly, src, base + ["--output", out0, "--timeout", str(TIMEOUT_O0)], TIMEOUT_O0)
@@ -189,16 +188,17 @@ def check(rly, opt, passes, seed, name, text, work, engine=None, exact=False):
                            capture_output=True, text=True, errors="replace")
         if p.returncode != 0:
             return "fail", name, "%s fails: %s" % (passes, first_line(p.stderr))
-        ext, prelude = ["--timeout", str(TIMEOUT_ON)], []  # the output holds the prelude
+        # the output holds the prelude; -O0: it is optimized already
+        ext, prelude = ["-O0", "--timeout", str(TIMEOUT_ON)], []
         what = passes + (" --engine " + engine if engine else "")
     if engine == "rlyx":
         exe = osrc[:-4] + ".rlyx"
-        opts = [] if passes else ["-O%d" % opt]
+        opts = ["-O0"] if passes else ["-O%d" % opt]
         p = subprocess.run([rly, "compile", osrc, "-o", exe] + opts + prelude, capture_output=True,
                            text=True, errors="replace")
         if p.returncode != 0:
             return "fail", name, "rly compile fails: %s" % first_line(p.stderr)
-        osrc, ext, prelude = exe, ["--timeout", str(TIMEOUT_ON)], []
+        osrc, ext, prelude = exe, ["--timeout", str(TIMEOUT_ON)], []  # no -O for an .rlyx
     if printed:
         rc, got, se = run(rly, osrc, base + prelude + ext, TIMEOUT_ON)
     else:

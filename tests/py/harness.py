@@ -57,7 +57,9 @@ def run_relay(text, inputs=None, entry=None, extra=()):
         src = os.path.join(d, "prog.rly")
         with open(src, "w") as f:
             f.write(text)
-        cmd = [RLY, "run", src, "--output", os.path.join(d, "out.npz")]
+        # -O0: the program as written, so each operator's own kernel is what is tested (the
+        # optimizer would rewrite layer_norm, batch_norm, ... into other operators)
+        cmd = [RLY, "run", src, "-O0", "--output", os.path.join(d, "out.npz")]
         if inputs:
             np.savez(os.path.join(d, "in.npz"), **inputs)
             cmd += ["--inputs", os.path.join(d, "in.npz")]

@@ -25,9 +25,9 @@ static int usage(FILE *f) {
         "      [--output out.npz] [--fill random|zeros|ones] [--seed N] [--prelude]\n"
         "      [--max-memory BYTES] [--timeout SECONDS] [--max-depth N] [-O0..3]\n"
         "      [--engine vm|interp]\n"
-        "                          type-check FILE and run its @main (or NAME) in the reference\n"
-        "                          interpreter (--engine interp, the default for now) or on the\n"
-        "                          VM (--engine vm: compiled in memory); print the result, or\n"
+        "                          type-check FILE and run its @main (or NAME) on the VM\n"
+        "                          (compiled in memory; the default) or in the reference\n"
+        "                          interpreter (--engine interp); print the result, or\n"
         "                          write it to out.npz as output_0, output_1, ... (tuples\n"
         "                          flattened depth-first; an ONNX model's arrays take its\n"
         "                          output names). FILE may be a compiled MODEL.rlyx (VM only).\n"
@@ -35,7 +35,8 @@ static int usage(FILE *f) {
         "                          with --fill. Limits end a runaway run with an error: memory\n"
         "                          of live values (BYTES, or with K/M/G/T; default RAM/4),\n"
         "                          wall-clock time (default none), Relay call depth (default\n"
-        "                          10^7); 'none' lifts one. -O N optimizes first (default -O0)\n"
+        "                          10^7); 'none' lifts one. -O N optimizes first (default -O3\n"
+        "                          on the VM, -O0 in the interpreter)\n"
         "  compile FILE|MODEL.onnx [-O0..3] [--entry NAME] [--prelude] [--input-shapes ...]\n"
         "      [-o OUT.rlyx] [--stats] [--disasm]\n"
         "                          optimize (default -O3) and compile for the VM; write the\n"
@@ -330,7 +331,7 @@ static int rlyx_options_ok(const char *cmd, const rly_run_options *o, int prelud
 static int cmd_run(int argc, char **argv) {
     const char *in = NULL;
     int prelude = 0;
-    rly_run_options o = {0};
+    rly_run_options o = {.opt_level = -1}; /* -1: not given */
     const char *names[256], *paths[256];
     o.input_names = names;
     o.input_paths = paths;
@@ -366,6 +367,9 @@ static int cmd_run(int argc, char **argv) {
         }
     }
     if (need_file("run", in)) return 2;
+    /* Sources run on the VM at -O3 by default; the interpreter (the oracle) runs them as
+     * written (-O0) unless asked; an executable was optimized when compiled. */
+    if (o.opt_level < 0) o.opt_level = is_rlyx(in) || o.engine == RLY_ENGINE_INTERP ? 0 : 3;
     if (is_rlyx(in)) {
         if (!rlyx_options_ok("run", &o, prelude)) return 2;
         rly_executable *exe = NULL;
@@ -843,15 +847,16 @@ static int cmd_demo(void) {
         RLY_STATUS_OK) {
         rc = report(NULL);
     } else {
-        rly_run_options o = {.fill = RLY_FILL_RANDOM, .seed = 0};
+        rly_run_options o = {.fill = RLY_FILL_RANDOM, .seed = 0, .opt_level = 3};
         char *text = NULL;
         if (rly_module_run(mod, &o, &text) != RLY_STATUS_OK) {
             rc = report(NULL);
         } else {
-            printf("// examples/demo.rly: a small CNN (conv-relu-pool, conv-relu, global pool, "
-                   "dense, softmax)\n// run by the reference interpreter on generated weights "
-                   "and input (seed 0).\n// result: (class probabilities, argmax class, the "
-                   "probabilities mapped over a List, a counter closure's second call)\n");
+            printf(
+                "// examples/demo.rly: a small CNN (conv-relu-pool, conv-relu, global pool, "
+                "dense, softmax)\n// optimized (-O3), compiled and run on the VM on generated "
+                "weights and input (seed 0).\n// result: (class probabilities, argmax class, the "
+                "probabilities mapped over a List, a counter closure's second call)\n");
             fputs(text, stdout);
             rly_free(text);
             rc = fflush(stdout) == 0 ? 0 : 1;
