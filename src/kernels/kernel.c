@@ -5,6 +5,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,6 +63,71 @@ DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_
     return t;
 }
 
+/* ---- scratch ------------------------------------------------------------------------------- */
+
+enum { K_SCRATCH_ALIGN = 64 };
+static _Atomic uint64_t n_scratch_mallocs;
+
+uint64_t k_scratch_mallocs(void) { return n_scratch_mallocs; }
+
+void *k_scratch(KCall *kc, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (bytes > SIZE_MAX / 2) {
+        k_error(kc, "out of memory (scratch of %zu bytes)", bytes);
+        return NULL;
+    }
+    size_t n = (bytes + K_SCRATCH_ALIGN - 1) & ~(size_t)(K_SCRATCH_ALIGN - 1);
+    kc->scratch_cur = kc->scratch_cur > SIZE_MAX - n ? SIZE_MAX : kc->scratch_cur + n;
+    if (kc->scratch_cur > kc->scratch_need) kc->scratch_need = kc->scratch_cur;
+    if (kc->ws != NULL && kc->ws_used <= kc->ws_cap && n <= kc->ws_cap - kc->ws_used) {
+        void *p = kc->ws + kc->ws_used;
+        kc->ws_used += n;
+        memset(p, 0, bytes);
+        return p;
+    }
+    /* a block: one aligned header holding the list link, then the scratch */
+    uint8_t *blk = aligned_alloc(K_SCRATCH_ALIGN, K_SCRATCH_ALIGN + n);
+    if (blk == NULL) {
+        k_error(kc, "out of memory (scratch of %zu bytes)", bytes);
+        return NULL;
+    }
+    n_scratch_mallocs++;
+    memcpy(blk, &kc->heap, sizeof kc->heap);
+    kc->heap = blk;
+    memset(blk + K_SCRATCH_ALIGN, 0, bytes);
+    return blk + K_SCRATCH_ALIGN;
+}
+
+void *k_scratch_n(KCall *kc, int64_t count, size_t size) {
+    if (count < 0 || size == 0 || (uint64_t)count > (SIZE_MAX / 2) / size) {
+        k_error(kc, "out of memory (scratch of %lld elements)", (long long)count);
+        return NULL;
+    }
+    return k_scratch(kc, (size_t)count * size);
+}
+
+/* Free the fallback blocks newer than `until` (the list is newest first). */
+static void free_blocks(KCall *kc, void *until) {
+    while (kc->heap != NULL && kc->heap != until) {
+        void *next;
+        memcpy(&next, kc->heap, sizeof next);
+        free(kc->heap);
+        kc->heap = next;
+    }
+}
+
+void k_scratch_reset(KCall *kc, KScratchMark m) {
+    free_blocks(kc, m.heap);
+    RLY_ASSERT(kc->heap == m.heap && m.ws_used <= kc->ws_used && m.cur <= kc->scratch_cur);
+    kc->ws_used = m.ws_used;
+    kc->scratch_cur = m.cur;
+}
+
+void k_call_release(KCall *kc) {
+    free_blocks(kc, NULL);
+    kc->ws_used = kc->scratch_cur = 0;
+}
+
 bool k_outs_empty(const KCall *kc) {
     for (uint32_t i = 0; i < kc->n_out; i++)
         if (kc->out[i] == NULL || k_numel(kc->out[i]) != 0) return false;
@@ -69,9 +136,32 @@ bool k_outs_empty(const KCall *kc) {
 
 /* ---- attributes ---------------------------------------------------------------------------- */
 
+/* Attribute positions, resolved once: a kernel asks by name, but the rows of an operator come
+ * in its schema's order, so the position of (operator, name) found by the first search is the
+ * answer to every later one. The cache is a hint keyed by the two pointers (the kernel's name
+ * literal, the caller's operator name): a hit is checked with one strcmp against the row, so a
+ * stale or colliding entry, or a caller with rows in another order (dyn's lowered attributes,
+ * a user operator's extra rows), costs a search and never a wrong row. Entries are atomics:
+ * racing callers at worst overwrite each other's hint. */
+enum { ATTR_CACHE_BITS = 10 };
+static _Atomic uint32_t attr_cache[1u << ATTR_CACHE_BITS]; /* position + 1; 0: none */
+
+static uint32_t attr_slot(const char *op, const char *name) {
+    uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15u ^
+                 (uint64_t)(uintptr_t)op * 0xC2B2AE3D27D4EB4Fu;
+    return (uint32_t)(h >> (64 - ATTR_CACHE_BITS));
+}
+
 const KAttr *k_attr(const KCall *kc, const char *name) {
+    uint32_t slot = attr_slot(kc->op, name);
+    uint32_t hint = atomic_load_explicit(&attr_cache[slot], memory_order_relaxed);
+    if (hint > 0 && hint <= kc->n_attrs && strcmp(kc->attrs[hint - 1].name, name) == 0)
+        return &kc->attrs[hint - 1];
     for (uint32_t i = 0; i < kc->n_attrs; i++)
-        if (strcmp(kc->attrs[i].name, name) == 0) return &kc->attrs[i];
+        if (strcmp(kc->attrs[i].name, name) == 0) {
+            atomic_store_explicit(&attr_cache[slot], i + 1, memory_order_relaxed);
+            return &kc->attrs[i];
+        }
     fprintf(stderr, "rly: kernel of %s asked for attribute '%s', not in its schema\n", kc->op,
             name);
     abort();

@@ -84,6 +84,19 @@ struct KCall {
 
     char *err; /* the message of a failure; err_cap bytes, NUL-terminated */
     size_t err_cap;
+
+    /* Scratch (k_scratch). The caller may lend a workspace: ws_cap bytes at ws (64-byte
+     * aligned), of which ws_used are taken (0 before the call). Where no workspace is lent or it
+     * is too small, k_scratch mallocs a block it links into `heap`; the caller frees those with
+     * k_call_release after the call, whatever the call returned. scratch_cur is the scratch
+     * live now (every k_scratch request rounded up to 64 bytes, less what k_scratch_reset gave
+     * back) and scratch_need its peak: a workspace of scratch_need bytes serves the same call with
+     * no malloc (ws_used == scratch_cur while everything fits). A zero-initialized KCall lends
+     * none. */
+    uint8_t *ws;
+    size_t ws_cap, ws_used;
+    size_t scratch_cur, scratch_need;
+    void *heap; /* the fallback blocks, newest first (k_call_release) */
 };
 
 typedef int (*KernelFn)(KCall *kc);
@@ -96,6 +109,29 @@ int k_error(KCall *kc, const char *fmt, ...) RLY_PRINTF(2, 3);
  * (support.h, "shapes": a dim over 2^62, or nonzero dims whose product is) is an error, so every
  * tensor a kernel sees obeys it. NULL on failure (error set): the kernel then returns -1. */
 DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape);
+
+/* Scratch memory for the call: `bytes` zero-filled bytes, 64-byte aligned, valid until the
+ * caller's k_call_release (a kernel never frees it). Taken from the caller's workspace where it
+ * fits, else malloc'd (counted by k_scratch_mallocs). NULL with an error on out of memory. */
+void *k_scratch(KCall *kc, size_t bytes);
+/* count elements of `size` bytes (at least one byte): NULL with an error when count is negative
+ * or the product overflows. */
+void *k_scratch_n(KCall *kc, int64_t count, size_t size);
+/* A helper that takes scratch and is called in a loop (a GEMM per group) gives it back when it
+ * is done: mark before, reset to the mark after; the scratch taken since is invalid then. */
+typedef struct KScratchMark {
+    size_t ws_used, cur;
+    void *heap;
+} KScratchMark;
+static inline KScratchMark k_scratch_mark(const KCall *kc) {
+    return (KScratchMark){kc->ws_used, kc->scratch_cur, kc->heap};
+}
+void k_scratch_reset(KCall *kc, KScratchMark m);
+/* Free the call's fallback blocks and give back its workspace (ws_used = 0). scratch_need stays,
+ * for the caller to size its next workspace. */
+void k_call_release(KCall *kc);
+/* The number of fallback mallocs k_scratch made in this process so far (for tests). */
+uint64_t k_scratch_mallocs(void);
 
 /* Every output is obtained and has no elements: the kernel is done. A kernel checks this before
  * any loop or scratch sized by dims, which may be huge when a tensor is empty (support.h,

@@ -33,7 +33,8 @@
 #define XOPS(X)                                                                                    \
     X(MOVE_V)                                                                                      \
     X(MOVE_S)                                                                                      \
-    X(RET) X(INVOKE) X(INVOKE_TAIL) X(INVOKE_CLOSURE) X(INVOKE_PACKED) X(ALLOC_ADT) X(ALLOC_TUPLE) \
+    X(RET)                                                                                         \
+    X(INVOKE) X(INVOKE_TAIL) X(INVOKE_CLOSURE) X(INVOKE_PACKED) X(ALLOC_ADT) X(ALLOC_TUPLE)        \
         X(ALLOC_CLOSURE) X(GET_FIELD) X(GET_TAG) X(IF_B) X(IF_V) X(GOTO) X(LOAD_CONST)             \
             X(LOAD_IMM_I) X(LOAD_IMM_F32) X(LOAD_IMM_F64) X(SHAPE_OF) X(RESHAPE) X(KILL_V) X(NOP)  \
                 X(FATAL) X(REF_NEW) X(REF_READ) X(REF_WRITE) X(BOX) X(UNBOX) X(SCALAR)             \
@@ -155,6 +156,11 @@ struct Vm {
     RtTensor **k_outv;
     RtTensor **k_pre; /* a call's planned outputs (max_out) */
     uint32_t max_out;
+    /* The kernels' scratch workspace (KCall.ws), lent to every call in turn: after a call that
+     * needed more (KCall.scratch_need), it grows to that, so a static-shaped function takes no
+     * scratch malloc after its first run. 64-byte aligned; ws_cap bytes. */
+    uint8_t *ws;
+    size_t ws_cap;
     RtHeap heap;
     RtLimits limits;
     RtMemAccount mem;
@@ -377,8 +383,20 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
         .rt = vm,
         .err = why,
         .err_cap = sizeof why,
+        .ws = vm->ws,
+        .ws_cap = vm->ws_cap,
     };
-    if (n->fn(&kc) != 0) {
+    int rc = n->fn(&kc);
+    k_call_release(&kc);
+    if (kc.scratch_need > vm->ws_cap) { /* grow for the next call; on failure keep falling back */
+        uint8_t *ws = aligned_alloc(64, kc.scratch_need);
+        if (ws != NULL) {
+            free(vm->ws);
+            vm->ws = ws;
+            vm->ws_cap = kc.scratch_need;
+        }
+    }
+    if (rc != 0) {
         fail_loc(vm, loc, "%s: %s", op, why[0] ? why : "the kernel failed");
         goto free_outs;
     }
@@ -1198,6 +1216,7 @@ void vm_free(Vm *vm) {
     vec_free(&vm->k_len);
     vec_free(&vm->k_tuple);
     free(vm->k_out);
+    free(vm->ws);
     free(vm->k_outv);
     free(vm->k_pre);
     free(vm);

@@ -894,7 +894,9 @@ static char *kernel_result(uint32_t op, const char *opname, Value *a, Value *b, 
                 .err_cap = sizeof err};
     kout = NULL;
     StrBuf sb = {0};
-    if (fn(&kc) != 0) {
+    int rc = fn(&kc);
+    k_call_release(&kc); /* any scratch the kernel took */
+    if (rc != 0) {
         sb_printf(&sb, "ERR:%s: %s", opname, err);
         if (kout) rt_release(&kout->hdr);
         return sb_take(&sb);

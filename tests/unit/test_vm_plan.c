@@ -1,8 +1,10 @@
 /* test_vm_plan.c - the VM's static memory plans (docs/vm.md, "Memory planning"): buffers
  * reused across disjoint lifetimes (peak below the sum), in place only where the input dies,
  * a function with a branch, a recursive function left unplanned, planned and unplanned runs
- * bit for bit equal, and a CNN (tests/unit/data/layout_cnn.onnx) that makes no tensor
- * allocation per run after the first. */
+ * bit for bit equal, and CNNs (tests/unit/data/layout_cnn.onnx, a .rly one at -O0 and -O3) that
+ * make no tensor allocation and no kernel scratch malloc per run after the first; kernel scratch
+ * (k_scratch) from a workspace, too small a one, and none. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +77,21 @@ static Value *input(const VmTypeDesc *d, unsigned seed) {
 
 /* Run exe `runs` times on the same inputs; the printed last result. With strip, the plans are
  * taken away first (the unplanned machine, for comparison). */
+typedef struct RunCounts {
+    uint64_t allocs[2];  /* tensor allocations in the first and second runs */
+    uint64_t scratch[2]; /* kernel scratch mallocs (k_scratch_mallocs) in the same */
+} RunCounts;
+
+static char *run_counted(VmExec *exe, int runs, bool strip, RunCounts *rc);
+
 static char *run_text(VmExec *exe, int runs, bool strip, uint64_t *allocs_after_first) {
+    RunCounts rc = {.allocs = {0}};
+    char *s = run_counted(exe, runs, strip, &rc);
+    if (allocs_after_first) *allocs_after_first = rc.allocs[1];
+    return s;
+}
+
+static char *run_counted(VmExec *exe, int runs, bool strip, RunCounts *rc) {
     const VmPlan **saved = calloc(exe->n_funcs + 1, sizeof *saved);
     for (uint32_t i = 0; i < exe->n_funcs; i++) {
         saved[i] = exe->funcs[i].plan;
@@ -88,9 +104,12 @@ static char *run_text(VmExec *exe, int runs, bool strip, uint64_t *allocs_after_
     char err[1024];
     StrBuf sb = {0};
     for (int r = 0; r < runs; r++) {
-        uint64_t a0 = rt_tensor_new_count();
+        uint64_t a0 = rt_tensor_new_count(), s0 = k_scratch_mallocs();
         Value *v = vm_invoke(vm, exe->entry, exe->n_inputs, args, err, sizeof err);
-        if (r == 1 && allocs_after_first) *allocs_after_first = rt_tensor_new_count() - a0;
+        if (r < 2) {
+            rc->allocs[r] = rt_tensor_new_count() - a0;
+            rc->scratch[r] = k_scratch_mallocs() - s0;
+        }
         CHECK(v != NULL, "run %d fails: %s", r, err);
         if (v == NULL) break;
         if (r == runs - 1) vm_print_value(exe, v, 1000000, &sb);
@@ -202,8 +221,8 @@ static void test_recursive(void) {
     vm_exec_free(exe);
 }
 
-/* The CNN: a planned entry, no tensor allocation per run after the first. (Kernel scratch
- * still comes from malloc: see docs/vm.md, "Memory planning".) */
+/* The CNN: a planned entry, no tensor allocation and no kernel scratch malloc per run after the
+ * first (the VM's workspace grows to the kernels' scratch on the first run). */
 static void test_cnn(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/layout_cnn.onnx", data_dir);
@@ -221,9 +240,13 @@ static void test_cnn(void) {
     const VmPlan *pl = exe->funcs[exe->entry].plan;
     CHECK(pl != NULL, "the CNN is not planned: %s", exe->funcs[exe->entry].no_plan);
     if (pl) CHECK(pl->arena_bytes < sum_bytes(pl), "no reuse in the CNN");
-    uint64_t allocs = 1;
-    char *a = run_text(exe, 3, false, &allocs);
-    CHECK(allocs == 0, "%llu tensor allocations in the second run", (unsigned long long)allocs);
+    RunCounts rc = {.allocs = {0}};
+    char *a = run_counted(exe, 3, false, &rc);
+    CHECK(rc.allocs[1] == 0, "%llu tensor allocations in the second run",
+          (unsigned long long)rc.allocs[1]);
+    CHECK(rc.scratch[0] > 0, "the first run takes no kernel scratch: the counter is broken");
+    CHECK(rc.scratch[1] == 0, "%llu kernel scratch mallocs in the second run",
+          (unsigned long long)rc.scratch[1]);
     uint64_t allocs_off = 0;
     char *b = run_text(exe, 3, true, &allocs_off);
     CHECK(allocs_off > 0, "the unplanned run allocates nothing: the counter is broken");
@@ -233,6 +256,185 @@ static void test_cnn(void) {
     vm_exec_free(exe);
 }
 
+/* A CNN in text with conv2d, batch_norm, pools, dense and softmax, at -O0 (batch_norm a kernel)
+ * and -O3 (fused): planned, and after the first run no tensor allocation, no scratch malloc. */
+static void test_cnn_text(int level) {
+    VmExec *exe = compile_text(
+        HDR "def @main(%x: Tensor[(2, 3, 8, 8), float32], %w: Tensor[(8, 3, 3, 3), float32],\n"
+            "          %g: Tensor[(8), float32], %b: Tensor[(8), float32],\n"
+            "          %mm: Tensor[(8), float32], %mv: Tensor[(8), float32],\n"
+            "          %dw: Tensor[(10, 32), float32]) {\n"
+            "  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n"
+            "  %1 = nn.batch_norm(%0, %g, %b, %mm, abs(%mv));\n"
+            "  %2 = nn.relu(%1.0);\n"
+            "  %3 = nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2]);\n"
+            "  %4 = nn.avg_pool2d(%3, pool_size=[2, 2], strides=[2, 2]);\n"
+            "  %5 = nn.batch_flatten(%4);\n"
+            "  %6 = nn.dense(%5, %dw);\n"
+            "  %7 = nn.softmax(%6);\n"
+            "  %8 = sum(%7, axis=[1]);\n"
+            "  (%7, %8)\n"
+            "}\n",
+        level);
+    if (exe == NULL) return;
+    CHECK(exe->funcs[exe->entry].plan != NULL, "-O%d: the CNN is not planned: %s", level,
+          exe->funcs[exe->entry].no_plan);
+    RunCounts rc = {.allocs = {0}};
+    char *a = run_counted(exe, 3, false, &rc);
+    CHECK(rc.allocs[1] == 0, "-O%d: %llu tensor allocations in the second run", level,
+          (unsigned long long)rc.allocs[1]);
+    CHECK(rc.scratch[0] > 0, "-O%d: the first run takes no kernel scratch", level);
+    CHECK(rc.scratch[1] == 0, "-O%d: %llu kernel scratch mallocs in the second run", level,
+          (unsigned long long)rc.scratch[1]);
+    /* unplanned, the workspace is reused all the same */
+    RunCounts ru = {.allocs = {0}};
+    char *b = run_counted(exe, 3, true, &ru);
+    CHECK(ru.scratch[1] == 0, "-O%d unplanned: %llu scratch mallocs in the second run", level,
+          (unsigned long long)ru.scratch[1]);
+    CHECK(strcmp(a, b) == 0, "-O%d: the planned CNN differs:\n%.300s\n%.300s", level, a, b);
+    free(a);
+    free(b);
+    vm_exec_free(exe);
+}
+
+/* k_scratch itself: from the workspace while it fits, 64-byte aligned and zeroed; past it, a
+ * counted malloc; marks give scratch back; scratch_need is the peak. */
+static void test_scratch_api(void) {
+    static _Alignas(64) uint8_t ws[256];
+    memset(ws, 0xAB, sizeof ws);
+    char err[128] = "";
+    KCall kc = {.op = "test", .err = err, .err_cap = sizeof err, .ws = ws, .ws_cap = sizeof ws};
+    uint64_t m0 = k_scratch_mallocs();
+    uint8_t *a = k_scratch(&kc, 100); /* 128 of the workspace */
+    CHECK(a == ws && a[0] == 0 && a[99] == 0, "the first scratch is not the zeroed workspace");
+    KScratchMark mk = k_scratch_mark(&kc);
+    uint8_t *b = k_scratch(&kc, 64), *c = k_scratch(&kc, 200); /* 64 fits, 200 does not */
+    CHECK(b == ws + 128, "the second scratch is not next in the workspace");
+    CHECK(c != NULL && (c < ws || c >= ws + sizeof ws), "too big a scratch is in the workspace");
+    CHECK(c != NULL && (uintptr_t)c % 64 == 0, "a fallback block is not 64-byte aligned");
+    CHECK(c != NULL && c[0] == 0 && c[199] == 0, "a fallback block is not zeroed");
+    if (c) memset(c, 1, 200); /* ASan: the whole block is ours */
+    CHECK(k_scratch_mallocs() - m0 == 1, "%llu fallback mallocs, not 1",
+          (unsigned long long)(k_scratch_mallocs() - m0));
+    CHECK(kc.scratch_need == 128 + 64 + 256, "need %zu", kc.scratch_need);
+    k_scratch_reset(&kc, mk); /* frees c, gives back b */
+    CHECK(kc.heap == NULL && kc.ws_used == 128, "the reset kept %zu bytes", kc.ws_used);
+    uint8_t *d = k_scratch(&kc, 64);
+    CHECK(d == ws + 128 && d[0] == 0, "scratch after a reset is not reused, zeroed");
+    CHECK(k_scratch_n(&kc, INT64_MAX, 8) == NULL && strstr(err, "out of memory"),
+          "an overflowing count: %s", err);
+    CHECK(k_scratch_n(&kc, -1, 8) == NULL, "a negative count is accepted");
+    (void)k_scratch(&kc, 1000); /* left for k_call_release (ASan's leak check) */
+    k_call_release(&kc);
+    CHECK(kc.heap == NULL && kc.ws_used == 0 && kc.scratch_cur == 0, "release left scratch");
+    CHECK(kc.scratch_need == 128 + 64 + 1024, "the peak is %zu", kc.scratch_need);
+}
+
+static DLTensor *dense_out;
+static RtTensor *dense_t; /* dense_out's tensor */
+static int dense_alloc(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    char err[128];
+    RtTensor *t = rt_tensor_new(dt, ndim, shape, err, sizeof err);
+    if (t == NULL) return k_error(kc, "%s", err);
+    dense_t = t;
+    kc->out[i] = dense_out = &t->t;
+    return 0;
+}
+
+/* nn.dense (its GEMM packs panels in scratch) with no workspace, too small a one and one of the
+ * measured size: the same result, a naive product's; mallocs only where the workspace is short. */
+static void test_scratch_dense(void) {
+    enum { M = 9, K = 300, N = 37 }; /* K past one GEMM block */
+    int64_t xs[2] = {M, K}, ws_shape[2] = {N, K};
+    char err[256] = "";
+    RtTensor *x = rt_tensor_new(RLY_DTYPE_F32, 2, xs, err, sizeof err);
+    RtTensor *w = rt_tensor_new(RLY_DTYPE_F32, 2, ws_shape, err, sizeof err);
+    if (x == NULL || w == NULL) {
+        CHECK(false, "%s", err);
+        return;
+    }
+    float *xp = rt_tensor_data(x), *wp = rt_tensor_data(w);
+    for (int i = 0; i < M * K; i++)
+        xp[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
+    for (int i = 0; i < N * K; i++)
+        wp[i] = (float)((i * 11) % 13) / 6.0f - 1.0f;
+    KernelFn fn = kern_ref_lookup(OP_ID_NN_DENSE);
+    KAttr attrs[2] = {{.name = "units", .kind = KA_NONE},
+                      {.name = "out_dtype", .kind = KA_INT, .i = -1, .f = -1}};
+    const DLTensor *in[2] = {&x->t, &w->t};
+    uint32_t start[2] = {0, 1}, len[2] = {1, 1};
+    uint8_t tup[2] = {0, 0};
+    size_t need = 0;
+    uint8_t *ws = NULL;
+    for (int mode = 0; mode < 3; mode++) { /* none, half the need, the need */
+        DLTensor *out[1] = {NULL};
+        size_t cap = mode == 0 ? 0 : mode == 1 ? (need / 2 + 63) / 64 * 64 : need;
+        if (mode > 0) ws = aligned_alloc(64, cap ? cap : 64);
+        KCall kc = {.op = "nn.dense",
+                    .attrs = attrs,
+                    .n_attrs = 2,
+                    .n_args = 2,
+                    .arg_start = start,
+                    .arg_len = len,
+                    .arg_tuple = tup,
+                    .in = in,
+                    .n_in = 2,
+                    .out = out,
+                    .n_out = 1,
+                    .alloc = dense_alloc,
+                    .err = err,
+                    .err_cap = sizeof err,
+                    .ws = ws,
+                    .ws_cap = cap};
+        dense_out = NULL;
+        dense_t = NULL;
+        uint64_t m0 = k_scratch_mallocs();
+        int r = fn(&kc);
+        k_call_release(&kc);
+        uint64_t mallocs = k_scratch_mallocs() - m0;
+        CHECK(r == 0, "dense with workspace mode %d: %s", mode, err);
+        if (mode == 0) need = kc.scratch_need;
+        CHECK(kc.scratch_need == need && need > 0, "mode %d: need %zu, then %zu", mode, need,
+              kc.scratch_need);
+        CHECK(mode == 2 ? mallocs == 0 : mallocs > 0, "mode %d: %llu scratch mallocs", mode,
+              (unsigned long long)mallocs);
+        double worst = 0;
+        for (int i = 0; r == 0 && dense_out && i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int p = 0; p < K; p++)
+                    acc += (double)xp[i * K + p] * wp[j * K + p];
+                double got = ((const float *)dense_out->data)[i * N + j];
+                double e = fabs(got - acc);
+                if (e > worst) worst = e;
+            }
+        CHECK(dense_out != NULL && worst < 1e-3, "mode %d: dense is off by %g", mode, worst);
+        if (dense_t) rt_release(&dense_t->hdr);
+        free(ws);
+        ws = NULL;
+    }
+    rt_release(&x->hdr);
+    rt_release(&w->hdr);
+}
+
+/* k_attr remembers where (operator, name) was found; rows in another order, or fewer rows, for
+ * the same operator still give the right row. */
+static void test_attr_positions(void) {
+    const char *op = "test.attr_op"; /* one operator name pointer for every call */
+    KAttr ab[3] = {{.name = "alpha", .kind = KA_INT, .i = 1},
+                   {.name = "beta", .kind = KA_INT, .i = 2},
+                   {.name = "gamma", .kind = KA_INT, .i = 3}};
+    KAttr ba[2] = {{.name = "gamma", .kind = KA_INT, .i = 30},
+                   {.name = "alpha", .kind = KA_INT, .i = 10}};
+    KCall k1 = {.op = op, .attrs = ab, .n_attrs = 3}, k2 = {.op = op, .attrs = ba, .n_attrs = 2};
+    for (int round = 0; round < 3; round++) {
+        CHECK(k_int(&k1, "gamma") == 3 && k_int(&k1, "alpha") == 1 && k_int(&k1, "beta") == 2,
+              "round %d: the schema-ordered rows read wrong", round);
+        CHECK(k_int(&k2, "gamma") == 30 && k_int(&k2, "alpha") == 10,
+              "round %d: the reordered rows read wrong", round);
+    }
+}
+
 int main(int argc, char **argv) {
     data_dir = argc > 1 ? argv[1] : "tests/unit/data";
     test_reuse();
@@ -240,5 +442,10 @@ int main(int argc, char **argv) {
     test_branch();
     test_recursive();
     test_cnn();
+    test_cnn_text(0);
+    test_cnn_text(3);
+    test_scratch_api();
+    test_scratch_dense();
+    test_attr_positions();
     return check_summary();
 }

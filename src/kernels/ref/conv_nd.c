@@ -342,10 +342,7 @@ static int conv_run(KCall *kc, ConvKind kind, const Conv *c, const DLTensor *a, 
     }
     if (os) kern_nn_scatter(o, ov, num, os);
     rc = 0;
-done:
-    free(as);
-    free(bs);
-    free(os);
+done: /* as, bs, os: k_scratch, released by the caller */
     return rc;
 }
 

@@ -316,7 +316,6 @@ static int pool_grad(KCall *kc, bool is_max) {
     void *dst = k_ptr(o);
     for (int64_t i = 0; i < n_in; i++)
         store_val(dst, dt, i, acc[i]);
-    free(acc);
     return 0;
 }
 
@@ -507,9 +506,7 @@ static int upsample(KCall *kc, uint32_t nsp) {
         k_storef(dst, dt, flat, acc);
     }
     rc = 0;
-done:
-    for (int i = 0; i < SP; i++)
-        free(taps[i]);
+done: /* taps: k_scratch, released by the caller */
     return rc;
 }
 

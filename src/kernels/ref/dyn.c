@@ -153,7 +153,7 @@ static void lower_float(Lowered *l, const char *name, double v) {
 }
 
 /* Run the reference kernel of `op` on arguments args[0..n_args) of kc (by index) with l's
- * attributes. The outputs, the allocator and the error buffer are kc's. */
+ * attributes. The outputs, the allocator, the error buffer and the scratch are kc's. */
 static int call_static(KCall *kc, uint32_t op, const uint32_t *args, uint32_t n_args,
                        const Lowered *l) {
     KernelFn fn = kern_ref_lookup(op);
@@ -172,7 +172,13 @@ static int call_static(KCall *kc, uint32_t op, const uint32_t *args, uint32_t n_
     sub.arg_start = start;
     sub.arg_len = len;
     sub.arg_tuple = tuple;
-    return fn(&sub);
+    int rc = fn(&sub);
+    /* the scratch sub took is kc's, for kc's caller to release */
+    kc->ws_used = sub.ws_used;
+    kc->scratch_cur = sub.scratch_cur;
+    kc->scratch_need = sub.scratch_need;
+    kc->heap = sub.heap;
+    return rc;
 }
 
 static const uint32_t ARG0[] = {0}, ARG02[] = {0, 2};

@@ -178,7 +178,7 @@ static int resize_nd(KCall *kc, const char *spatial) {
     Taps *taps[3] = {NULL, NULL, NULL};
     int rc = 0;
     for (uint32_t d = 0; d < rs.n_sp && rc == 0; d++) {
-        taps[d] = vr_alloc(out_sz[d], sizeof(Taps));
+        taps[d] = vr_alloc(kc, out_sz[d], sizeof(Taps));
         if (taps[d] == NULL) {
             rc = k_error(kc, "out of memory");
             break;
@@ -228,8 +228,6 @@ static int resize_nd(KCall *kc, const char *spatial) {
             }
         }
     }
-    for (int d = 0; d < 3; d++)
-        free(taps[d]);
     return rc;
 }
 

@@ -422,8 +422,8 @@ static int adv_index_ref(KCall *kc) {
         }
         return 0;
     }
-    int64_t(*ist)[K_MAX_DIMS] = malloc(sizeof *ist * (k ? k : 1));
-    if (ist == NULL) return k_error(kc, "out of memory");
+    int64_t(*ist)[K_MAX_DIMS] = k_scratch_n(kc, k, sizeof *ist);
+    if (ist == NULL) return -1;
     for (uint32_t i = 0; i < k; i++)
         k_bcast_strides(k_field(kc, 0, i + 1), nb, bshape, ist[i]);
     int64_t total = k_shape_numel(nb, bshape), rest = k_shape_numel(nd - k, x->shape + k);
@@ -434,16 +434,12 @@ static int adv_index_ref(KCall *kc) {
             for (uint32_t d = 0; d < nb; d++)
                 at += idx[d] * ist[i][d];
             int64_t v = load_index(k_field(kc, 0, i + 1), at), w = v < 0 ? v + size : v;
-            if (w < 0 || w >= size) {
-                free(ist);
-                return range_error(kc, v, i, size);
-            }
+            if (w < 0 || w >= size) return range_error(kc, v, i, size);
             off += w * st[i];
         }
         copy_elems(k_ptr(o), p * rest, k_ptr(x), off, esize(x), rest);
         k_next(idx, nb, bshape);
     }
-    free(ist);
     return 0;
 }
 
@@ -694,8 +690,8 @@ static bool sort_rows_init(KCall *kc, const DLTensor *x, int64_t axis, SortRows 
     s->outer = k_shape_numel((uint32_t)axis, x->shape);
     s->len = dim(x, (uint32_t)axis);
     s->inner = k_shape_numel(rank(x) - (uint32_t)axis - 1, x->shape + axis + 1);
-    s->pos = malloc(sizeof(int64_t) * (size_t)(s->len ? 2 * s->len : 1));
-    if (s->pos == NULL) return k_error(kc, "out of memory"), false;
+    s->pos = k_scratch_n(kc, 2 * s->len, sizeof(int64_t)); /* released by the caller */
+    if (s->pos == NULL) return false;
     s->tmp = s->pos + s->len;
     return true;
 }
@@ -736,7 +732,6 @@ static int sort_write(KCall *kc, const DLTensor *x, int64_t axis, int64_t k, DLT
             if (oi) k_storei(k_ptr(oi), k_dtype(oi), at, axis_pos(&s, s.pos[j]));
         }
     }
-    free(s.pos);
     return 0;
 }
 
@@ -911,8 +906,8 @@ static int unique_ref(KCall *kc) {
         if (o[i] == NULL) return -1;
         memset(k_ptr(o[i]), 0, (size_t)(i == 3 ? 1 : n) * sup_dtype_size(k_dtype(o[i])));
     }
-    int64_t *perm = malloc(sizeof(int64_t) * (size_t)(n ? 4 * n : 1));
-    if (perm == NULL) return k_error(kc, "out of memory");
+    int64_t *perm = k_scratch_n(kc, 4 * n, sizeof(int64_t));
+    if (perm == NULL) return -1;
     int64_t *tmp = perm + n, *group = perm + 2 * n, *rank_of = perm + 3 * n;
     for (int64_t i = 0; i < n; i++)
         perm[i] = i;
@@ -949,7 +944,6 @@ static int unique_ref(KCall *kc) {
         }
     }
     k_storei(k_ptr(o[3]), RLY_DTYPE_I32, 0, ng);
-    free(perm);
     return 0;
 }
 

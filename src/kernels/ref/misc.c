@@ -85,15 +85,14 @@ static int k_det(KCall *kc) {
     int64_t batch = k_shape_numel(nd - 2, x->shape);
     if (batch == 0) return 0;
     /* n * n elements exist in x (batch > 0), so the size does not overflow */
-    double *a = malloc(sizeof(double) * (size_t)(n > 0 ? n * n : 1));
-    if (a == NULL) return k_error(kc, "out of memory");
+    double *a = k_scratch_n(kc, n * n, sizeof(double));
+    if (a == NULL) return -1;
     const void *src = k_ptr(x);
     for (int64_t b = 0; b < batch; b++) {
         for (int64_t i = 0; i < n * n; i++)
             a[i] = k_loadf(src, dt, b * n * n + i);
         k_storef(k_ptr(y), dt, b, lu_det(a, n));
     }
-    free(a);
     return 0;
 }
 

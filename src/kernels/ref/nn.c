@@ -137,8 +137,6 @@ static int run_prods(KCall *kc, const Prod *ps, int64_t n_ps, const DLTensor *a,
             else
                 prod_u64(&ps[i], ac, bc, o);
         }
-    free(ac);
-    free(bc);
     return bc == NULL ? -1 : 0;
 }
 
@@ -180,7 +178,6 @@ static int matmul_common(KCall *kc, bool ta, bool tb) {
         ps[i].c_off = i * m * units;
     }
     int rc = run_prods(kc, ps, batch, a, b, o);
-    free(ps);
     return rc;
 }
 
@@ -221,7 +218,6 @@ static int k_batch_matmul(KCall *kc) {
         ps[i] = p;
     }
     int rc = run_prods(kc, ps, batch, x, y, o);
-    free(ps);
     return rc;
 }
 
@@ -492,10 +488,7 @@ static int affine_norm(KCall *kc, const bool *reduced, int64_t axis, int64_t gro
         k_storef(k_ptr(o), dt, f, y);
     }
     rc = 0;
-done:
-    free(ng.key);
-    free(mean);
-    free(var);
+done: /* the scratch is released by the caller */
     return rc;
 }
 
@@ -618,10 +611,7 @@ static int k_batch_norm_training(KCall *kc) {
         k_storef(k_ptr(ov), dt, ch, mom * k_loadf(mv, dt, ch) + (1 - mom) * var[ch]);
     }
     rc = 0;
-done:
-    free(ng.key);
-    free(mean);
-    free(var);
+done: /* the scratch is released by the caller */
     return rc;
 }
 
@@ -649,10 +639,7 @@ static int k_l2_normalize(KCall *kc) {
     NormGroups ng = {0};
     if (norm_groups(kc, x, reduced, -1, 1, &ng) != 0) return -1;
     double *ss = kern_nn_scratch(kc, ng.n_keys, sizeof(double));
-    if (ss == NULL) {
-        free(ng.key);
-        return -1;
-    }
+    if (ss == NULL) return -1;
     int64_t n = k_numel(x);
     double eps = k_float(kc, "eps");
     for (int64_t f = 0; f < n; f++) {
@@ -663,8 +650,6 @@ static int k_l2_normalize(KCall *kc) {
         double s = ss[ng.key[f]];
         k_storef(k_ptr(o), dt, f, k_loadf(k_ptr(x), dt, f) / sqrt(s > eps ? s : eps));
     }
-    free(ng.key);
-    free(ss);
     return 0;
 }
 

@@ -16,14 +16,7 @@
 #include <string.h>
 
 void *kern_nn_scratch(KCall *kc, int64_t count, size_t size) {
-    if (count < 0 || (size > 0 && (uint64_t)count > SIZE_MAX / 2 / size)) {
-        k_error(kc, "out of memory (scratch of %lld elements)", (long long)count);
-        return NULL;
-    }
-    size_t n = (size_t)count * size;
-    void *p = calloc(n ? n : 1, 1);
-    if (p == NULL) k_error(kc, "out of memory (scratch of %zu bytes)", n);
-    return p;
+    return k_scratch_n(kc, count, size);
 }
 
 /* ---- layouts ----------------------------------------------------------------------------------
@@ -58,10 +51,7 @@ int kern_nn_view(KCall *kc, uint32_t ndim, const int64_t *shape, const char *lay
         v->dim[p] = sup_dim_mul_sat(shape[i], f);
         if (empty) continue; /* no element to address; the dims may be huge */
         v->off[p] = kern_nn_scratch(kc, v->dim[p], sizeof(int64_t));
-        if (v->off[p] == NULL) {
-            kern_nn_view_free(v);
-            return -1;
-        }
+        if (v->off[p] == NULL) return -1;
         for (int64_t x = 0; x < v->dim[p]; x++)
             v->off[p][x] = j >= 0 ? (x / f) * st[i] + (x % f) * st[j] : x * st[i];
     }
@@ -90,10 +80,8 @@ int kern_nn_layout_shape(KCall *kc, const char *layout, const char *ref, const i
 }
 
 void kern_nn_view_free(KView *v) {
-    for (uint32_t p = 0; p < 8; p++) {
-        free(v->off[p]);
-        v->off[p] = NULL;
-    }
+    for (uint32_t p = 0; p < 8; p++)
+        v->off[p] = NULL; /* k_scratch: the caller releases it after the call */
 }
 
 /* ---- per-spatial-axis attributes ------------------------------------------------------------ */
@@ -277,11 +265,11 @@ int kern_nn_gemm_f32(KCall *kc, const KGemm *g) {
     int64_t kb = g->k < KC ? g->k : KC;
     int64_t nb = g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
     int64_t mb = g->m < MC ? (g->m + MR - 1) / MR * MR : MC;
+    KScratchMark mark = k_scratch_mark(kc); /* called once per group and batch: give it back */
     float *bp = kern_nn_scratch(kc, nb * kb, sizeof(float));
-    float *ap = kern_nn_scratch(kc, mb * kb, sizeof(float));
-    if (bp == NULL || ap == NULL) {
-        free(bp);
-        free(ap);
+    float *ap = bp ? kern_nn_scratch(kc, mb * kb, sizeof(float)) : NULL;
+    if (ap == NULL) {
+        k_scratch_reset(kc, mark);
         return -1;
     }
     float tile[MR * NR];
@@ -309,7 +297,6 @@ int kern_nn_gemm_f32(KCall *kc, const KGemm *g) {
             }
         }
     }
-    free(bp);
-    free(ap);
+    k_scratch_reset(kc, mark);
     return 0;
 }

@@ -19,8 +19,8 @@
 /* ---- scratch ----------------------------------------------------------------------------------
  */
 
-/* count * size zeroed bytes (at least 1), or NULL with "out of memory" set on kc. Freed with
- * free(). */
+/* count * size zeroed bytes (at least 1), or NULL with "out of memory" set on kc: k_scratch_n,
+ * which the caller of the kernel frees (never free() it). */
 void *kern_nn_scratch(KCall *kc, int64_t count, size_t size);
 
 /* ---- layouts ----------------------------------------------------------------------------------

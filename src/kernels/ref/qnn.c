@@ -54,11 +54,10 @@ static void qrange(rly_dtype dt, int64_t *lo, int64_t *hi) {
     }
 }
 
-/* malloc of n int64 values (at least one); NULL on failure or overflow. */
-static int64_t *malloc_i64(int64_t n) {
-    if (n < 1) n = 1;
-    if ((uint64_t)n > SIZE_MAX / sizeof(int64_t)) return NULL;
-    return malloc((size_t)n * sizeof(int64_t));
+/* Scratch of n int64 values (at least one), released by the kernel's caller; NULL with an error
+ * on failure or overflow. */
+static int64_t *scratch_i64(KCall *kc, int64_t n) {
+    return k_scratch_n(kc, n < 1 ? 1 : n, sizeof(int64_t));
 }
 
 static int64_t clip64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -368,11 +367,8 @@ static int qnn_conv2d(KCall *kc) {
     const void *xp = k_ptr(x), *wp = k_ptr(w);
     void *yp = k_ptr(y);
     /* The operands minus their zero points, in NCHW and (out_c, cin_g, kh, kw) order. */
-    int64_t *xb = malloc_i64(n * c * h * wd), *wb = malloc_i64(out_c * cin_g * kh * kw);
-    if (xb == NULL || wb == NULL) {
-        free(xb), free(wb);
-        return k_error(kc, "out of memory");
-    }
+    int64_t *xb = scratch_i64(kc, n * c * h * wd), *wb = scratch_i64(kc, out_c * cin_g * kh * kw);
+    if (xb == NULL || wb == NULL) return -1;
     int64_t at = 0;
     for (int64_t b = 0; b < n; b++)
         for (int64_t ic = 0; ic < c; ic++)
@@ -415,7 +411,6 @@ static int qnn_conv2d(KCall *kc) {
                     k_storeu(yp, out_dt, b * ys[yn] + oc * ys[yc] + oy * ys[yh] + ox * ys[yw], acc);
                 }
         }
-    free(xb), free(wb);
     return 0;
 }
 
@@ -444,11 +439,8 @@ static int qnn_dense(KCall *kc) {
     const void *xp = k_ptr(x), *wp = k_ptr(w);
     void *yp = k_ptr(y);
     /* The weight minus its zero points, and one data row minus the input zero point. */
-    int64_t *wb = malloc_i64(units * k), *xr = malloc_i64(k);
-    if (wb == NULL || xr == NULL) {
-        free(wb), free(xr);
-        return k_error(kc, "out of memory");
-    }
+    int64_t *wb = scratch_i64(kc, units * k), *xr = scratch_i64(kc, k);
+    if (wb == NULL || xr == NULL) return -1;
     for (int64_t u = 0; u < units; u++)
         for (int64_t j = 0; j < k; j++)
             wb[u * k + j] = k_loadi(wp, w_dt, u * k + j) - (int64_t)qp_zp(&kzp, u);
@@ -462,7 +454,6 @@ static int qnn_dense(KCall *kc) {
             k_storeu(yp, out_dt, r * units + u, acc);
         }
     }
-    free(wb), free(xr);
     return 0;
 }
 

@@ -101,11 +101,10 @@ static DLTensor *red_out(KCall *kc, const RedPlan *p, rly_dtype dt) {
     return k_out(kc, 0, dt, p->out_ndim, p->out_shape);
 }
 
-/* n zeroed slots of `size` bytes (at least one, so that an empty output still allocates). */
+/* n zeroed slots of `size` bytes (at least one, so that an empty output still allocates):
+ * k_scratch, released by the kernel's caller. */
 static void *red_scratch(KCall *kc, int64_t n, size_t size) {
-    void *s = calloc(n > 0 ? (size_t)n : 1, size);
-    if (s == NULL) k_error(kc, "out of memory");
-    return s;
+    return k_scratch_n(kc, n > 0 ? n : 1, size);
 }
 
 static int empty_error(KCall *kc, const RedPlan *p) {
@@ -148,7 +147,6 @@ static int accumulate(KCall *kc, Acc how) {
         }
         for (int64_t o = 0; o < p.n_out; o++)
             re_storef(dst, dt, o, how == ACC_MEAN ? acc[o] / (double)p.n_red : acc[o]);
-        free(acc);
         return 0;
     }
     uint64_t *acc = red_scratch(kc, p.n_out, sizeof *acc);
@@ -168,7 +166,6 @@ static int accumulate(KCall *kc, Acc how) {
         if (how == ACC_MEAN) v = sgn ? (uint64_t)(re_signed(v) / p.n_red) : v / (uint64_t)p.n_red;
         k_storeu(dst, dt, o, v);
     }
-    free(acc);
     return 0;
 }
 
@@ -199,7 +196,6 @@ static int extreme(KCall *kc, bool is_max) {
         }
         for (int64_t o = 0; o < p.n_out; o++)
             re_storef(dst, dt, o, best[o]);
-        free(best);
         return 0;
     }
     uint64_t *best = red_scratch(kc, p.n_out, sizeof *best);
@@ -211,7 +207,6 @@ static int extreme(KCall *kc, bool is_max) {
     }
     for (int64_t o = 0; o < p.n_out; o++)
         k_storeu(dst, dt, o, best[o]);
-    free(best);
     return 0;
 }
 
@@ -288,8 +283,6 @@ static int arg_extreme(KCall *kc, bool is_max) {
         }
         if (take) dst[o] = (int32_t)r;
     }
-    free(fbest);
-    free(ibest);
     return 0;
 }
 
@@ -341,7 +334,6 @@ static int moment(KCall *kc, bool is_std) {
             double v = acc[o] / (double)denom;
             re_storef(dst, dt, o, is_std ? sqrt(v) : v);
         }
-        free(acc);
         return 0;
     }
     uint64_t *acc = red_scratch(kc, p.n_out, sizeof *acc);
@@ -352,7 +344,6 @@ static int moment(KCall *kc, bool is_std) {
     }
     for (int64_t o = 0; o < p.n_out; o++)
         k_storeu(dst, dt, o, acc[o] / (uint64_t)denom);
-    free(acc);
     return 0;
 }
 
@@ -374,11 +365,7 @@ static int k_logsumexp(KCall *kc) {
     void *dst = k_ptr(y);
     double *mx = red_scratch(kc, p.n_out, sizeof *mx);
     double *sum = red_scratch(kc, p.n_out, sizeof *sum);
-    if (mx == NULL || sum == NULL) {
-        free(mx);
-        free(sum);
-        return -1;
-    }
+    if (mx == NULL || sum == NULL) return -1;
     for (int64_t o = 0; o < p.n_out; o++)
         mx[o] = -INFINITY;
     ReBcast start = p.it;
@@ -393,8 +380,6 @@ static int k_logsumexp(KCall *kc) {
     }
     for (int64_t o = 0; o < p.n_out; o++)
         re_storef(dst, dt, o, isfinite(mx[o]) ? mx[o] + log(sum[o]) : mx[o]);
-    free(mx);
-    free(sum);
     return 0;
 }
 

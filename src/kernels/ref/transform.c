@@ -350,25 +350,20 @@ static int concatenate_ref(KCall *kc) {
         return k_error(kc, "axis %lld is out of range for rank %u", (long long)k_int(kc, "axis"),
                        n);
     shape_copy(t0, shape);
-    int64_t *chunk = malloc(sizeof(int64_t) * k);
-    if (chunk == NULL) return k_error(kc, "out of memory");
+    int64_t *chunk = k_scratch_n(kc, k, sizeof(int64_t));
+    if (chunk == NULL) return -1;
     shape[axis] = 0;
     for (uint32_t i = 0; i < k; i++) {
         const DLTensor *t = k_field(kc, 0, i);
         for (uint32_t d = 0; d < n; d++)
-            if (d != axis && dim(t, d) != dim(t0, d)) {
-                free(chunk);
+            if (d != axis && dim(t, d) != dim(t0, d))
                 return k_error(kc, "tensor %u differs from tensor 0 in dimension %u", i, d);
-            }
-        if (!sup_dim_add(shape[axis], dim(t, (uint32_t)axis), &shape[axis])) {
-            free(chunk);
+        if (!sup_dim_add(shape[axis], dim(t, (uint32_t)axis), &shape[axis]))
             return k_error(kc, "the joined axis %lld is too large (over 2^62)", (long long)axis);
-        }
         chunk[i] = k_shape_numel(n - (uint32_t)axis, t->shape + axis);
     }
     DLTensor *o = k_out(kc, 0, k_dtype(t0), n, shape);
     if (o != NULL) join_blocks(kc, k, k_shape_numel((uint32_t)axis, shape), chunk, k_ptr(o));
-    free(chunk);
     return o == NULL ? -1 : 0;
 }
 
@@ -387,13 +382,12 @@ static int stack_ref(KCall *kc) {
     int64_t shape[K_MAX_DIMS];
     for (int64_t j = 0, s = 0; j <= n; j++)
         shape[j] = j == axis ? (int64_t)k : dim(t0, (uint32_t)s++);
-    int64_t *chunk = malloc(sizeof(int64_t) * k);
-    if (chunk == NULL) return k_error(kc, "out of memory");
+    int64_t *chunk = k_scratch_n(kc, k, sizeof(int64_t));
+    if (chunk == NULL) return -1;
     for (uint32_t i = 0; i < k; i++)
         chunk[i] = k_shape_numel((uint32_t)(n - axis), t0->shape + axis);
     DLTensor *o = k_out(kc, 0, k_dtype(t0), (uint32_t)n + 1, shape);
     if (o != NULL) join_blocks(kc, k, k_shape_numel((uint32_t)axis, shape), chunk, k_ptr(o));
-    free(chunk);
     return o == NULL ? -1 : 0;
 }
 
@@ -637,9 +631,9 @@ static int collapse_to(KCall *kc, const DLTensor *x, uint32_t n, const int64_t *
     if (o == NULL) return -1;
     int64_t no = k_shape_numel(n, to), total = k_numel(x);
     bool fl = sup_dtype_is_float(dt);
-    double *accf = fl ? calloc((size_t)(no ? no : 1), sizeof(double)) : NULL;
-    uint64_t *acci = fl ? NULL : calloc((size_t)(no ? no : 1), sizeof(uint64_t));
-    if (accf == NULL && acci == NULL) return k_error(kc, "out of memory");
+    double *accf = fl ? k_scratch_n(kc, no ? no : 1, sizeof(double)) : NULL;
+    uint64_t *acci = fl ? NULL : k_scratch_n(kc, no ? no : 1, sizeof(uint64_t));
+    if (accf == NULL && acci == NULL) return -1;
     DLTensor tt = {.ndim = (int32_t)n, .shape = (int64_t *)(uintptr_t)to};
     int64_t st[K_MAX_DIMS], idx[K_MAX_DIMS] = {0}, off = 0;
     k_bcast_strides(&tt, nx, x->shape, st);
@@ -661,8 +655,6 @@ static int collapse_to(KCall *kc, const DLTensor *x, uint32_t n, const int64_t *
         else
             k_storeu(k_ptr(o), dt, i, acci[i]);
     }
-    free(accf);
-    free(acci);
     return 0;
 }
 
@@ -924,8 +916,8 @@ static int einsum_run(KCall *kc, const char *eq, const SupEinsum *ein) {
     for (uint32_t v = 0; v < N_VARS; v++)
         size[v] = N_LABELS <= v ? 1 : -1;
     /* strides[i][v]: operand i's element stride for variable v */
-    int64_t(*strides)[N_VARS] = calloc(k, sizeof *strides);
-    if (strides == NULL) return k_error(kc, "out of memory");
+    int64_t(*strides)[N_VARS] = k_scratch_n(kc, k, sizeof *strides);
+    if (strides == NULL) return -1;
     int rc = 0;
     for (uint32_t i = 0; i < k && rc == 0; i++) {
         const DLTensor *t = k_field(kc, 0, i);
@@ -1016,7 +1008,6 @@ static int einsum_run(KCall *kc, const char *eq, const SupEinsum *ein) {
             k_next(oidx, n_ov, shape);
         }
     }
-    free(strides);
     return rc;
 }
 
@@ -1027,8 +1018,8 @@ static int einsum_ref(KCall *kc) {
     if (k == 0 || k > SUP_EINSUM_MAX_TERMS)
         return k_error(kc, "einsum takes 1 to %d tensors", SUP_EINSUM_MAX_TERMS);
     const char *eq = k_str(kc, "equation");
-    SupEinsum *ein = malloc(sizeof *ein);
-    if (ein == NULL) return k_error(kc, "out of memory");
+    SupEinsum *ein = k_scratch(kc, sizeof *ein);
+    if (ein == NULL) return -1;
     char why[256];
     int rc = 0;
     if (sup_einsum_parse(eq, ein, why, sizeof why) != NULL)
@@ -1036,7 +1027,6 @@ static int einsum_ref(KCall *kc) {
     else if (ein->n_in != k)
         rc = k_error(kc, "equation \"%s\" has %u terms for %u tensors", eq, ein->n_in, k);
     if (rc == 0) rc = einsum_run(kc, eq, ein);
-    free(ein);
     return rc;
 }
 
@@ -1148,24 +1138,19 @@ static int invert_permutation_ref(KCall *kc) {
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, 1, &n);
     if (o == NULL) return -1;
-    bool *seen = calloc((size_t)(n ? n : 1), 1);
-    if (seen == NULL) return k_error(kc, "out of memory");
+    bool *seen = k_scratch_n(kc, n, 1);
+    if (seen == NULL) return -1;
     for (int64_t i = 0; i < n; i++) {
         int64_t v = k_loadi(k_ptr(x), dt, i);
         if (dt == RLY_DTYPE_U64 && k_loadu(k_ptr(x), dt, i) > INT64_MAX) v = -1;
-        if (v < 0 || v >= n) {
-            free(seen);
+        if (v < 0 || v >= n)
             return k_error(kc, "index %lld out of range for axis %d of size %lld", (long long)v, 0,
                            (long long)n);
-        }
-        if (seen[v]) {
-            free(seen);
+        if (seen[v])
             return k_error(kc, "data is not a permutation: %lld appears twice", (long long)v);
-        }
         seen[v] = true;
         k_storei(k_ptr(o), dt, v, i);
     }
-    free(seen);
     return 0;
 }
 

@@ -351,10 +351,11 @@ int kern_vision_proposal(KCall *kc) {
     if (out == NULL || k_numel(out) == 0) return out == NULL ? -1 : 0; /* h, w may be huge */
     int64_t n_box = h * w * a_n;
     if (pre_n <= 0 || pre_n > n_box) pre_n = n_box;
-    Box5 *boxes = vr_alloc(n_box, sizeof(Box5));
-    double *score = vr_alloc(n_box, sizeof(double));
-    int64_t *order = vr_alloc(n_box, sizeof(int64_t)), *tmp = vr_alloc(n_box, sizeof(int64_t));
-    bool *removed = vr_alloc(n_box, sizeof(bool));
+    Box5 *boxes = vr_alloc(kc, n_box, sizeof(Box5));
+    double *score = vr_alloc(kc, n_box, sizeof(double));
+    int64_t *order = vr_alloc(kc, n_box, sizeof(int64_t)),
+            *tmp = vr_alloc(kc, n_box, sizeof(int64_t));
+    bool *removed = vr_alloc(kc, n_box, sizeof(bool));
     int rc = 0;
     if (boxes == NULL || score == NULL || order == NULL || tmp == NULL || removed == NULL)
         rc = k_error(kc, "out of memory");
@@ -425,7 +426,6 @@ int kern_vision_proposal(KCall *kc) {
                 row++;
             }
     }
-    free(boxes), free(score), free(order), free(tmp), free(removed);
     return rc;
 }
 

@@ -120,10 +120,10 @@ int kern_vision_nms(KCall *kc) {
     if (k_outs_empty(kc)) return 0;
     /* The working copy of one batch's boxes (rows of k values, dtype dt) and their indices. */
     size_t esz = sup_dtype_size(dt);
-    unsigned char *work = vr_alloc(n * k, esz), *work2 = vr_alloc(n * k, esz);
-    int64_t *box_idx = vr_alloc(n, sizeof(int64_t)), *order = vr_alloc(n, sizeof(int64_t));
-    int64_t *tmp = vr_alloc(n, sizeof(int64_t));
-    double *score = vr_alloc(n, sizeof(double));
+    unsigned char *work = vr_alloc(kc, n * k, esz), *work2 = vr_alloc(kc, n * k, esz);
+    int64_t *box_idx = vr_alloc(kc, n, sizeof(int64_t)), *order = vr_alloc(kc, n, sizeof(int64_t));
+    int64_t *tmp = vr_alloc(kc, n, sizeof(int64_t));
+    double *score = vr_alloc(kc, n, sizeof(double));
     int rc = 0;
     if (work == NULL || work2 == NULL || box_idx == NULL || order == NULL || tmp == NULL ||
         score == NULL)
@@ -204,7 +204,6 @@ int kern_vision_nms(KCall *kc) {
             fill_row(work2, j, dt, k, -1.0);
         memcpy(dst, work2, (size_t)(n * k) * esz);
     }
-    free(work), free(work2), free(box_idx), free(order), free(tmp), free(score);
     return rc;
 }
 
@@ -251,10 +250,9 @@ int kern_vision_all_class_nms(KCall *kc) {
             k_storei(k_ptr(o_cnt), RLY_DTYPE_I64, i, 0);
         return 0;
     }
-    int64_t *order = vr_alloc(n, sizeof(int64_t)), *tmp = vr_alloc(n, sizeof(int64_t));
-    double *score = vr_alloc(n, sizeof(double)), *live = vr_alloc(n, sizeof(double));
+    int64_t *order = vr_alloc(kc, n, sizeof(int64_t)), *tmp = vr_alloc(kc, n, sizeof(int64_t));
+    double *score = vr_alloc(kc, n, sizeof(double)), *live = vr_alloc(kc, n, sizeof(double));
     if (order == NULL || tmp == NULL || score == NULL || live == NULL) {
-        free(order), free(tmp), free(score), free(live);
         return k_error(kc, "out of memory");
     }
     void *ip = k_ptr(o_idx), *cp = k_ptr(o_cnt), *sp = o_score ? k_ptr(o_score) : NULL;
@@ -299,7 +297,6 @@ int kern_vision_all_class_nms(KCall *kc) {
         if (!onnx) k_storei(cp, RLY_DTYPE_I64, b, row);
     }
     if (onnx) k_storei(cp, RLY_DTYPE_I64, 0, total);
-    free(order), free(tmp), free(score), free(live);
     return 0;
 }
 
@@ -341,13 +338,15 @@ int kern_vision_regular_nms(KCall *kc) {
     if (k_outs_empty(kc)) return 0; /* no batch; the box count may be huge */
     rly_dtype b_dt = k_dtype(boxes), s_dt = k_dtype(scores);
     int64_t offset = c_all - n_cls, cap = max_det + n;
-    int64_t *keep = vr_alloc(n, sizeof(int64_t)), *order = vr_alloc(cap, sizeof(int64_t));
-    int64_t *tmp = vr_alloc(cap, sizeof(int64_t)), *sel = vr_alloc(n, sizeof(int64_t));
-    int64_t *m_box = vr_alloc(cap, sizeof(int64_t)), *m_cls = vr_alloc(cap, sizeof(int64_t));
-    int64_t *t_box = vr_alloc(cap, sizeof(int64_t)), *t_cls = vr_alloc(cap, sizeof(int64_t));
-    double *ks = vr_alloc(cap, sizeof(double)), *m_score = vr_alloc(cap, sizeof(double));
-    double *t_score = vr_alloc(cap, sizeof(double));
-    bool *active = vr_alloc(n, sizeof(bool));
+    int64_t *keep = vr_alloc(kc, n, sizeof(int64_t)), *order = vr_alloc(kc, cap, sizeof(int64_t));
+    int64_t *tmp = vr_alloc(kc, cap, sizeof(int64_t)), *sel = vr_alloc(kc, n, sizeof(int64_t));
+    int64_t *m_box = vr_alloc(kc, cap, sizeof(int64_t)),
+            *m_cls = vr_alloc(kc, cap, sizeof(int64_t));
+    int64_t *t_box = vr_alloc(kc, cap, sizeof(int64_t)),
+            *t_cls = vr_alloc(kc, cap, sizeof(int64_t));
+    double *ks = vr_alloc(kc, cap, sizeof(double)), *m_score = vr_alloc(kc, cap, sizeof(double));
+    double *t_score = vr_alloc(kc, cap, sizeof(double));
+    bool *active = vr_alloc(kc, n, sizeof(bool));
     int rc = 0;
     if (!keep || !order || !tmp || !sel || !m_box || !m_cls || !t_box || !t_cls || !ks ||
         !m_score || !t_score || !active)
@@ -405,7 +404,5 @@ int kern_vision_regular_nms(KCall *kc) {
         }
         k_storei(k_ptr(o_num), RLY_DTYPE_I32, b, merged);
     }
-    free(keep), free(order), free(tmp), free(sel), free(m_box), free(m_cls), free(t_box);
-    free(t_cls), free(ks), free(m_score), free(t_score), free(active);
     return rc;
 }

@@ -79,11 +79,10 @@ static inline int64_t vr_scalar_i(const DLTensor *t) {
     return k_loadi(k_ptr(t), dt, 0);
 }
 
-/* Scratch arrays: calloc of n elements of `size` bytes (at least one), NULL on failure. */
-static inline void *vr_alloc(int64_t n, size_t size) {
-    if (n < 1) n = 1;
-    if ((uint64_t)n > SIZE_MAX / size) return NULL;
-    return calloc((size_t)n, size);
+/* Scratch arrays: n zeroed elements of `size` bytes (at least one), NULL on failure. k_scratch:
+ * the kernel's caller releases them (never free() them). */
+static inline void *vr_alloc(KCall *kc, int64_t n, size_t size) {
+    return k_scratch_n(kc, n < 1 ? 1 : n, size);
 }
 
 #endif /* RLY_KERNELS_REF_VISION_REF_H */
