@@ -30,16 +30,44 @@
     X(K##_ADD) X(K##_SUB) X(K##_MUL) X(K##_EQ) X(K##_NE) X(K##_LT) X(K##_LE) X(K##_GT) X(K##_GE)
 #define HOT_FLOAT_OPS(X, K) HOT_INT_OPS(X, K) X(K##_DIV)
 
-#define XOPS(X)                                                                                    \
-    X(MOVE_V)                                                                                      \
-    X(MOVE_S)                                                                                      \
-    X(RET)                                                                                         \
-    X(INVOKE) X(INVOKE_TAIL) X(INVOKE_CLOSURE) X(INVOKE_PACKED) X(ALLOC_ADT) X(ALLOC_TUPLE)        \
-        X(ALLOC_CLOSURE) X(GET_FIELD) X(GET_TAG) X(IF_B) X(IF_V) X(GOTO) X(LOAD_CONST)             \
-            X(LOAD_IMM_I) X(LOAD_IMM_F32) X(LOAD_IMM_F64) X(SHAPE_OF) X(RESHAPE) X(KILL_V) X(NOP)  \
-                X(FATAL) X(REF_NEW) X(REF_READ) X(REF_WRITE) X(BOX) X(UNBOX) X(SCALAR)             \
-                    HOT_INT_OPS(X, I32) HOT_INT_OPS(X, I64) HOT_FLOAT_OPS(X, F32)                  \
-                        HOT_FLOAT_OPS(X, F64)
+/* One opcode handler a line; clang-format reflows this list differently on each run. */
+/* clang-format off */
+#define XOPS(X) \
+    X(MOVE_V) \
+    X(MOVE_S) \
+    X(RET) \
+    X(INVOKE) \
+    X(INVOKE_TAIL) \
+    X(INVOKE_CLOSURE) \
+    X(INVOKE_PACKED) \
+    X(ALLOC_ADT) \
+    X(ALLOC_TUPLE) \
+    X(ALLOC_CLOSURE) \
+    X(GET_FIELD) \
+    X(GET_TAG) \
+    X(IF_B) \
+    X(IF_V) \
+    X(GOTO) \
+    X(LOAD_CONST) \
+    X(LOAD_IMM_I) \
+    X(LOAD_IMM_F32) \
+    X(LOAD_IMM_F64) \
+    X(SHAPE_OF) \
+    X(RESHAPE) \
+    X(KILL_V) \
+    X(NOP) \
+    X(FATAL) \
+    X(REF_NEW) \
+    X(REF_READ) \
+    X(REF_WRITE) \
+    X(BOX) \
+    X(UNBOX) \
+    X(SCALAR) \
+    HOT_INT_OPS(X, I32) \
+    HOT_INT_OPS(X, I64) \
+    HOT_FLOAT_OPS(X, F32) \
+    HOT_FLOAT_OPS(X, F64)
+/* clang-format on */
 
 enum {
 #define X(name) X_##name,
