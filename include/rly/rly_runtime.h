@@ -8,9 +8,9 @@
  * failing call on this thread). Handles are opaque. Nothing here aborts on bad input: a NULL
  * handle, an unknown name, a tensor of the wrong type or a hostile file is an error status.
  *
- * Threads: a session is used by one thread at a time. Several sessions may exist at once, but
- * sessions of ONE executable must not run at the same time on different threads yet (its
- * constants are shared and their reference counts are not atomic). */
+ * Threads: a session is used by one thread at a time; sessions (of one executable or of several)
+ * may run at the same time on different threads. A session runs its kernels on its own pool of
+ * `threads` threads (the calling thread and threads - 1 workers). */
 #ifndef RLY_RLY_RUNTIME_H
 #define RLY_RLY_RUNTIME_H
 
@@ -94,8 +94,8 @@ RLY_API void rly_executable_free(rly_executable *exe);
 typedef struct rly_session rly_session;
 
 typedef struct rly_session_options {
-    int threads;         /* kernel threads; 0: the default. The VM runs every kernel on the
-                            calling thread for now, so any value >= 0 gives one thread */
+    int threads;         /* kernel threads; 0: the default (RLY_NUM_THREADS, else the cores
+                            this process may use); 1: the calling thread only */
     uint64_t max_memory; /* bytes of run-time values live at once; 0: a quarter of physical
                             memory; RLY_NO_LIMIT: none */
     uint64_t max_depth;  /* non-tail calls active at once; 0: 10^7; RLY_NO_LIMIT: none */

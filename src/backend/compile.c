@@ -105,6 +105,7 @@ uint32_t be_const(Be *be, Constant *c) {
         if (c->nbytes) memcpy(data, c->data, c->nbytes);
     }
     RtTensor *t = rt_tensor_borrow(c->dtype, c->ndim, c->shape, data, c->nbytes);
+    t->hdr.flags |= RT_VF_CONST;
     vec_push(&be->consts, &t->hdr);
     ptrmap_put(&be->const_of, c, (void *)(uintptr_t)be->consts.len);
     return (uint32_t)be->consts.len - 1;

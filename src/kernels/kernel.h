@@ -97,9 +97,44 @@ struct KCall {
     size_t ws_cap, ws_used;
     size_t scratch_cur, scratch_need;
     void *heap; /* the fallback blocks, newest first (k_call_release) */
+
+    /* Threads and constants (fast kernels, src/kernels/fast). pool: the threads k_parallel may
+     * use (NULL: the calling thread only). in_const: NULL, or n_in flags, in_const[i] nonzero
+     * when input i is a constant of the program (immutable, alive as long as `prep`). prep: where
+     * kernels keep what they derive from constant inputs (packed weights), NULL for none. A
+     * zero-initialized KCall has neither: kernels then work on one thread and derive per call. */
+    SupPool *pool;
+    const uint8_t *in_const;
+    struct KPrepCache *prep;
 };
 
 typedef int (*KernelFn)(KCall *kc);
+
+/* ---- threads and prepared constants (prep.c) ------------------------------------------------ */
+
+/* Run fn(ctx, t, worker) for t in [0, n) on the call's pool (all on the caller without one).
+ * Tasks must not call k_out, k_scratch, k_error or k_prepared (they touch the KCall): a kernel
+ * obtains its outputs, scratch and prepared data first, then forks. */
+static inline void k_parallel(const KCall *kc, int64_t n, SupTaskFn fn, void *ctx) {
+    sup_pool_run(kc->pool, n, fn, ctx);
+}
+static inline int k_threads(const KCall *kc) { return sup_pool_threads(kc->pool); }
+
+/* A cache of data derived from constant tensors, shared by the sessions of one executable
+ * (thread-safe): entries are keyed by the constant's data address and a kernel's key, made once,
+ * freed with the cache. */
+typedef struct KPrepCache KPrepCache;
+KPrepCache *k_prep_cache_new(void);
+void k_prep_cache_free(KPrepCache *c);          /* NULL is a no-op */
+size_t k_prep_cache_bytes(const KPrepCache *c); /* bytes held */
+/* Filled `bytes` bytes (64-byte aligned) derived from input `in` of the call by
+ * fill(dst, in tensor, arg), made the first time this (data address, key, bytes) is asked for
+ * and kept in the call's cache; key names the kernel and its packing parameters. NULL when the
+ * input is not a constant, the call has no cache, or memory runs out: the kernel then derives
+ * the data itself, in scratch. */
+typedef void (*KPrepFill)(void *dst, const DLTensor *src, const void *arg);
+const void *k_prepared(KCall *kc, uint32_t in, uint64_t key, size_t bytes, KPrepFill fill,
+                       const void *arg);
 
 /* Fail the call: writes the message (printf format) and returns -1. */
 int k_error(KCall *kc, const char *fmt, ...) RLY_PRINTF(2, 3);

@@ -1169,6 +1169,7 @@ static bool dec_consts(Dec *d) {
             bytes = copy;
         }
         consts[i] = &rt_tensor_borrow((rly_dtype)dtype, ndim, shape, bytes, (size_t)nbytes)->hdr;
+        consts[i]->flags |= RT_VF_CONST;
     }
     return rd_end(&r);
 }

@@ -5,6 +5,7 @@
 #include "runtime/session.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,11 +47,13 @@ RtLimits rt_limits_from(uint64_t max_memory, uint64_t max_depth, double timeout)
 rly_executable *rt_executable_wrap(VmExec *exe_take) {
     rly_executable *e = sup_calloc(1, sizeof *e);
     e->exe = exe_take;
+    atomic_init(&e->refs, 1u);
+    atomic_init(&e->released, false);
     return e;
 }
 
-static void executable_maybe_free(rly_executable *e) {
-    if (!e->released || e->n_sessions > 0) return;
+static void executable_unref(rly_executable *e) {
+    if (atomic_fetch_sub(&e->refs, 1u) != 1u) return;
     vm_exec_free(e->exe);
     free(e);
 }
@@ -69,8 +72,8 @@ RLY_API rly_status rly_executable_load(const char *path, rly_executable **out) {
 
 RLY_API void rly_executable_free(rly_executable *exe) {
     if (exe == NULL) return;
-    exe->released = true;
-    executable_maybe_free(exe);
+    if (atomic_exchange(&exe->released, true)) return; /* freed twice: the second is a no-op */
+    executable_unref(exe);
 }
 
 /* ---- sessions -------------------------------------------------------------------------------- */
@@ -82,14 +85,15 @@ typedef struct Bound {
 } Bound;
 
 struct rly_session {
-    rly_executable *owner; /* kept alive by n_sessions */
+    rly_executable *owner; /* holds a reference (refs) */
     const VmExec *exe;
     Vm *vm;
     Bound *in;     /* exe->n_inputs */
     Value *result; /* the last successful run's result (owned), or NULL */
     Value **out;   /* exe->n_outputs (owned references), valid when result != NULL */
     Value **args;  /* exe->n_inputs: scratch for vm_invoke, so a run does not allocate it */
-    int threads;   /* kernel threads asked for (the VM runs kernels on one thread for now) */
+    int threads;   /* kernel threads: the pool's size */
+    SupPool *pool; /* NULL for one thread (or when no thread could be started) */
 };
 
 RLY_API rly_status rly_session_new(const rly_executable *exe, const rly_session_options *opts,
@@ -112,10 +116,13 @@ RLY_API rly_status rly_session_new(const rly_executable *exe, const rly_session_
     vm_set_limits(vm, &lim);
     rly_session *s = sup_calloc(1, sizeof *s);
     s->owner = (rly_executable *)exe; /* the count is the handle's only mutable part */
-    s->owner->n_sessions++;
+    atomic_fetch_add(&s->owner->refs, 1u);
     s->exe = exe->exe;
     s->vm = vm;
-    s->threads = o.threads ? o.threads : 1;
+    s->threads = o.threads ? o.threads : sup_default_threads();
+    if (s->threads > 1) s->pool = sup_pool_new(s->threads);
+    if (s->pool == NULL) s->threads = 1;
+    vm_set_pool(vm, s->pool);
     s->in = sup_calloc(s->exe->n_inputs + 1, sizeof *s->in);
     s->out = sup_calloc(s->exe->n_outputs + 1, sizeof *s->out);
     s->args = sup_calloc(s->exe->n_inputs + 1, sizeof *s->args);
@@ -151,8 +158,8 @@ RLY_API void rly_session_free(rly_session *s) {
     free(s->out);
     free(s->args);
     vm_free(s->vm);
-    s->owner->n_sessions--;
-    executable_maybe_free(s->owner);
+    sup_pool_free(s->pool);
+    executable_unref(s->owner);
     free(s);
 }
 
@@ -317,6 +324,7 @@ RLY_API rly_status rly_session_set_input(rly_session *s, const char *name, const
         RtTensor *w = rt_tensor_borrow(dt, (uint32_t)t->ndim, t->shape, (void *)first, nbytes);
         w->hdr.rc = 1; /* mortal: the session holds the one reference; the bytes stay borrowed
                           (the storage is not owned), so releasing never frees them */
+        w->st->rc = 1;
         b = (Bound){.v = &w->hdr, .lo = first, .hi = first + nbytes};
     } else {
         char err[256];

@@ -5,6 +5,8 @@
 #ifndef RLY_RUNTIME_SESSION_H
 #define RLY_RUNTIME_SESSION_H
 
+#include <stdatomic.h>
+
 #include "rly/rly_runtime.h"
 #include "runtime/value.h"
 #include "runtime/vm.h"
@@ -21,9 +23,11 @@ char *rt_error_buf(size_t *cap);
 /* ---- executables ------------------------------------------------------------------------- */
 
 struct rly_executable {
-    VmExec *exe;         /* owned */
-    uint32_t n_sessions; /* live sessions made from it */
-    bool released;       /* rly_executable_free was called: free with the last session */
+    VmExec *exe; /* owned */
+    /* References: the handle's own (until rly_executable_free) plus one per live session; the
+     * last one frees it. Atomic: sessions of one executable may live on several threads. */
+    _Atomic uint32_t refs;
+    _Atomic bool released; /* rly_executable_free was called */
 };
 
 /* Wrap a validated, bound executable (taking it) into a handle; never NULL. */

@@ -59,7 +59,8 @@ void rt_heap_free(RtHeap *h) {
 }
 
 static void storage_release(RtStorage *st) {
-    while (st != NULL && --st->rc == 0) { /* iterative along base */
+    /* iterative along base; an immortal storage (a constant's) is never counted */
+    while (st != NULL && st->rc != RT_IMMORTAL && --st->rc == 0) {
         if (st->owned) {
             rt_mem_credit(st->nbytes);
             free(st->data);
@@ -148,6 +149,7 @@ static RtTensor *tensor_header(rly_dtype dt, uint32_t ndim, const int64_t *shape
     RtTensor *t = sup_malloc(sizeof(RtTensor) + sizeof(int64_t) * (ndim ? ndim : 1));
     t->hdr.rc = 1;
     t->hdr.kind = VAL_TENSOR;
+    t->hdr.flags = 0;
     memset(&t->t, 0, sizeof t->t);
     t->t.device.device_type = kDLCPU;
     t->t.ndim = (int32_t)ndim;
@@ -207,7 +209,7 @@ RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char 
 RtTensor *rt_tensor_borrow(rly_dtype dt, uint32_t ndim, const int64_t *shape, void *data,
                            size_t nbytes) {
     RtStorage *st = sup_malloc(sizeof *st);
-    st->rc = 1;
+    st->rc = RT_IMMORTAL; /* views of an immortal tensor leave its count alone */
     st->base = NULL;
     st->owned = false;
     st->nbytes = nbytes;
@@ -228,7 +230,7 @@ RtTensor *rt_tensor_in(RtStorage *base, size_t offset, rly_dtype dt, uint32_t nd
                       .nbytes = nbytes,
                       .data = (char *)base->data + offset,
                       .base = base};
-    base->rc++;
+    rt_storage_retain(base);
     RtTensor *t = tensor_header(dt, ndim, shape);
     t->st = st;
     t->t.data = st->data;
@@ -238,6 +240,8 @@ RtTensor *rt_tensor_in(RtStorage *base, size_t offset, rly_dtype dt, uint32_t nd
 void rt_value_free_immortal(Value *v) {
     if (v == NULL || v->rc != RT_IMMORTAL) return;
     v->rc = 1;
+    if (v->kind == VAL_TENSOR && RT_TENSOR(v)->st != NULL && RT_TENSOR(v)->st->rc == RT_IMMORTAL)
+        RT_TENSOR(v)->st->rc = 1;
     rt_release(v);
 }
 

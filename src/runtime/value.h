@@ -34,9 +34,14 @@ typedef enum ValueKind {
 #define RT_IMMORTAL UINT32_MAX
 
 typedef struct Value {
-    uint32_t rc;  /* references; RT_IMMORTAL: never freed */
-    uint8_t kind; /* ValueKind */
+    uint32_t rc;   /* references; RT_IMMORTAL: never freed */
+    uint8_t kind;  /* ValueKind */
+    uint8_t flags; /* RT_VF_* */
 } Value;
+
+/* A tensor whose bytes never change while its executable lives: an executable's constant, or a
+ * view of one. Kernels may cache what they derive from it (KCall.in_const, k_prepared). */
+#define RT_VF_CONST 1u
 
 /* ---- limits of a run ---------------------------------------------------------------------
  * Every executor (the interpreter now, the VM later) honours the same three limits and ends the
@@ -146,6 +151,11 @@ uint64_t rt_tensor_new_count(void);
  * must match dtype and shape, offset keep the 64-byte alignment): a planned buffer. Count 1. */
 RtTensor *rt_tensor_in(RtStorage *base, size_t offset, rly_dtype dt, uint32_t ndim,
                        const int64_t *shape, size_t nbytes);
+/* Another reference to st (an immortal storage, a constant's, is not counted: sessions on several
+ * threads share it). */
+static inline void rt_storage_retain(RtStorage *st) {
+    if (st->rc != RT_IMMORTAL) st->rc++;
+}
 /* A storage of nbytes zeroed, 64-byte aligned bytes (count 1, charged to the current
  * account); NULL when memory is short. Released by rt_storage_release. */
 RtStorage *rt_storage_new(size_t nbytes);

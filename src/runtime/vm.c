@@ -180,6 +180,8 @@ struct Vm {
     Vec(const DLTensor *) k_in;
     Vec(uint32_t) k_start, k_len;
     Vec(uint8_t) k_tuple;
+    Vec(uint8_t) k_const; /* KCall.in_const */
+    SupPool *pool;        /* the kernels' threads (vm_set_pool); NULL: this thread */
     DLTensor **k_out;
     RtTensor **k_outv;
     RtTensor **k_pre; /* a call's planned outputs (max_out) */
@@ -324,6 +326,7 @@ static bool flatten(Vm *vm, const Value *v, char *why, size_t cap, uint32_t a) {
     vec_push(&vm->k_start, (uint32_t)vm->k_in.len);
     if (v != NULL && v->kind == VAL_TENSOR) {
         vec_push(&vm->k_in, &RT_TENSOR(v)->t);
+        vec_push(&vm->k_const, (uint8_t)(v->flags & RT_VF_CONST));
         vec_push(&vm->k_len, 1u);
         vec_push(&vm->k_tuple, (uint8_t)0);
         return true;
@@ -336,6 +339,7 @@ static bool flatten(Vm *vm, const Value *v, char *why, size_t cap, uint32_t a) {
                 return false;
             }
             vec_push(&vm->k_in, &RT_TENSOR(tu->f[j])->t);
+            vec_push(&vm->k_const, (uint8_t)(tu->f[j]->flags & RT_VF_CONST));
         }
         vec_push(&vm->k_len, tu->n);
         vec_push(&vm->k_tuple, (uint8_t)1);
@@ -368,7 +372,7 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
     const char *op = sup_op_name(n->op_id);
     if (op == NULL) op = "operator";
     char why[1024];
-    vm->k_in.len = vm->k_start.len = vm->k_len.len = vm->k_tuple.len = 0;
+    vm->k_in.len = vm->k_start.len = vm->k_len.len = vm->k_tuple.len = vm->k_const.len = 0;
     for (uint32_t a = 0; a < n->n_args; a++)
         if (!flatten(vm, vals[n->args[a]], why, sizeof why, a)) {
             fail_loc(vm, loc, "%s: %s", op, why);
@@ -376,6 +380,7 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
         }
     uint32_t n_in = (uint32_t)vm->k_in.len;
     vec_push(&vm->k_in, &pad_tensor);
+    vec_push(&vm->k_const, (uint8_t)0);
     for (uint32_t i = 0; i < ARG_PAD; i++) {
         vec_push(&vm->k_start, n_in);
         vec_push(&vm->k_len, 1u);
@@ -413,6 +418,9 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
         .err_cap = sizeof why,
         .ws = vm->ws,
         .ws_cap = vm->ws_cap,
+        .pool = vm->pool,
+        .in_const = vm->k_const.data,
+        .prep = vm->exe->prep,
     };
     int rc = n->fn(&kc);
     k_call_release(&kc);
@@ -1098,6 +1106,7 @@ dispatch:
         RtTensor *r = sup_malloc(sizeof(RtTensor) + sizeof(int64_t) * (nd ? nd : 1));
         r->hdr.rc = 1;
         r->hdr.kind = VAL_TENSOR;
+        r->hdr.flags = t->hdr.flags & RT_VF_CONST;
         r->t = t->t;
         r->t.ndim = (int32_t)nd;
         for (uint32_t d = 0; d < nd; d++)
@@ -1105,7 +1114,7 @@ dispatch:
         r->t.shape = r->shape;
         r->t.strides = NULL;
         r->st = t->st;
-        r->st->rc++;
+        rt_storage_retain(r->st);
         set_v(R, in->dst, &r->hdr);
         pc++;
         NEXT();
@@ -1243,6 +1252,7 @@ void vm_free(Vm *vm) {
     vec_free(&vm->k_start);
     vec_free(&vm->k_len);
     vec_free(&vm->k_tuple);
+    vec_free(&vm->k_const);
     free(vm->k_out);
     free(vm->ws);
     free(vm->k_outv);
@@ -1251,6 +1261,7 @@ void vm_free(Vm *vm) {
 }
 
 void vm_set_limits(Vm *vm, const RtLimits *limits) { vm->limits = *limits; }
+void vm_set_pool(Vm *vm, SupPool *pool) { vm->pool = pool; }
 
 RtMemAccount *vm_account(Vm *vm) {
     vm->mem.limit = vm->limits.max_memory;

@@ -280,8 +280,11 @@ typedef struct VmExec {
     const char *const *out_names;
     const VmTypeDesc *out_types;
     bool out_tuple; /* the result is a tuple whose fields are the outputs */
-    Arena arena;    /* everything above lives here (or in the mapping of a loaded file) */
-    void *mapping;  /* a loaded file's mmap, NULL for a compiled executable */
+    /* What kernels derive once from constants (packed weights; KCall.prep), made by
+     * vm_exec_bind, shared by every session, freed with the executable. */
+    KPrepCache *prep;
+    Arena arena;   /* everything above lives here (or in the mapping of a loaded file) */
+    void *mapping; /* a loaded file's mmap, NULL for a compiled executable */
     size_t mapping_len;
 } VmExec;
 
@@ -327,6 +330,8 @@ typedef struct Vm Vm;
 Vm *vm_new(const VmExec *exe);
 void vm_free(Vm *vm);
 void vm_set_limits(Vm *vm, const RtLimits *limits);
+/* The threads kernels may use (owned by the caller, alive while vm runs); NULL: this thread. */
+void vm_set_pool(Vm *vm, SupPool *pool);
 RtMemAccount *vm_account(Vm *vm);
 /* Call function `func` with boxed arguments (borrowed; converted to its parameter kinds).
  * Returns an owned, boxed value, or NULL with a message ("file:line:col: error: ..." when the

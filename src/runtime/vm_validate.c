@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
+#include "kernels/fast/fast.h"
 #include "runtime/vm_impl.h"
 
 /* ---- scalar kinds ---------------------------------------------------------------------------- */
@@ -495,11 +496,14 @@ static VmCpu cpu_features(void) {
 static KernelFn kernel_for(const VmNode *n, const VmCpu *cpu) {
     for (const KernelCand *k = kernel_cands; k->fn != NULL; k++)
         if (k->op == n->op_id && (k->fits == NULL || k->fits(n, cpu))) return k->fn;
-    return kern_ref_lookup(n->op_id);
+    /* a fast kernel (issue 16) hands the calls it does not cover to the reference kernel */
+    KernelFn fast = kern_fast_lookup(n->op_id);
+    return fast != NULL ? fast : kern_ref_lookup(n->op_id);
 }
 
 bool vm_exec_bind(VmExec *exe, char *err, size_t cap) {
     VmCpu cpu = cpu_features();
+    if (exe->prep == NULL) exe->prep = k_prep_cache_new();
     for (uint32_t p = 0; p < exe->n_packed; p++) {
         const VmPacked *pk = &exe->packed[p];
         for (uint32_t k = 0; k < pk->n_nodes; k++) {
@@ -535,6 +539,7 @@ void vm_exec_free(VmExec *exe) {
         rt_value_free_immortal(v);
     }
     ptrmap_free(&seen);
+    k_prep_cache_free(exe->prep);
     arena_free(&exe->arena);
     if (exe->mapping != NULL) munmap(exe->mapping, exe->mapping_len);
     free(exe);

@@ -353,4 +353,37 @@ const char *sup_einsum_parse(const char *eq, SupEinsum *e, char *why, size_t cap
 /* The letter of label l, for messages. */
 static inline char sup_einsum_char(int l) { return (char)(l < 26 ? 'a' + l : 'A' + (l - 26)); }
 
+/* ---- CPU features (cpu.c) ---------------------------------------------------------------------
+ * The instruction-set level fast kernels (src/kernels/fast) use, chosen once at run time by
+ * CPUID: nothing is built with -march=native; each level's code carries its own target
+ * attribute. SUP_ISA_AVX2 needs AVX2 and FMA; SUP_ISA_AVX512 needs AVX-512 F, VL, BW and DQ. The
+ * environment variable RLY_ISA=scalar|avx2|avx512 lowers the level (a level above what the CPU has
+ * is capped at it), so every level is tested on one machine. */
+typedef enum SupIsa { SUP_ISA_SCALAR, SUP_ISA_AVX2, SUP_ISA_AVX512 } SupIsa;
+SupIsa sup_isa(void);          /* the level in force (detected once, thread-safe) */
+SupIsa sup_isa_detected(void); /* what the CPU supports, RLY_ISA ignored */
+/* Force the level for this process (tests): capped at sup_isa_detected(); returns the level set. */
+SupIsa sup_isa_force(SupIsa isa);
+const char *sup_isa_name(SupIsa isa); /* "scalar", "avx2", "avx512" */
+
+/* ---- thread pool (pool.c) ---------------------------------------------------------------------
+ * Our own fork/join pool over pthreads for batch-1 kernels: persistent workers that spin briefly
+ * and then sleep, the calling thread taking part. A pool of n threads runs n - 1 workers; a pool
+ * of 1 (or a NULL pool) runs every task on the caller. One sup_pool_run at a time per pool (a
+ * pool belongs to one session; a task must not call sup_pool_run on its own pool). */
+typedef struct SupPool SupPool;
+/* Task `task` of a run, on thread `worker` (0 = the caller, 1 .. n-1 the workers). */
+typedef void (*SupTaskFn)(void *ctx, int64_t task, int worker);
+/* A pool of n_threads threads (n_threads >= 1; 1 starts none). NULL when a thread cannot be
+ * started (then run on the caller). */
+SupPool *sup_pool_new(int n_threads);
+void sup_pool_free(SupPool *p);         /* joins the workers; NULL is a no-op */
+int sup_pool_threads(const SupPool *p); /* 1 for NULL */
+/* Run fn(ctx, t, w) for every t in [0, n_tasks), spread over the pool's threads, and return when
+ * all are done. Tasks are handed out dynamically in increasing order. */
+void sup_pool_run(SupPool *p, int64_t n_tasks, SupTaskFn fn, void *ctx);
+/* The default thread count: RLY_NUM_THREADS when set to a positive integer, else the cores this
+ * process may run on (sched_getaffinity), at least 1. */
+int sup_default_threads(void);
+
 #endif /* RLY_SUPPORT_H */

@@ -1,0 +1,6 @@
+/* elem.c - fast kernels (fast.h). PLACEHOLDER: no rows yet. */
+#include "fast.h"
+
+const KernelDef kern_fast_elem[] = {
+    {0, NULL},
+};

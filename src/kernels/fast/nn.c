@@ -1,0 +1,6 @@
+/* nn.c - fast kernels (fast.h). PLACEHOLDER: no rows yet. */
+#include "fast.h"
+
+const KernelDef kern_fast_nn[] = {
+    {0, NULL},
+};
