@@ -130,6 +130,8 @@ typedef enum rly_engine {
     RLY_ENGINE_DEFAULT = 0, /* the VM */
     RLY_ENGINE_VM,          /* compile in memory (src/backend), run on the VM */
     RLY_ENGINE_INTERP,      /* the reference interpreter over the IR */
+    RLY_ENGINE_RLYX,        /* rly_onnx_test_case only: compile, save as an .rlyx file, load
+                               it back and run it on the VM (the executable round trip) */
 } rly_engine;
 
 typedef enum rly_fill {
@@ -157,6 +159,8 @@ typedef struct rly_run_options {
     double timeout;      /* seconds of wall-clock time (0: none); checked between operations */
     int opt_level;       /* run the default pipeline of this level (0: none) before running */
     rly_engine engine;   /* RLY_ENGINE_DEFAULT (0), _VM or _INTERP */
+    int threads;         /* VM kernel threads (0: the default, as rly_session_options.threads);
+                            the interpreter uses one */
 } rly_run_options;
 
 /* Run the module; on success *text (when output_npz is NULL) is the rendered result, to be freed

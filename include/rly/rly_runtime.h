@@ -108,6 +108,9 @@ RLY_API rly_status rly_session_new(const rly_executable *exe, const rly_session_
                                    rly_session **out);
 /* Free the session (its outputs with it). NULL is a no-op. */
 RLY_API void rly_session_free(rly_session *s);
+/* The threads s runs its kernels on: its pool's size, 1 for the calling thread alone; -1 for a
+ * NULL session. */
+RLY_API int rly_session_threads(const rly_session *s);
 
 /* The entry function's inputs (its parameters, in order) and outputs (the fields of a tuple
  * result, or the one result). -1 for a NULL session. */

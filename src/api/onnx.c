@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "runtime/session.h"
@@ -730,6 +731,29 @@ static uint32_t data_hints(const OxModel *m, const char *dir, ImpShape *out, uin
     return n;
 }
 
+/* Save *exe to a temporary .rlyx file and replace it with the executable loaded from it. */
+static bool round_trip(rly_executable **exe, StrBuf *why) {
+    const char *tmp = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rly_case_XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        sb_printf(why, "save: cannot make a temporary file in %s", tmp && tmp[0] ? tmp : "/tmp");
+        return false;
+    }
+    close(fd);
+    rly_executable *back = NULL;
+    bool ok = rly_executable_save(*exe, path) == RLY_STATUS_OK;
+    if (!ok) sb_puts(why, "save: ");
+    if (ok && !(ok = rly_executable_load(path, &back) == RLY_STATUS_OK)) sb_puts(why, "load: ");
+    if (!ok) brief(rly_last_error(), why);
+    unlink(path);
+    if (!ok) return false;
+    rly_executable_free(*exe);
+    *exe = back;
+    return true;
+}
+
 rly_status rly_onnx_test_case(const char *dir, int opt_level, rly_engine engine, int *passed,
                               char **report) {
     if (dir == NULL || passed == NULL || report == NULL)
@@ -737,7 +761,7 @@ rly_status rly_onnx_test_case(const char *dir, int opt_level, rly_engine engine,
     *passed = 0;
     *report = NULL;
     if (engine == RLY_ENGINE_DEFAULT) engine = API_DEFAULT_ENGINE;
-    if (engine != RLY_ENGINE_VM && engine != RLY_ENGINE_INTERP)
+    if (engine != RLY_ENGINE_VM && engine != RLY_ENGINE_INTERP && engine != RLY_ENGINE_RLYX)
         return api_fail(RLY_STATUS_INVALID, "rly_onnx_test_case: engine %d is none of rly_engine",
                         (int)engine);
     StrBuf why = {0};
@@ -764,11 +788,13 @@ rly_status rly_onnx_test_case(const char *dir, int opt_level, rly_engine engine,
                        RLY_STATUS_OK) {
             sb_printf(&why, "optimize (-O%d): ", opt_level);
             brief(rly_last_error(), &why);
-        } else if (engine == RLY_ENGINE_VM) {
+        } else if (engine == RLY_ENGINE_VM || engine == RLY_ENGINE_RLYX) {
             rly_executable *exe = NULL;
             if (rly_module_compile(mod, 0, NULL, &exe) != RLY_STATUS_OK) {
                 sb_puts(&why, "compile: ");
                 brief(rly_last_error(), &why);
+            } else if (engine == RLY_ENGINE_RLYX && !round_trip(&exe, &why)) {
+                /* why says what failed */
             } else {
                 st = run_sets_checked(ctx, mod, exe, dir, &why, passed);
             }

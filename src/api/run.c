@@ -635,8 +635,10 @@ static rly_status check_engine(rly_engine e, rly_engine *out) {
 /* Make a session with opts' limits over exe (a handle taken over by the session's owner: it is
  * released here, so the session keeps it alive alone). */
 static rly_status session_for(rly_executable *exe, const rly_run_options *opts, rly_session **s) {
-    rly_session_options so = {
-        .max_memory = opts->max_memory, .max_depth = opts->max_depth, .timeout = opts->timeout};
+    rly_session_options so = {.threads = opts->threads,
+                              .max_memory = opts->max_memory,
+                              .max_depth = opts->max_depth,
+                              .timeout = opts->timeout};
     rly_status st = rly_session_new(exe, &so, s);
     rly_executable_free(exe);
     return st;
@@ -769,8 +771,10 @@ RLY_API rly_status rly_executable_run(const rly_executable *exe, const rly_run_o
     if (opts->opt_level != 0)
         return api_fail(RLY_STATUS_INVALID,
                         "an executable is optimized when compiled (rly compile -O N)");
-    rly_session_options so = {
-        .max_memory = opts->max_memory, .max_depth = opts->max_depth, .timeout = opts->timeout};
+    rly_session_options so = {.threads = opts->threads,
+                              .max_memory = opts->max_memory,
+                              .max_depth = opts->max_depth,
+                              .timeout = opts->timeout};
     rly_session *s = NULL;
     if ((st = rly_session_new(exe, &so, &s)) != RLY_STATUS_OK) return st;
     RLY_TRY;

@@ -500,7 +500,7 @@ static Value *call_op(Interp *it, Call *c, const OpDef *op, Value **args, uint32
         .err = it->err,
         .err_cap = sizeof it->err,
     };
-    int rc = ci->fn(&kc);
+    int rc = k_call_result(&kc, ci->fn(&kc));
     k_call_release(&kc); /* no workspace lent: the kernel's scratch came from malloc */
     if (rc != 0) {
         fail(it, c->base.span, "%s: %s", op->name, it->err[0] ? it->err : "the kernel failed");

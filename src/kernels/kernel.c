@@ -30,7 +30,17 @@ const char *k_shape_str(const DLTensor *t, char *buf, size_t cap) {
 }
 
 DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
-    RLY_ASSERT(i < kc->n_out);
+    /* The caller's result structure comes from a file in the VM: a kernel may ask for a result
+     * the call does not have. */
+    if (i >= kc->n_out || (i > 0 && !kc->out_tuple)) {
+        k_error(kc, "the kernel makes result %u but the call has %s", i,
+                kc->out_tuple ? "fewer results" : "a single result");
+        return NULL;
+    }
+    if ((unsigned)dt >= RLY_DTYPE_COUNT) {
+        k_error(kc, "result dtype %d is not a dtype", (int)dt);
+        return NULL;
+    }
     if (ndim > K_MAX_DIMS) {
         k_error(kc, "result rank %u exceeds the limit of %d", ndim, K_MAX_DIMS);
         return NULL;
@@ -152,6 +162,24 @@ static uint32_t attr_slot(const char *op, const char *name) {
     return (uint32_t)(h >> (64 - ATTR_CACHE_BITS));
 }
 
+void k_attr_bad(const KCall *kc, const char *name, const char *want) {
+    KCall *m = (KCall *)(uintptr_t)kc; /* every KCall is a mutable object (kernel.h) */
+    if (m->bad_attr != NULL) return;
+    m->bad_attr = name;
+    m->bad_attr_want = want;
+}
+
+int k_call_result(KCall *kc, int rc) {
+    if (kc->bad_attr == NULL) return rc;
+    k_error(kc, "attribute '%s': %s", kc->bad_attr, kc->bad_attr_want);
+    return -1;
+}
+
+/* What a missing attribute reads as: None, which every accessor turns into its neutral value. */
+static const KAttr missing_attr = {.name = "", .kind = KA_NONE};
+static const int64_t no_ints[1];
+static const double no_floats[1];
+
 const KAttr *k_attr(const KCall *kc, const char *name) {
     uint32_t slot = attr_slot(kc->op, name);
     uint32_t hint = atomic_load_explicit(&attr_cache[slot], memory_order_relaxed);
@@ -162,53 +190,93 @@ const KAttr *k_attr(const KCall *kc, const char *name) {
             atomic_store_explicit(&attr_cache[slot], i + 1, memory_order_relaxed);
             return &kc->attrs[i];
         }
-    fprintf(stderr, "rly: kernel of %s asked for attribute '%s', not in its schema\n", kc->op,
-            name);
-    abort();
+    k_attr_bad(kc, name, "missing");
+    return &missing_attr;
+}
+
+/* v as an int64 when it is an integer in range (no undefined conversion). */
+static bool float_int(double v, int64_t *out) {
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != trunc(v))
+        return false;
+    *out = (int64_t)v;
+    return true;
 }
 
 int64_t k_int(const KCall *kc, const char *name) {
     const KAttr *a = k_attr(kc, name);
-    if (a->kind == KA_FLOAT) return (int64_t)a->f;
-    if (a->kind == KA_INTS && a->n == 1) return a->ints[0];
-    return a->i;
+    int64_t v;
+    if (a->kind == KA_INT) return a->i;
+    if (a->kind == KA_FLOAT && float_int(a->f, &v)) return v;
+    if (a->kind == KA_INTS && a->n == 1 && a->ints != NULL) return a->ints[0];
+    if (a != &missing_attr) k_attr_bad(kc, name, "expected an integer");
+    return 0;
 }
 double k_float(const KCall *kc, const char *name) {
     const KAttr *a = k_attr(kc, name);
     if (a->kind == KA_INT) return (double)a->i;
-    return a->f;
+    if (a->kind == KA_FLOAT) return a->f;
+    if ((a->kind == KA_INTS || a->kind == KA_FLOATS) && a->n == 1 && a->floats != NULL)
+        return a->floats[0];
+    if (a->kind == KA_INTS && a->n == 1 && a->ints != NULL) return (double)a->ints[0];
+    if (a != &missing_attr) k_attr_bad(kc, name, "expected a number");
+    return 0;
 }
 bool k_bool(const KCall *kc, const char *name) { return k_int(kc, name) != 0; }
 const char *k_str(const KCall *kc, const char *name) {
     const KAttr *a = k_attr(kc, name);
-    return a->kind == KA_STR && a->s != NULL ? a->s : "";
+    if (a->kind == KA_STR && a->s != NULL) return a->s;
+    if (a->kind != KA_NONE) k_attr_bad(kc, name, "expected a string");
+    return "";
 }
 bool k_is_none(const KCall *kc, const char *name) { return k_attr(kc, name)->kind == KA_NONE; }
 uint32_t k_ints(const KCall *kc, const char *name, const int64_t **out) {
     const KAttr *a = k_attr(kc, name);
-    if (a->kind == KA_INTS || a->kind == KA_FLOATS) {
-        *out = a->ints;
+    *out = no_ints;
+    if ((a->kind == KA_INTS || a->kind == KA_FLOATS) && (a->ints != NULL || a->n == 0)) {
+        if (a->ints != NULL) *out = a->ints;
         return a->n;
     }
     if (a->kind == KA_INT) {
         *out = &a->i;
         return 1;
     }
-    *out = NULL;
+    if (a->kind != KA_NONE) k_attr_bad(kc, name, "expected a list of integers");
     return 0;
 }
 uint32_t k_floats(const KCall *kc, const char *name, const double **out) {
     const KAttr *a = k_attr(kc, name);
-    if (a->kind == KA_INTS || a->kind == KA_FLOATS) {
-        *out = a->floats;
+    *out = no_floats;
+    if ((a->kind == KA_INTS || a->kind == KA_FLOATS) && (a->floats != NULL || a->n == 0)) {
+        if (a->floats != NULL) *out = a->floats;
         return a->n;
     }
     if (a->kind == KA_INT || a->kind == KA_FLOAT) {
         *out = &a->f;
         return 1;
     }
-    *out = NULL;
+    if (a->kind != KA_NONE) k_attr_bad(kc, name, "expected a list of numbers");
     return 0;
+}
+
+bool k_dtype_attr(KCall *kc, const char *name, rly_dtype dflt, rly_dtype *out) {
+    const KAttr *a = k_attr(kc, name);
+    if (a == &missing_attr) {
+        *out = dflt;
+        k_error(kc, "attribute '%s' is missing", name);
+        return false;
+    }
+    int64_t v = k_int(kc, name);
+    if (v == -1) {
+        *out = dflt;
+        return true;
+    }
+    if (a->kind != KA_INT || v < 0 || v >= RLY_DTYPE_COUNT) {
+        *out = dflt;
+        k_error(kc, "attribute '%s' names no dtype (%lld)", name, (long long)v);
+        return false;
+    }
+    *out = (rly_dtype)v;
+    return true;
 }
 
 /* ---- dtypes -----------------------------------------------------------------------------------

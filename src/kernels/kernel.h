@@ -61,7 +61,12 @@ typedef struct KCall KCall;
 struct KCall {
     const char *op; /* operator name, for messages */
     const KAttr *attrs;
-    uint32_t n_attrs; /* every schema row, defaults filled in */
+    uint32_t n_attrs; /* every schema row, defaults filled in (from a file: any rows at all) */
+    /* The first attribute problem an accessor met (a name not in the rows, a row of a kind it
+     * cannot read): the attribute's name and what was expected; NULL when none. The accessor
+     * returns a neutral value; the caller turns the problem into the call's error with
+     * k_call_result, whatever the kernel returned. */
+    const char *bad_attr, *bad_attr_want;
 
     /* Arguments: argument a is in[arg_start[a] .. arg_start[a] + arg_len[a]); arg_tuple[a] says
      * whether it was a tuple (then arg_len[a] is its field count, possibly 0). */
@@ -181,16 +186,43 @@ static inline const DLTensor *k_field(const KCall *kc, uint32_t a, uint32_t j) {
     return kc->in[kc->arg_start[a] + j];
 }
 
-/* Attributes by name; the name must be in the operator's schema (a bug otherwise: aborts). */
+/* Attributes by name. The rows come from the caller: the schema's rows with the defaults filled
+ * in when the call was type-checked, but any rows at all from an executable file. So a name that
+ * is not there, or a row of a kind an accessor cannot read, is not a bug but a bad call: the
+ * accessor records it in the KCall (bad_attr, the first one only; hence the cast of the const
+ * KCall, which is always a mutable object) and returns a neutral value, which the kernel must
+ * survive like any other value; the caller then fails the call with k_call_result.
+ *   k_attr: the row (the first of that name); missing: a static KA_NONE row.
+ *   k_int: KA_INT, a KA_FLOAT holding an integer in int64 range, a list of one integer;
+ *     otherwise 0 (KA_NONE included: read optional ints with k_is_none first).
+ *   k_float: KA_INT, KA_FLOAT, a list of one number; otherwise 0.
+ *   k_bool: k_int != 0.
+ *   k_str: KA_STR; KA_NONE reads as ""; otherwise "".
+ *   k_is_none: any row (a missing one is recorded and reads as None).
+ *   k_ints: KA_INTS, KA_FLOATS with its integers, KA_INT (a list of one); KA_NONE is the empty
+ *     list; otherwise 0 items. The length is returned, *out never NULL.
+ *   k_floats: KA_FLOATS, KA_INTS with its floats, KA_INT or KA_FLOAT (a list of one); KA_NONE
+ *     is the empty list; otherwise 0 items.
+ * Values are what the caller gave: a kernel checks ranges, list lengths against ranks, layouts
+ * (k_layout_attr) and dtypes (k_dtype_attr) before it uses them. */
 const KAttr *k_attr(const KCall *kc, const char *name);
 int64_t k_int(const KCall *kc, const char *name);
-double k_float(const KCall *kc, const char *name); /* KA_INT or KA_FLOAT */
+double k_float(const KCall *kc, const char *name);
 bool k_bool(const KCall *kc, const char *name);
 const char *k_str(const KCall *kc, const char *name);
 bool k_is_none(const KCall *kc, const char *name);
-/* Integer list (a single int attribute counts as a list of one); returns the length. */
 uint32_t k_ints(const KCall *kc, const char *name, const int64_t **out);
 uint32_t k_floats(const KCall *kc, const char *name, const double **out);
+/* A dtype attribute (an AT_DTYPE row: the rly_dtype, or -1 for "", which gives `dflt`): false
+ * with an error set on kc when it names no dtype. */
+bool k_dtype_attr(KCall *kc, const char *name, rly_dtype dflt, rly_dtype *out);
+/* Record an attribute problem (the first one is kept), as the accessors do. */
+void k_attr_bad(const KCall *kc, const char *name, const char *want);
+/* The result of a call whose kernel returned rc: -1 with the message "attribute 'NAME': WANT"
+ * in kc->err when an accessor recorded a problem (it replaces the kernel's own message: a
+ * kernel that read a neutral value may have failed for that reason), else rc. Every caller of a
+ * kernel passes its return value through this. */
+int k_call_result(KCall *kc, int rc);
 
 /* ---- tensors ------------------------------------------------------------------------------- */
 

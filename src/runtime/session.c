@@ -147,6 +147,8 @@ static void release_outputs(rly_session *s) {
     rt_mem_swap(prev);
 }
 
+RLY_API int rly_session_threads(const rly_session *s) { return s ? s->threads : -1; }
+
 RLY_API void rly_session_free(rly_session *s) {
     if (s == NULL) return;
     release_outputs(s);

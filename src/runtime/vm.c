@@ -422,7 +422,7 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
         .in_const = vm->k_const.data,
         .prep = vm->exe->prep,
     };
-    int rc = n->fn(&kc);
+    int rc = k_call_result(&kc, n->fn(&kc));
     k_call_release(&kc);
     if (kc.scratch_need > vm->ws_cap) { /* grow for the next call; on failure keep falling back */
         uint8_t *ws = aligned_alloc(64, kc.scratch_need);

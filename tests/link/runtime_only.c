@@ -7,10 +7,12 @@
  *                                        output (by name) with REF.npz, written by
  *                                        `rly run --engine interp --output`; then run the
  *                                        session API's error paths and the strided, misaligned
- *                                        and aliased-input cases against the same reference.
+ *                                        and aliased-input cases against the same reference,
+ *                                        and sessions of the executable on 4 threads at once.
  * The .npy and (stored) .npz readers here are this test's own: the runtime's are internal.
  * Prints `N passed, N failed`. */
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -222,6 +224,72 @@ static void compare_outputs(rly_session *s, Arr *ref, int n_ref, const char *wha
     }
 }
 
+/* ---- sessions of one executable on several threads at once -------------------------------- */
+
+enum { CONC_THREADS = 4, CONC_RUNS = 40 };
+typedef struct Conc {
+    rly_executable *exe;
+    Arr *in, *ref;
+    int n_in, n_ref, threads; /* kernel threads of each session */
+    int fails;                /* runs whose outputs differ from the reference, or failed */
+    char why[256];
+} Conc;
+
+static void *conc_main(void *arg) {
+    Conc *c = arg;
+    rly_session *s = NULL;
+    rly_session_options so = {.threads = c->threads, .max_memory = 1u << 30};
+    if (rly_session_new(c->exe, &so, &s) != RLY_STATUS_OK) {
+        c->fails = CONC_RUNS;
+        snprintf(c->why, sizeof c->why, "session: %s", rly_last_error());
+        return NULL;
+    }
+    for (int i = 0; i < c->n_in; i++) {
+        DLTensor t = dl_of(&c->in[i]);
+        if (rly_session_set_input(s, c->in[i].name, &t) != RLY_STATUS_OK) c->fails++;
+    }
+    for (int r = 0; r < CONC_RUNS; r++) {
+        if (rly_session_run(s) != RLY_STATUS_OK) {
+            c->fails++;
+            snprintf(c->why, sizeof c->why, "run: %s", rly_last_error());
+            continue;
+        }
+        for (int k = 0; k < rly_session_num_outputs(s); k++) {
+            const char *nm = rly_session_output_name(s, k);
+            const DLTensor *got = NULL;
+            const Arr *want = NULL;
+            for (int j = 0; j < c->n_ref; j++)
+                if (nm && strcmp(c->ref[j].name, nm) == 0) want = &c->ref[j];
+            if (want == NULL || rly_session_get_output(s, k, &got) != RLY_STATUS_OK ||
+                !same(got, want, c->why, sizeof c->why))
+                c->fails++;
+        }
+    }
+    rly_session_free(s);
+    return NULL;
+}
+
+/* CONC_THREADS threads each make a session of exe (kernel threads 1 and 2 alternating) and run
+ * it CONC_RUNS times against the reference while the others do the same. */
+static void concurrent_sessions(rly_executable *exe, Arr *in, int n_in, Arr *ref, int n_ref) {
+    Conc c[CONC_THREADS];
+    pthread_t th[CONC_THREADS];
+    for (int t = 0; t < CONC_THREADS; t++) {
+        c[t] = (Conc){exe, in, ref, n_in, n_ref, 1 + t % 2, 0, ""};
+        if (pthread_create(&th[t], NULL, conc_main, &c[t]) != 0) {
+            check(false, "pthread_create", NULL);
+            return;
+        }
+    }
+    for (int t = 0; t < CONC_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        char label[128];
+        snprintf(label, sizeof label, "concurrent session %d: %d runs match the reference", t,
+                 CONC_RUNS);
+        check(c[t].fails == 0, label, c[t].fails ? c[t].why : NULL);
+    }
+}
+
 static bool expect_error(rly_status st, const char *what, const char *needle) {
     char label[256];
     snprintf(label, sizeof label, "%s is an error mentioning '%s'", what, needle);
@@ -372,6 +440,8 @@ static int cmd_check(int argc, char **argv) {
         compare_outputs(s, ref, n_ref, "copied inputs");
     else
         check(false, "run on copied inputs", rly_last_error());
+
+    concurrent_sessions(exe, in, n_in, ref, n_ref);
 
 done:
     rly_executable_free(exe); /* sessions keep it alive: freeing it first is allowed too */

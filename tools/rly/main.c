@@ -24,7 +24,7 @@ static int usage(FILE *f) {
         "  run FILE [--entry NAME] [--input NAME=path.npy ...] [--inputs in.npz]\n"
         "      [--output out.npz] [--fill random|zeros|ones] [--seed N] [--prelude]\n"
         "      [--max-memory BYTES] [--timeout SECONDS] [--max-depth N] [-O0..3]\n"
-        "      [--engine vm|interp]\n"
+        "      [--engine vm|interp] [--threads N]\n"
         "                          type-check FILE and run its @main (or NAME) on the VM\n"
         "                          (compiled in memory; the default) or in the reference\n"
         "                          interpreter (--engine interp); print the result, or\n"
@@ -72,12 +72,13 @@ static int usage(FILE *f) {
         "                          and the OUT.npz side file of weights\n"
         "  info MODEL.onnx         describe an ONNX model: IR version, opsets, inputs, outputs,\n"
         "                          operator histogram, unsupported operators\n"
-        "  test DIR... [--exclude FILE] [-O0..3] [--engine vm|interp]\n"
+        "  test DIR... [--exclude FILE] [-O0..3] [--engine vm|interp|rlyx]\n"
         "                          run ONNX test-case folders (model.onnx, test_data_set_*/);\n"
         "                          a line per failure, then 'N passed, N failed, N skipped'.\n"
         "                          FILE lists case names to skip, each with its reason;\n"
         "                          -O N optimizes each model first (default -O0); --engine as\n"
-        "                          for run\n"
+        "                          for run (rlyx: the VM through a saved and reloaded\n"
+        "                          executable)\n"
         "                          (run also takes MODEL.onnx, with --input-shapes)\n"
         "  ops [NAME]              list the operator table (or one operator): arguments, fusion\n"
         "                          pattern, doc, attributes with types and defaults\n"
@@ -203,8 +204,11 @@ static bool parse_engine(const char *cmd, const char *v, rly_engine *out) {
         *out = RLY_ENGINE_VM;
     else if (strcmp(v, "interp") == 0)
         *out = RLY_ENGINE_INTERP;
+    else if (strcmp(v, "rlyx") == 0 && strcmp(cmd, "test") == 0)
+        *out = RLY_ENGINE_RLYX;
     else {
-        fprintf(stderr, "rly %s: --engine takes vm or interp, not '%s'\n", cmd, v);
+        fprintf(stderr, "rly %s: --engine takes vm%s or interp, not '%s'\n", cmd,
+                strcmp(cmd, "test") == 0 ? ", rlyx" : "", v);
         return false;
     }
     return true;
@@ -345,6 +349,15 @@ static int cmd_run(int argc, char **argv) {
             if (!parse_engine("run", argv[++i], &o.engine)) return 2;
         } else if (strcmp(a, "--output") == 0 && has) {
             o.output_npz = argv[++i];
+        } else if (strcmp(a, "--threads") == 0 && has) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || end == argv[i] || v < 0 || v > 1024) {
+                fprintf(stderr, "rly run: --threads takes 0..1024 (0: the default), not '%s'\n",
+                        argv[i]);
+                return 2;
+            }
+            o.threads = (int)v;
         } else if ((strcmp(a, "--max-memory") == 0 || strcmp(a, "--max-depth") == 0) && has) {
             bool mem = a[6] == 'm';
             if (!parse_limit(argv[++i], mem, mem ? &o.max_memory : &o.max_depth)) {
@@ -599,9 +612,8 @@ static int cmd_bench(int argc, char **argv) {
             sum += times[k];
         double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
         size_t p90 = (size_t)((double)n * 0.9 + 0.999999);
-        printf("runs: %zu timed after %ld warmup; threads: %ld requested, 1 used (the VM runs "
-               "kernels on the calling thread for now)\n",
-               n, warmup, threads ? threads : 1);
+        printf("runs: %zu timed after %ld warmup; threads: %d\n", n, warmup,
+               rly_session_threads(sess));
         printf("per run: min %s, median %s, p90 %s, mean %s\n", fmt_time(times[0], b1, sizeof b1),
                fmt_time(median, b2, sizeof b2), fmt_time(times[p90 ? p90 - 1 : 0], b3, sizeof b3),
                fmt_time(sum / (double)n, b4, sizeof b4));
@@ -753,7 +765,7 @@ static int cmd_test(int argc, char **argv) {
             i++;
         } else if (strcmp(argv[i], "--engine") == 0) {
             if (i + 1 >= argc) {
-                fputs("rly test: --engine takes vm or interp\n", stderr);
+                fputs("rly test: --engine takes vm, interp or rlyx\n", stderr);
                 return 2;
             }
             if (!parse_engine("test", argv[++i], &engine)) return 2;
