@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "kernels/fast/fused.h"
 #include "runtime/vm_impl.h"
 
 /* ---- extended opcodes ------------------------------------------------------------------------ */
@@ -152,6 +153,7 @@ typedef struct FnInfo {
 typedef struct PackedInfo {
     uint32_t *rel_start;
     uint32_t *rel;
+    VmFuse *fuse; /* run as a fused program (vm_fuse.c), or NULL */
 } PackedInfo;
 
 /* What a return goes back to. */
@@ -452,6 +454,46 @@ free_outs:
     return NULL;
 }
 
+/* The calls of p from fuse->start on, as one fused program over vals (the values before start
+ * computed): the result (owned), NULL with an error, or NOT_FUSED when a tensor does not fit
+ * the program (another dtype, a broadcast it does not do), leaving everything as it was. slot:
+ * the planned buffers of the calls from start on (NULL: none). */
+static Value not_fused_tag;
+#define NOT_FUSED (&not_fused_tag)
+static Value *run_fused(Vm *vm, const VmPacked *p, const VmFuse *fu, Value **vals,
+                        const uint32_t *slot, const FnPlan *fp, const char *loc) {
+    const FxProgram *prog = fu->prog;
+    const DLTensor *ops[FX_MAX_OPERANDS];
+    for (uint32_t i = 0; i < prog->n_operands; i++) {
+        uint32_t id = fu->operand[i];
+        const Value *v = vals[id];
+        if (id >= p->n_inputs && p->nodes[id - p->n_inputs].kind == VM_NODE_CONST)
+            v = vm->exe->consts[p->nodes[id - p->n_inputs].index];
+        if (v == NULL || v->kind != VAL_TENSOR) return NOT_FUSED;
+        ops[i] = &RT_TENSOR(v)->t;
+    }
+    uint32_t nd;
+    int64_t shape[K_MAX_DIMS];
+    if (!fx_shape(prog, ops, &nd, shape)) return NOT_FUSED;
+    RtTensor *out = NULL;
+    if (slot != NULL && slot[fu->n_calls - 1] != VM_PLAN_NONE) {
+        RtTensor *b = fp->buf[slot[fu->n_calls - 1]];
+        if (k_dtype(&b->t) != RLY_DTYPE_F32 || (uint32_t)b->t.ndim != nd ||
+            memcmp(b->t.shape, shape, sizeof(int64_t) * nd) != 0)
+            return NOT_FUSED; /* the plan's buffer is for another shape: run as usual */
+        out = (RtTensor *)rt_retain(&b->hdr);
+    } else {
+        char why[256];
+        out = rt_tensor_new(RLY_DTYPE_F32, nd, shape, why, sizeof why);
+        if (out == NULL) {
+            fail_loc(vm, loc, "%s: %s", p->name ? p->name : "fused function", why);
+            return NULL;
+        }
+    }
+    fx_run(prog, ops, (float *)rt_tensor_data(out), nd, shape, vm->pool);
+    return &out->hdr;
+}
+
 /* Run packed function p on the argument registers; the result (owned) or NULL (error
  * written, at the node's location or else the instruction's). */
 static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *args,
@@ -470,6 +512,15 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
         uint32_t id = p->n_inputs + k;
         const char *loc = n->loc ? vm->exe->strs[n->loc] : iloc;
         Value *v = NULL;
+        if (pi->fuse != NULL && k == pi->fuse->start) {
+            /* the rest of the function as one fused program, when the tensors fit */
+            Value *res = run_fused(vm, p, pi->fuse, vals, slot, fp, loc);
+            if (res != NOT_FUSED) {
+                for (uint32_t j = p->n_inputs; j < id; j++)
+                    rt_release(vals[j]);
+                return res;
+            }
+        }
         switch (n->kind) {
         case VM_NODE_CALL: {
             RtTensor **pre = NULL;
@@ -1205,6 +1256,7 @@ Vm *vm_new(const VmExec *exe) {
     for (uint32_t p = 0; p < exe->n_packed; p++) {
         const VmPacked *pk = &exe->packed[p];
         plan_packed(pk, &vm->pi[p]);
+        vm->pi[p].fuse = vm_fuse_analyze(pk);
         if ((size_t)pk->n_inputs + pk->n_nodes > max_vals)
             max_vals = (size_t)pk->n_inputs + pk->n_nodes;
         for (uint32_t k = 0; k < pk->n_nodes; k++)
@@ -1241,6 +1293,7 @@ void vm_free(Vm *vm) {
     for (uint32_t p = 0; p < vm->exe->n_packed; p++) {
         free(vm->pi[p].rel_start);
         free(vm->pi[p].rel);
+        vm_fuse_free(vm->pi[p].fuse);
     }
     free(vm->fi);
     free(vm->pi);

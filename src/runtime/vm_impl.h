@@ -40,4 +40,22 @@ Value *vm_box(uint8_t rk, VmReg r, char *err, size_t cap);
  * tensor of rk's dtype. */
 bool vm_unbox(uint8_t rk, const Value *v, VmReg *out, char *err, size_t cap);
 
+/* ---- fused groups (vm_fuse.c) ------------------------------------------------------------ */
+
+/* A primitive function the VM runs as one fused elementwise program (kernels/fast/fused.h):
+ * its nodes are CONST nodes, an optional anchor (its first call, of any operator) and then
+ * elementwise float32 operators only, the last of which is the result. The anchor runs as a
+ * kernel; the calls from node `start` on run as `prog` in one pass, when the call's tensors fit
+ * (fx_shape), else one by one as usual. */
+typedef struct VmFuse {
+    uint32_t start;       /* the first node of the program */
+    uint32_t n_calls;     /* calls from start on (each has one planned slot) */
+    uint32_t operand[16]; /* prog's operands as value ids of the primitive function */
+    struct FxProgram *prog;
+} VmFuse;
+/* The fused program of p, or NULL when p is not such a group (or has one operator only).
+ * Free with vm_fuse_free. */
+VmFuse *vm_fuse_analyze(const VmPacked *p);
+void vm_fuse_free(VmFuse *f);
+
 #endif /* RLY_RUNTIME_VM_IMPL_H */

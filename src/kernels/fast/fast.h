@@ -19,6 +19,8 @@
 /* The fast kernel of operator id `op`, or NULL when there is none. Fast kernels are off (NULL
  * for every op) when the environment has RLY_KERNELS=ref. */
 KernelFn kern_fast_lookup(uint32_t op);
+/* Whether fast kernels and fused programs are on (RLY_KERNELS is not "ref"). */
+bool kern_fast_enabled(void);
 
 /* Per-file tables (src/kernels/fast/<file>.c), each terminated by a row with fn NULL. */
 extern const KernelDef kern_fast_gemm[], kern_fast_elem[], kern_fast_nn[];

@@ -1,0 +1,371 @@
+/* fused.c - fused elementwise programs (fused.h).
+ *
+ * The result is cut into chunks (tasks of the pool) and each chunk into blocks of FX_BLOCK
+ * elements; a block is computed step by step into small buffers that stay in L1, then stored. An
+ * operand of the result's shape is read in place; any other is gathered per block through its
+ * broadcast strides, with dims merged so that a per-channel or per-row operand costs one fill or
+ * copy per run of equal or contiguous elements. The step loops are plain C that the compiler
+ * vectorizes, compiled once per instruction-set level (FAST_AVX512, FAST_AVX2, baseline). */
+#include <math.h>
+#include <string.h>
+
+#include "fast.h"
+#include "fused.h"
+
+enum { FX_BLOCK = 256, FX_CHUNK = 16384 };
+
+bool fx_step_of(uint32_t op_id, const KAttr *attrs, uint32_t n_attrs, FxStep *st, uint32_t *arity) {
+    memset(st, 0, sizeof *st);
+    *arity = 1;
+    switch (op_id) {
+    case OP_ID_ADD: st->op = FX_ADD, *arity = 2; return true;
+    case OP_ID_SUBTRACT: st->op = FX_SUB, *arity = 2; return true;
+    case OP_ID_MULTIPLY: st->op = FX_MUL, *arity = 2; return true;
+    case OP_ID_DIVIDE: st->op = FX_DIV, *arity = 2; return true;
+    case OP_ID_MAXIMUM: st->op = FX_MAX, *arity = 2; return true;
+    case OP_ID_MINIMUM: st->op = FX_MIN, *arity = 2; return true;
+    case OP_ID_POWER: st->op = FX_POW, *arity = 2; return true;
+    case OP_ID_NN_RELU: st->op = FX_RELU; return true;
+    case OP_ID_SIGMOID: st->op = FX_SIGMOID; return true;
+    case OP_ID_TANH: st->op = FX_TANH; return true;
+    case OP_ID_EXP: st->op = FX_EXP; return true;
+    case OP_ID_ERF: st->op = FX_ERF; return true;
+    case OP_ID_SQRT: st->op = FX_SQRT; return true;
+    case OP_ID_RSQRT: st->op = FX_RSQRT; return true;
+    case OP_ID_NEGATIVE: st->op = FX_NEG; return true;
+    case OP_ID_ABS: st->op = FX_ABS; return true;
+    case OP_ID_COPY: st->op = FX_COPY; return true;
+    case OP_ID_NN_LEAKY_RELU:
+    case OP_ID_CLIP: {
+        /* the attributes by name, as the reference kernel reads them */
+        double v[2] = {0, 0};
+        const char *names[2] = {op_id == OP_ID_CLIP ? "a_min" : "alpha", "a_max"};
+        uint32_t want = op_id == OP_ID_CLIP ? 2 : 1, got = 0;
+        for (uint32_t k = 0; k < want; k++)
+            for (uint32_t i = 0; i < n_attrs; i++)
+                if (attrs[i].name != NULL && strcmp(attrs[i].name, names[k]) == 0 &&
+                    (attrs[i].kind == KA_FLOAT || attrs[i].kind == KA_INT)) {
+                    v[k] = attrs[i].kind == KA_INT ? (double)attrs[i].i : attrs[i].f;
+                    got++;
+                    break;
+                }
+        if (got != want || isnan(v[0]) || isnan(v[1])) return false;
+        st->op = op_id == OP_ID_CLIP ? FX_CLIP : FX_LEAKY;
+        st->p0 = (float)v[0]; /* the reference casts the bounds and alpha to the dtype */
+        st->p1 = (float)v[1];
+        return true;
+    }
+    default: return false;
+    }
+}
+
+/* ---- shapes ---------------------------------------------------------------------------------- */
+
+static bool bcast_into(uint32_t *nd, int64_t *sh, uint32_t nd2, const int64_t *sh2) {
+    if (nd2 > K_MAX_DIMS) return false;
+    int64_t out[K_MAX_DIMS];
+    uint32_t n = *nd > nd2 ? *nd : nd2;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t a = i < *nd ? sh[*nd - 1 - i] : 1, b = i < nd2 ? sh2[nd2 - 1 - i] : 1;
+        if (a != b && a != 1 && b != 1) return false;
+        out[n - 1 - i] = a == 1 ? b : a;
+    }
+    memcpy(sh, out, sizeof(int64_t) * n);
+    *nd = n;
+    return true;
+}
+
+bool fx_shape(const FxProgram *p, const DLTensor *const *ops, uint32_t *ndim, int64_t *shape) {
+    if (p->n_steps == 0 || p->n_operands > FX_MAX_OPERANDS) return false;
+    for (uint32_t i = 0; i < p->n_operands; i++) {
+        const DLTensor *t = ops[i];
+        if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1 ||
+            t->ndim < 0 || t->ndim > K_MAX_DIMS || t->strides != NULL)
+            return false;
+    }
+    /* each value's shape: operands as given, steps the broadcast of their arguments */
+    static _Thread_local int64_t vsh[FX_MAX_OPERANDS + FX_MAX_STEPS][K_MAX_DIMS];
+    uint32_t vnd[FX_MAX_OPERANDS + FX_MAX_STEPS];
+    for (uint32_t i = 0; i < p->n_operands; i++) {
+        vnd[i] = (uint32_t)ops[i]->ndim;
+        memcpy(vsh[i], ops[i]->shape, sizeof(int64_t) * vnd[i]);
+    }
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const FxStep *st = &p->step[s];
+        uint32_t v = p->n_operands + s;
+        if (st->a >= v || (st->op < FX_RELU && st->b >= v)) return false;
+        vnd[v] = vnd[st->a];
+        memcpy(vsh[v], vsh[st->a], sizeof(int64_t) * vnd[v]);
+        if (st->op < FX_RELU && !bcast_into(&vnd[v], vsh[v], vnd[st->b], vsh[st->b])) return false;
+    }
+    uint32_t r = p->n_operands + p->n_steps - 1;
+    *ndim = vnd[r];
+    memcpy(shape, vsh[r], sizeof(int64_t) * vnd[r]);
+    /* every step of the result's shape; every operand broadcastable to it */
+    for (uint32_t v = 0; v <= r; v++) {
+        if (v >= p->n_operands &&
+            (vnd[v] != *ndim || memcmp(vsh[v], shape, sizeof(int64_t) * *ndim) != 0))
+            return false;
+        uint32_t nd = *ndim;
+        int64_t tmp[K_MAX_DIMS];
+        memcpy(tmp, shape, sizeof(int64_t) * nd);
+        if (!bcast_into(&nd, tmp, vnd[v], vsh[v]) || nd != *ndim ||
+            memcmp(tmp, shape, sizeof(int64_t) * nd) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* ---- operands ------------------------------------------------------------------------------- */
+
+/* How a block reads an operand: in place (full), one value (scalar), or gathered over merged
+ * dims (size[d], stride[d]; the innermost a run of stride 1 or 0). */
+typedef struct Src {
+    const float *data;
+    int kind; /* 0 full, 1 scalar, 2 gather */
+    uint32_t nd;
+    int64_t size[K_MAX_DIMS], stride[K_MAX_DIMS];
+} Src;
+
+static void src_init(Src *s, const DLTensor *t, uint32_t ndim, const int64_t *shape) {
+    s->data = (const float *)k_ptr(t);
+    int64_t n = k_numel(t), total = k_shape_numel(ndim, shape);
+    if (n == total) { /* the result's shape (broadcast of size-1 dims aside: same elements) */
+        s->kind = 0;
+        return;
+    }
+    if (n == 1) {
+        s->kind = 1;
+        return;
+    }
+    s->kind = 2;
+    int64_t st[K_MAX_DIMS];
+    k_bcast_strides(t, ndim, shape, st);
+    s->nd = 0;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (shape[d] == 1) continue;
+        if (s->nd > 0 && ((st[d] == 0 && s->stride[s->nd - 1] == 0) ||
+                          (st[d] != 0 && s->stride[s->nd - 1] == st[d] * shape[d]))) {
+            s->size[s->nd - 1] *= shape[d];
+            s->stride[s->nd - 1] = st[d];
+            continue;
+        }
+        s->size[s->nd] = shape[d];
+        s->stride[s->nd] = st[d];
+        s->nd++;
+    }
+    if (s->nd == 0) { /* every dim 1: one element */
+        s->kind = 1;
+    }
+}
+
+/* Elements [i0, i0 + n) of the broadcast operand into buf. */
+static void src_gather(const Src *s, int64_t i0, int64_t n, float *buf) {
+    int64_t idx[K_MAX_DIMS], off = 0, rem = i0;
+    for (uint32_t d = s->nd; d-- > 0;) {
+        idx[d] = rem % s->size[d];
+        rem /= s->size[d];
+        off += idx[d] * s->stride[d];
+    }
+    uint32_t last = s->nd - 1;
+    int64_t done = 0;
+    while (done < n) {
+        int64_t run = s->size[last] - idx[last];
+        if (run > n - done) run = n - done;
+        if (s->stride[last] == 0) {
+            float v = s->data[off];
+            for (int64_t j = 0; j < run; j++)
+                buf[done + j] = v;
+        } else {
+            memcpy(buf + done, s->data + off, sizeof(float) * (size_t)run);
+            off += run;
+        }
+        done += run;
+        idx[last] += run;
+        if (idx[last] < s->size[last]) continue;
+        /* carry into the outer dims */
+        off -= s->stride[last] * s->size[last];
+        idx[last] = 0;
+        for (uint32_t d = last; d-- > 0;) {
+            off += s->stride[d];
+            if (++idx[d] < s->size[d]) break;
+            off -= s->stride[d] * s->size[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* ---- the step loops, per instruction-set level ---------------------------------------------- */
+
+static inline float f_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float f_relu(float x) { return x > 0.0f ? x : 0.0f; }
+static inline float f_max(float a, float b) { return isnan(a) || isnan(b) ? a + b : a > b ? a : b; }
+static inline float f_min(float a, float b) { return isnan(a) || isnan(b) ? a + b : a < b ? a : b; }
+static inline float f_clip(float x, float lo, float hi) {
+    if (isnan(x)) return x;
+    x = x > lo ? x : lo;
+    return x < hi ? x : hi;
+}
+static inline float f_leaky(float x, float a) { return x > 0.0f ? x : x * a; }
+
+#define STEP_BODY                                                                                  \
+    switch ((FxOp)st->op) {                                                                        \
+    case FX_ADD:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = a[i] + b[i];                                                                    \
+        break;                                                                                     \
+    case FX_SUB:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = a[i] - b[i];                                                                    \
+        break;                                                                                     \
+    case FX_MUL:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = a[i] * b[i];                                                                    \
+        break;                                                                                     \
+    case FX_DIV:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = a[i] / b[i];                                                                    \
+        break;                                                                                     \
+    case FX_MAX:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = f_max(a[i], b[i]);                                                              \
+        break;                                                                                     \
+    case FX_MIN:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = f_min(a[i], b[i]);                                                              \
+        break;                                                                                     \
+    case FX_POW:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = (float)pow(a[i], b[i]);                                                         \
+        break;                                                                                     \
+    case FX_RELU:                                                                                  \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = f_relu(a[i]);                                                                   \
+        break;                                                                                     \
+    case FX_LEAKY:                                                                                 \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = f_leaky(a[i], st->p0);                                                          \
+        break;                                                                                     \
+    case FX_CLIP:                                                                                  \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = f_clip(a[i], st->p0, st->p1);                                                   \
+        break;                                                                                     \
+    case FX_SIGMOID:                                                                               \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = f_sigmoid(a[i]);                                                                \
+        break;                                                                                     \
+    case FX_TANH:                                                                                  \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = tanhf(a[i]);                                                                    \
+        break;                                                                                     \
+    case FX_EXP:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = expf(a[i]);                                                                     \
+        break;                                                                                     \
+    case FX_ERF:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = erff(a[i]);                                                                     \
+        break;                                                                                     \
+    case FX_SQRT:                                                                                  \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = sqrtf(a[i]);                                                                    \
+        break;                                                                                     \
+    case FX_RSQRT:                                                                                 \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = (float)(1.0 / sqrt((double)a[i]));                                              \
+        break;                                                                                     \
+    case FX_NEG:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = -a[i];                                                                          \
+        break;                                                                                     \
+    case FX_ABS:                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = fabsf(a[i]);                                                                    \
+        break;                                                                                     \
+    case FX_COPY:                                                                                  \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = a[i];                                                                           \
+        break;                                                                                     \
+    default: break;                                                                                \
+    }
+
+typedef void (*StepFn)(const FxStep *st, const float *restrict a, const float *restrict b,
+                       float *restrict y, int64_t n);
+
+static void step_base(const FxStep *st, const float *restrict a, const float *restrict b,
+                      float *restrict y, int64_t n){STEP_BODY}
+#if defined(__x86_64__)
+FAST_AVX2 static void step_avx2(const FxStep *st, const float *restrict a, const float *restrict b,
+                                float *restrict y, int64_t n){STEP_BODY} FAST_AVX512
+    static void step_avx512(const FxStep *st, const float *restrict a, const float *restrict b,
+                            float *restrict y, int64_t n) {
+    STEP_BODY
+}
+#endif
+
+static StepFn step_fn(void) {
+#if defined(__x86_64__)
+    switch (sup_isa()) {
+    case SUP_ISA_AVX512: return step_avx512;
+    case SUP_ISA_AVX2: return step_avx2;
+    default: break;
+    }
+#endif
+    return step_base;
+}
+
+/* ---- running --------------------------------------------------------------------------------- */
+
+typedef struct Run {
+    const FxProgram *p;
+    Src src[FX_MAX_OPERANDS];
+    float *out;
+    int64_t total;
+    StepFn fn;
+} Run;
+
+static void run_chunk(void *ctx, int64_t task, int worker) {
+    (void)worker;
+    const Run *r = ctx;
+    const FxProgram *p = r->p;
+    _Alignas(64) float buf[FX_MAX_STEPS + FX_MAX_OPERANDS][FX_BLOCK];
+    int64_t lo = task * FX_CHUNK, hi = lo + FX_CHUNK < r->total ? lo + FX_CHUNK : r->total;
+    for (uint32_t i = 0; i < p->n_operands; i++)
+        if (r->src[i].kind == 1)
+            for (int j = 0; j < FX_BLOCK; j++)
+                buf[FX_MAX_STEPS + i][j] = r->src[i].data[0];
+    const float *val[FX_MAX_OPERANDS + FX_MAX_STEPS];
+    for (int64_t i0 = lo; i0 < hi; i0 += FX_BLOCK) {
+        int64_t n = hi - i0 < FX_BLOCK ? hi - i0 : FX_BLOCK;
+        for (uint32_t i = 0; i < p->n_operands; i++) {
+            const Src *s = &r->src[i];
+            if (s->kind == 0) {
+                val[i] = s->data + i0;
+            } else {
+                if (s->kind == 2) src_gather(s, i0, n, buf[FX_MAX_STEPS + i]);
+                val[i] = buf[FX_MAX_STEPS + i];
+            }
+        }
+        for (uint32_t k = 0; k < p->n_steps; k++) {
+            const FxStep *st = &p->step[k];
+            r->fn(st, val[st->a], st->op < FX_RELU ? val[st->b] : val[st->a], buf[k], n);
+            val[p->n_operands + k] = buf[k];
+        }
+        /* stored after every read of the block: out may be an operand (in place) */
+        memcpy(r->out + i0, buf[p->n_steps - 1], sizeof(float) * (size_t)n);
+    }
+}
+
+void fx_run(const FxProgram *p, const DLTensor *const *ops, float *out, uint32_t ndim,
+            const int64_t *shape, SupPool *pool) {
+    Run r = {.p = p, .out = out, .total = k_shape_numel(ndim, shape), .fn = step_fn()};
+    for (uint32_t i = 0; i < p->n_operands; i++)
+        src_init(&r.src[i], ops[i], ndim, shape);
+    int64_t chunks = (r.total + FX_CHUNK - 1) / FX_CHUNK;
+    if (chunks <= 1 || pool == NULL) {
+        for (int64_t c = 0; c < chunks; c++)
+            run_chunk(&r, c, 0);
+        return;
+    }
+    sup_pool_run(pool, chunks, run_chunk, &r);
+}
