@@ -5,11 +5,25 @@
  * interpreter, the VM, constant folding) decodes the call's attributes into KAttr rows, flattens
  * its tensor arguments (a tuple argument contributes its fields), and calls the kernel with a
  * KCall. The kernel
- *   - checks what the type relation could not know (a `?` dim that turns out inconsistent, an
- *     index out of range, an integer division by zero) and fails with k_error, which returns -1;
+ *   - checks its call: a kernel may not trust the type relation, because the VM runs calls read
+ *     from executable files, which can be anything the file says (docs/vm.md, "Kernels and
+ *     untrusted executables"). Attributes may be missing or of any kind, length or value (the
+ *     accessors below survive that); arguments may have any of the 13 dtypes, any rank and shape
+ *     within the shape limit, a tuple where a tensor is due, or be missing (the VM pads the
+ *     argument arrays with a 0-d tensor); the result structure (n_out, out_tuple) may not be the
+ *     operator's. So a kernel checks, preferably once at its top, the ranks and dtypes it
+ *     indexes by, list lengths against ranks, layouts, axes, and what the relation could not
+ *     know (a `?` dim that turns out inconsistent, an index out of range, an integer division by
+ *     zero), and fails with k_error, which returns -1;
  *   - computes each output's dtype and shape itself and obtains the output with k_out, which
- *     allocates it through the caller's hook, or checks a preallocated one against that shape;
+ *     allocates it through the caller's hook (which may refuse a large one), or checks a
+ *     preallocated one against that shape;
  *   - fills the outputs and returns 0.
+ * Whatever the call, a reference kernel never crashes, reads or writes out of bounds, or runs
+ * into undefined behaviour; its sizes are computed with checked arithmetic against the shape
+ * limit (sup_dim_mul, sup_dim_add) and its work is bounded by the sizes of its inputs and
+ * outputs, never by an attribute's value (a window of 2^40 taps over a 3-element input visits
+ * 3). tests/fuzz/fuzz_kernels.c checks all of this on generated calls.
  * Kernels read inputs at k_ptr(t) (data + byte_offset) as compact row-major tensors: callers
  * pass no strided views (strides == NULL).
  *
@@ -111,7 +125,23 @@ struct KCall {
     SupPool *pool;
     const uint8_t *in_const;
     struct KPrepCache *prep;
+
+    /* A fused tail (the VM's fused groups): NULL, or a program to apply to output 0. A kernel
+     * that supports it calls epi->begin(epi->ctx, out0) once, on the calling thread, after
+     * obtaining output 0; when that returns 0 it calls epi->apply(epi->ctx, flat0, n) on every
+     * range of output 0's elements (row-major flat indices) as soon as their values are final,
+     * each element once, from any thread (ranges are disjoint), and sets epi_done. A kernel
+     * that does not (or whose begin returned nonzero) leaves epi_done false: the caller then
+     * applies the tail itself. */
+    const struct KEpilogue *epi;
+    bool epi_done;
 };
+
+typedef struct KEpilogue {
+    int (*begin)(void *ctx, const DLTensor *out0);
+    void (*apply)(void *ctx, int64_t flat0, int64_t n);
+    void *ctx;
+} KEpilogue;
 
 typedef int (*KernelFn)(KCall *kc);
 

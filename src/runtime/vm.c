@@ -369,8 +369,8 @@ static const DLTensor pad_tensor = {.data = pad_data,
 
 /* Run one operator node on vals; the result (owned) or NULL with the error written. pre:
  * NULL, or a planned buffer (or NULL) for each output. */
-static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
-                       RtTensor *const *pre) {
+static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, RtTensor *const *pre,
+                       const KEpilogue *epi, bool *epi_done) {
     const char *op = sup_op_name(n->op_id);
     if (op == NULL) op = "operator";
     char why[1024];
@@ -423,13 +423,17 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc,
         .pool = vm->pool,
         .in_const = vm->k_const.data,
         .prep = vm->exe->prep,
+        .epi = epi,
     };
     int rc = k_call_result(&kc, n->fn(&kc));
+    if (epi_done != NULL) *epi_done = rc == 0 && kc.epi_done;
     k_call_release(&kc);
     if (kc.scratch_need > vm->ws_cap) { /* grow for the next call; on failure keep falling back */
         uint8_t *ws = aligned_alloc(64, kc.scratch_need);
-        if (ws != NULL) {
+        if (ws != NULL) { /* charged to the run's account like any value */
             free(vm->ws);
+            rt_mem_credit(vm->ws_cap);
+            rt_mem_charge(kc.scratch_need);
             vm->ws = ws;
             vm->ws_cap = kc.scratch_need;
         }
@@ -494,6 +498,79 @@ static Value *run_fused(Vm *vm, const VmPacked *p, const VmFuse *fu, Value **val
     return &out->hdr;
 }
 
+/* The tail of a fused group applied by its anchor's kernel as an epilogue (KCall.epi). */
+typedef struct VmEpi {
+    Vm *vm;
+    const VmPacked *p;
+    const VmFuse *fu;
+    Value **vals;
+    const uint32_t *res_slot; /* the result's planned slot, or NULL */
+    const FnPlan *fp;
+    const char *loc;
+    FxBound bound;
+    RtTensor *res;      /* the result, made by epi_begin */
+    const char *failed; /* an allocation failed in epi_begin (the run fails) */
+    char why[256];
+} VmEpi;
+
+static int epi_begin(void *ctx, const DLTensor *out0) {
+    VmEpi *e = ctx;
+    const FxProgram *prog = e->fu->prog;
+    const DLTensor *ops[FX_MAX_OPERANDS];
+    for (uint32_t i = 0; i < prog->n_operands; i++) {
+        uint32_t id = e->fu->operand[i];
+        if (id == e->p->n_inputs + e->fu->anchor) {
+            ops[i] = out0;
+            continue;
+        }
+        const Value *v = e->vals[id];
+        if (id >= e->p->n_inputs && e->p->nodes[id - e->p->n_inputs].kind == VM_NODE_CONST)
+            v = e->vm->exe->consts[e->p->nodes[id - e->p->n_inputs].index];
+        if (v == NULL || v->kind != VAL_TENSOR) return -1;
+        ops[i] = &RT_TENSOR(v)->t;
+    }
+    uint32_t nd;
+    int64_t shape[K_MAX_DIMS];
+    if (!fx_shape(prog, ops, &nd, shape)) return -1;
+    if (e->res_slot != NULL && *e->res_slot != VM_PLAN_NONE) {
+        RtTensor *b = e->fp->buf[*e->res_slot];
+        if (k_dtype(&b->t) != RLY_DTYPE_F32 || (uint32_t)b->t.ndim != nd ||
+            memcmp(b->t.shape, shape, sizeof(int64_t) * nd) != 0)
+            return -1;
+        e->res = (RtTensor *)rt_retain(&b->hdr);
+    } else {
+        e->res = rt_tensor_new(RLY_DTYPE_F32, nd, shape, e->why, sizeof e->why);
+        if (e->res == NULL) {
+            e->failed = e->why;
+            return -1;
+        }
+    }
+    fx_bind(&e->bound, prog, ops, (float *)rt_tensor_data(e->res), nd, shape);
+    return 0;
+}
+
+static void epi_apply(void *ctx, int64_t flat0, int64_t n) {
+    fx_range(&((VmEpi *)ctx)->bound, flat0, n);
+}
+
+/* A fused program computed sv, the value of node fu->end - 1, for the nodes from `from` (its
+ * start, or its anchor) on: set the values the skipped nodes leave (their constants, sv), run
+ * their release lists, and return the node the loop continues after. */
+static uint32_t fused_done(Vm *vm, const VmPacked *p, const PackedInfo *pi, uint32_t from,
+                           Value *sv, Value **vals) {
+    const VmFuse *fu = pi->fuse;
+    for (uint32_t k = from; k < fu->end; k++)
+        vals[p->n_inputs + k] =
+            p->nodes[k].kind == VM_NODE_CONST ? vm->exe->consts[p->nodes[k].index] : NULL;
+    vals[p->n_inputs + fu->end - 1] = sv;
+    for (uint32_t k = from; k < fu->end; k++)
+        for (uint32_t r = pi->rel_start[k]; r < pi->rel_start[k + 1]; r++) {
+            rt_release(vals[pi->rel[r]]);
+            vals[pi->rel[r]] = NULL;
+        }
+    return fu->end - 1;
+}
+
 /* Run packed function p on the argument registers; the result (owned) or NULL (error
  * written, at the node's location or else the instruction's). */
 static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *args,
@@ -512,13 +589,19 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
         uint32_t id = p->n_inputs + k;
         const char *loc = n->loc ? vm->exe->strs[n->loc] : iloc;
         Value *v = NULL;
-        if (pi->fuse != NULL && k == pi->fuse->start) {
-            /* the rest of the function as one fused program, when the tensors fit */
-            Value *res = run_fused(vm, p, pi->fuse, vals, slot, fp, loc);
-            if (res != NOT_FUSED) {
+        const VmFuse *fu = pi->fuse;
+        if (fu != NULL && k == fu->start) {
+            /* nodes start .. end - 1 as one fused program, when the tensors fit */
+            Value *sv = run_fused(vm, p, fu, vals, slot, fp, loc);
+            if (sv == NULL) {
                 for (uint32_t j = p->n_inputs; j < id; j++)
                     rt_release(vals[j]);
-                return res;
+                return NULL;
+            }
+            if (sv != NOT_FUSED) {
+                if (slot != NULL) slot += fu->n_calls;
+                k = fused_done(vm, p, pi, k, sv, vals);
+                continue;
             }
         }
         switch (n->kind) {
@@ -530,7 +613,27 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
                 for (uint32_t o = 0; o < n_out; o++, slot++)
                     pre[o] = *slot == VM_PLAN_NONE ? NULL : fp->buf[*slot];
             }
-            v = run_call(vm, n, vals, loc, pre);
+            if (fu != NULL && k == fu->anchor) { /* the program as the anchor's epilogue */
+                VmEpi e = {.vm = vm, .p = p, .fu = fu, .vals = vals, .fp = fp, .loc = loc};
+                if (pre != NULL) e.res_slot = slot + fu->n_calls - 1; /* slot: past the anchor's */
+                KEpilogue epi = {epi_begin, epi_apply, &e};
+                bool done = false;
+                v = run_call(vm, n, vals, loc, pre, &epi, &done);
+                if (v != NULL && done) {
+                    rt_release(v); /* the anchor's own value: only the program read it */
+                    if (slot != NULL) slot += fu->n_calls;
+                    k = fused_done(vm, p, pi, k, &e.res->hdr, vals);
+                    continue;
+                }
+                if (e.res != NULL) rt_release(&e.res->hdr);
+                if (e.failed != NULL) {
+                    rt_release(v);
+                    fail_loc(vm, loc, "%s", e.failed);
+                    v = NULL;
+                }
+                break;
+            }
+            v = run_call(vm, n, vals, loc, pre, NULL, NULL);
             break;
         }
         case VM_NODE_CONST: v = vm->exe->consts[n->index]; break; /* immortal */
@@ -1307,6 +1410,9 @@ void vm_free(Vm *vm) {
     vec_free(&vm->k_tuple);
     vec_free(&vm->k_const);
     free(vm->k_out);
+    RtMemAccount *prev = rt_mem_swap(&vm->mem);
+    rt_mem_credit(vm->ws_cap);
+    rt_mem_swap(prev);
     free(vm->ws);
     free(vm->k_outv);
     free(vm->k_pre);

@@ -1,4 +1,4 @@
-/* vm_fuse.c - which primitive functions run as fused elementwise programs (vm_impl.h). */
+/* vm_fuse.c - the run of a primitive function the VM evaluates as a fused program (vm_impl.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,43 +8,39 @@
 
 _Static_assert(FX_MAX_OPERANDS == 16, "VmFuse.operand has FX_MAX_OPERANDS entries");
 
-VmFuse *vm_fuse_analyze(const VmPacked *p) {
-    if (p->n_nodes == 0 || !kern_fast_enabled() || getenv("RLY_NO_FUSE") != NULL) return NULL;
-    /* the calls: an optional anchor first, then elementwise steps; the result the last node */
-    uint32_t first_call = UINT32_MAX;
-    for (uint32_t k = 0; k < p->n_nodes; k++) {
-        const VmNode *n = &p->nodes[k];
-        if (n->kind == VM_NODE_CONST) continue;
-        if (n->kind != VM_NODE_CALL || n->out_tuple) return NULL;
-        if (first_call == UINT32_MAX) first_call = k;
-    }
-    if (first_call == UINT32_MAX || p->result != p->n_inputs + p->n_nodes - 1 ||
-        p->nodes[p->n_nodes - 1].kind != VM_NODE_CALL)
-        return NULL;
-    FxStep probe;
+static bool fusable(const VmNode *n) {
+    FxStep st;
     uint32_t arity;
-    const VmNode *fc = &p->nodes[first_call];
-    uint32_t start = first_call;
-    if (!fx_step_of(fc->op_id, fc->attrs, fc->n_attrs, &probe, &arity)) {
-        start = UINT32_MAX; /* the anchor: the program starts at the next call */
-        for (uint32_t k = first_call + 1; k < p->n_nodes && start == UINT32_MAX; k++)
-            if (p->nodes[k].kind == VM_NODE_CALL) start = k;
-        if (start == UINT32_MAX) return NULL;
+    return n->kind == VM_NODE_CALL && !n->out_tuple &&
+           fx_step_of(n->op_id, n->attrs, n->n_attrs, &st, &arity) && n->n_args == arity;
+}
+
+/* Whether a value of node v (a call in [start, end)) is read outside the run or is the result. */
+static bool escapes(const VmPacked *p, uint32_t v, uint32_t start, uint32_t end) {
+    uint32_t id = p->n_inputs + v;
+    if (p->result == id) return true;
+    for (uint32_t k = 0; k < p->n_nodes; k++) {
+        if (k >= start && k < end) continue;
+        for (uint32_t a = 0; a < p->nodes[k].n_args; a++)
+            if (p->nodes[k].args[a] == id) return true;
     }
-    FxProgram prog = {0};
-    VmFuse f = {.start = start};
+    return false;
+}
+
+/* The run's program over its operands; false when it has too many of either. */
+static bool build(const VmPacked *p, VmFuse *f, FxProgram *prog) {
     uint32_t *as_value = calloc(p->n_inputs + p->n_nodes, sizeof(uint32_t)); /* id -> value + 1 */
-    if (as_value == NULL) return NULL;
+    if (as_value == NULL) return false;
     bool ok = true;
-    for (uint32_t k = start; k < p->n_nodes && ok; k++) {
+    /* steps first get value FX_MAX_OPERANDS + s (the operand count is not final yet) */
+    for (uint32_t k = f->start; k < f->end && ok; k++) {
         const VmNode *n = &p->nodes[k];
         if (n->kind != VM_NODE_CALL) continue;
         FxStep st;
-        if (prog.n_steps == FX_MAX_STEPS ||
-            !fx_step_of(n->op_id, n->attrs, n->n_attrs, &st, &arity) || n->n_args != arity) {
+        uint32_t arity;
+        if (prog->n_steps == FX_MAX_STEPS ||
+            !fx_step_of(n->op_id, n->attrs, n->n_attrs, &st, &arity))
             ok = false;
-            break;
-        }
         uint16_t args[2] = {0, 0};
         for (uint32_t a = 0; a < arity && ok; a++) {
             uint32_t id = n->args[a];
@@ -52,34 +48,81 @@ VmFuse *vm_fuse_analyze(const VmPacked *p) {
                 ok = false;
                 break;
             }
-            if (as_value[id] == 0) { /* an operand: an input, a constant or the anchor */
-                bool node_ok = id < p->n_inputs || id < p->n_inputs + start;
-                if (!node_ok || prog.n_operands == FX_MAX_OPERANDS) {
+            bool inside =
+                id >= p->n_inputs + f->start && p->nodes[id - p->n_inputs].kind == VM_NODE_CALL;
+            if (!inside && as_value[id] == 0) { /* an operand: any value computed before */
+                if (prog->n_operands == FX_MAX_OPERANDS) {
                     ok = false;
                     break;
                 }
-                f.operand[prog.n_operands] = id;
-                as_value[id] = ++prog.n_operands;
+                f->operand[prog->n_operands] = id;
+                as_value[id] = ++prog->n_operands;
             }
             args[a] = (uint16_t)(as_value[id] - 1);
         }
         st.a = args[0];
         st.b = arity == 2 ? args[1] : 0;
-        prog.step[prog.n_steps] = st;
-        as_value[p->n_inputs + k] =
-            FX_MAX_OPERANDS + 1 + prog.n_steps; /* a step, renumbered below */
-        prog.n_steps++;
-        f.n_calls++;
+        prog->step[prog->n_steps] = st;
+        as_value[p->n_inputs + k] = FX_MAX_OPERANDS + 1 + prog->n_steps;
+        prog->n_steps++;
     }
     free(as_value);
-    /* one operator alone gains nothing from a program */
-    if (!ok || prog.n_steps == 0 || (start == first_call && prog.n_steps < 2)) return NULL;
-    /* step values were numbered FX_MAX_OPERANDS + s (the operand count was not final): renumber */
-    for (uint32_t s = 0; s < prog.n_steps; s++) {
-        FxStep *st = &prog.step[s];
-        if (st->a >= FX_MAX_OPERANDS) st->a = (uint16_t)(st->a - FX_MAX_OPERANDS + prog.n_operands);
-        if (st->b >= FX_MAX_OPERANDS) st->b = (uint16_t)(st->b - FX_MAX_OPERANDS + prog.n_operands);
+    if (!ok) return false;
+    for (uint32_t s = 0; s < prog->n_steps; s++) { /* renumber the steps' values */
+        FxStep *st = &prog->step[s];
+        if (st->a >= FX_MAX_OPERANDS)
+            st->a = (uint16_t)(st->a - FX_MAX_OPERANDS + prog->n_operands);
+        if (st->b >= FX_MAX_OPERANDS)
+            st->b = (uint16_t)(st->b - FX_MAX_OPERANDS + prog->n_operands);
     }
+    return true;
+}
+
+VmFuse *vm_fuse_analyze(const VmPacked *p) {
+    if (p->n_nodes == 0 || !kern_fast_enabled() || getenv("RLY_NO_FUSE") != NULL) return NULL;
+    /* the first fusable call and the run of fusable calls (and constants) from it */
+    uint32_t start = 0;
+    while (start < p->n_nodes && !fusable(&p->nodes[start]))
+        start++;
+    if (start == p->n_nodes) return NULL;
+    uint32_t end = start;
+    while (end < p->n_nodes && (fusable(&p->nodes[end]) || p->nodes[end].kind == VM_NODE_CONST))
+        end++;
+    while (p->nodes[end - 1].kind != VM_NODE_CALL) /* no constants at the end */
+        end--;
+    /* shorten it until only its last call's value leaves it */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t k = start; k + 1 < end; k++)
+            if (p->nodes[k].kind == VM_NODE_CALL && escapes(p, k, start, end)) {
+                end = k + 1;
+                changed = true;
+                break;
+            }
+    }
+    uint32_t n_calls = 0;
+    for (uint32_t k = start; k < end; k++)
+        n_calls += p->nodes[k].kind == VM_NODE_CALL;
+    /* the anchor: the call before the run, read by the run alone */
+    uint32_t anchor = UINT32_MAX;
+    for (uint32_t k = start; k-- > 0;) {
+        if (p->nodes[k].kind == VM_NODE_CONST) continue;
+        const VmNode *a = &p->nodes[k];
+        if (a->kind == VM_NODE_CALL && !a->out_tuple && !escapes(p, k, start, end)) {
+            bool used = false;
+            for (uint32_t j = start; j < end && !used; j++)
+                for (uint32_t i = 0; i < p->nodes[j].n_args; i++)
+                    used = used || p->nodes[j].args[i] == p->n_inputs + k;
+            if (used) anchor = k;
+        }
+        break;
+    }
+    /* worth it: two operators or more, an anchor to finish, or a run feeding the rest (a
+     * reduction), which the program spares a full pass of each operator */
+    if (n_calls < 2 && anchor == UINT32_MAX && end == p->n_nodes) return NULL;
+    VmFuse f = {.anchor = anchor, .start = start, .end = end, .n_calls = n_calls};
+    FxProgram prog = {0};
+    if (!build(p, &f, &prog) || prog.n_steps == 0) return NULL;
     VmFuse *out = malloc(sizeof *out);
     FxProgram *pp = malloc(sizeof *pp);
     if (out == NULL || pp == NULL) {

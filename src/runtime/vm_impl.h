@@ -42,14 +42,17 @@ bool vm_unbox(uint8_t rk, const Value *v, VmReg *out, char *err, size_t cap);
 
 /* ---- fused groups (vm_fuse.c) ------------------------------------------------------------ */
 
-/* A primitive function the VM runs as one fused elementwise program (kernels/fast/fused.h):
- * its nodes are CONST nodes, an optional anchor (its first call, of any operator) and then
- * elementwise float32 operators only, the last of which is the result. The anchor runs as a
- * kernel; the calls from node `start` on run as `prog` in one pass, when the call's tensors fit
- * (fx_shape), else one by one as usual. */
+/* A run of elementwise float32 operators in a primitive function that the VM evaluates as one
+ * fused program (kernels/fast/fused.h): nodes start .. end - 1 (calls of those operators and
+ * constants), whose values are used only among themselves except the last one's (the function's
+ * result, or read by the nodes after: a reduction the run feeds). When the call just before
+ * `start` (the anchor: a conv2d, a dense, ...) is read only by the run, its kernel may apply the
+ * program to each block of its output as an epilogue (KCall.epi); otherwise the program runs in
+ * one pass after it. When the call's tensors do not fit (fx_shape), the nodes run one by one. */
 typedef struct VmFuse {
-    uint32_t start;       /* the first node of the program */
-    uint32_t n_calls;     /* calls from start on (each has one planned slot) */
+    uint32_t anchor;      /* the anchor's node, UINT32_MAX for none */
+    uint32_t start, end;  /* the run: nodes start .. end - 1 */
+    uint32_t n_calls;     /* calls in the run (each has one planned slot) */
     uint32_t operand[16]; /* prog's operands as value ids of the primitive function */
     struct FxProgram *prog;
 } VmFuse;

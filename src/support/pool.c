@@ -28,7 +28,7 @@
 
 #include "support.h"
 
-#define SPIN_NS 200000 /* how long an idle worker spins before it sleeps (0.2 ms) */
+#define SPIN_NS 200000       /* how long an idle worker spins before it sleeps (0.2 ms) */
 #define CALLER_SPIN_NS 50000 /* how long the caller spins for joined workers before it sleeps */
 #define YIELD_NS 20000 /* past this, spinners also sched_yield (more threads than free cores) */
 
@@ -43,8 +43,8 @@ typedef struct Worker {
 } Worker;
 
 struct SupPool {
-    int n;               /* threads, the caller included; >= 2 (a 1-thread pool has no workers) */
-    Worker *workers;     /* n - 1 */
+    int n;                /* threads, the caller included; >= 2 (a 1-thread pool has no workers) */
+    Worker *workers;      /* n - 1 */
     _Atomic uint64_t ctl; /* generation | CTL_CLOSED | joined (see the file comment) */
     _Atomic int64_t next; /* the next task index of the current run (may pass n_tasks) */
     _Atomic int finished; /* joined workers done with the current run */

@@ -4,8 +4,8 @@
  * elements; a block is computed step by step into small buffers that stay in L1, then stored. An
  * operand of the result's shape is read in place; any other is gathered per block through its
  * broadcast strides, with dims merged so that a per-channel or per-row operand costs one fill or
- * copy per run of equal or contiguous elements. The step loops are plain C that the compiler
- * vectorizes, compiled once per instruction-set level (FAST_AVX512, FAST_AVX2, baseline). */
+ * copy per run of equal or contiguous elements. The step loops (fused_level.h) are written on
+ * the vector layer of vmath_level.h, once per instruction-set level (AVX-512, AVX2, portable). */
 #include <math.h>
 #include <string.h>
 
@@ -118,14 +118,7 @@ bool fx_shape(const FxProgram *p, const DLTensor *const *ops, uint32_t *ndim, in
 
 /* ---- operands ------------------------------------------------------------------------------- */
 
-/* How a block reads an operand: in place (full), one value (scalar), or gathered over merged
- * dims (size[d], stride[d]; the innermost a run of stride 1 or 0). */
-typedef struct Src {
-    const float *data;
-    int kind; /* 0 full, 1 scalar, 2 gather */
-    uint32_t nd;
-    int64_t size[K_MAX_DIMS], stride[K_MAX_DIMS];
-} Src;
+typedef FxSrc Src;
 
 static void src_init(Src *s, const DLTensor *t, uint32_t ndim, const int64_t *shape) {
     s->data = (const float *)k_ptr(t);
@@ -197,143 +190,44 @@ static void src_gather(const Src *s, int64_t i0, int64_t n, float *buf) {
 
 /* ---- the step loops, per instruction-set level ---------------------------------------------- */
 
-static inline float f_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-static inline float f_relu(float x) { return x > 0.0f ? x : 0.0f; }
-static inline float f_max(float a, float b) { return isnan(a) || isnan(b) ? a + b : a > b ? a : b; }
-static inline float f_min(float a, float b) { return isnan(a) || isnan(b) ? a + b : a < b ? a : b; }
-static inline float f_clip(float x, float lo, float hi) {
-    if (isnan(x)) return x;
-    x = x > lo ? x : lo;
-    return x < hi ? x : hi;
-}
-static inline float f_leaky(float x, float a) { return x > 0.0f ? x : x * a; }
+/* the step loops, per level (vmath_level.h; its transcendentals are within a few ulp,
+ * docs/kernels_elem.md) */
+#define FAST_LEVEL 2
+#include "vmath_level.h"
+#include "fused_level.h"
+#undef FAST_LEVEL
+#define FAST_LEVEL 1
+#include "vmath_level.h"
+#include "fused_level.h"
+#undef FAST_LEVEL
+#define FAST_LEVEL 0
+#include "vmath_level.h"
+#include "fused_level.h"
+#undef FAST_LEVEL
 
-#define STEP_BODY                                                                                  \
-    switch ((FxOp)st->op) {                                                                        \
-    case FX_ADD:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = a[i] + b[i];                                                                    \
-        break;                                                                                     \
-    case FX_SUB:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = a[i] - b[i];                                                                    \
-        break;                                                                                     \
-    case FX_MUL:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = a[i] * b[i];                                                                    \
-        break;                                                                                     \
-    case FX_DIV:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = a[i] / b[i];                                                                    \
-        break;                                                                                     \
-    case FX_MAX:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = f_max(a[i], b[i]);                                                              \
-        break;                                                                                     \
-    case FX_MIN:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = f_min(a[i], b[i]);                                                              \
-        break;                                                                                     \
-    case FX_POW:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = (float)pow(a[i], b[i]);                                                         \
-        break;                                                                                     \
-    case FX_RELU:                                                                                  \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = f_relu(a[i]);                                                                   \
-        break;                                                                                     \
-    case FX_LEAKY:                                                                                 \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = f_leaky(a[i], st->p0);                                                          \
-        break;                                                                                     \
-    case FX_CLIP:                                                                                  \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = f_clip(a[i], st->p0, st->p1);                                                   \
-        break;                                                                                     \
-    case FX_SIGMOID:                                                                               \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = f_sigmoid(a[i]);                                                                \
-        break;                                                                                     \
-    case FX_TANH:                                                                                  \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = tanhf(a[i]);                                                                    \
-        break;                                                                                     \
-    case FX_EXP:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = expf(a[i]);                                                                     \
-        break;                                                                                     \
-    case FX_ERF:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = erff(a[i]);                                                                     \
-        break;                                                                                     \
-    case FX_SQRT:                                                                                  \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = sqrtf(a[i]);                                                                    \
-        break;                                                                                     \
-    case FX_RSQRT:                                                                                 \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = (float)(1.0 / sqrt((double)a[i]));                                              \
-        break;                                                                                     \
-    case FX_NEG:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = -a[i];                                                                          \
-        break;                                                                                     \
-    case FX_ABS:                                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = fabsf(a[i]);                                                                    \
-        break;                                                                                     \
-    case FX_COPY:                                                                                  \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = a[i];                                                                           \
-        break;                                                                                     \
-    default: break;                                                                                \
-    }
-
-typedef void (*StepFn)(const FxStep *st, const float *restrict a, const float *restrict b,
-                       float *restrict y, int64_t n);
-
-static void step_base(const FxStep *st, const float *restrict a, const float *restrict b,
-                      float *restrict y, int64_t n){STEP_BODY}
-#if defined(__x86_64__)
-FAST_AVX2 static void step_avx2(const FxStep *st, const float *restrict a, const float *restrict b,
-                                float *restrict y, int64_t n){STEP_BODY} FAST_AVX512
-    static void step_avx512(const FxStep *st, const float *restrict a, const float *restrict b,
-                            float *restrict y, int64_t n) {
-    STEP_BODY
-}
-#endif
+typedef void (*StepFn)(const FxStep *st, const float *a, const float *b, float *y, int64_t n);
 
 static StepFn step_fn(void) {
 #if defined(__x86_64__)
     switch (sup_isa()) {
-    case SUP_ISA_AVX512: return step_avx512;
-    case SUP_ISA_AVX2: return step_avx2;
+    case SUP_ISA_AVX512: return fx_step_avx512;
+    case SUP_ISA_AVX2: return fx_step_avx2;
     default: break;
     }
 #endif
-    return step_base;
+    return fx_step_scalar;
 }
 
 /* ---- running --------------------------------------------------------------------------------- */
 
-typedef struct Run {
-    const FxProgram *p;
-    Src src[FX_MAX_OPERANDS];
-    float *out;
-    int64_t total;
-    StepFn fn;
-} Run;
-
-static void run_chunk(void *ctx, int64_t task, int worker) {
-    (void)worker;
-    const Run *r = ctx;
+static void eval_range(const FxBound *r, int64_t lo, int64_t hi) {
     const FxProgram *p = r->p;
     _Alignas(64) float buf[FX_MAX_STEPS + FX_MAX_OPERANDS][FX_BLOCK];
-    int64_t lo = task * FX_CHUNK, hi = lo + FX_CHUNK < r->total ? lo + FX_CHUNK : r->total;
     for (uint32_t i = 0; i < p->n_operands; i++)
         if (r->src[i].kind == 1)
             for (int j = 0; j < FX_BLOCK; j++)
                 buf[FX_MAX_STEPS + i][j] = r->src[i].data[0];
+    StepFn fn = (StepFn)r->fn;
     const float *val[FX_MAX_OPERANDS + FX_MAX_STEPS];
     for (int64_t i0 = lo; i0 < hi; i0 += FX_BLOCK) {
         int64_t n = hi - i0 < FX_BLOCK ? hi - i0 : FX_BLOCK;
@@ -346,21 +240,41 @@ static void run_chunk(void *ctx, int64_t task, int worker) {
                 val[i] = buf[FX_MAX_STEPS + i];
             }
         }
+        /* The last step writes the result in place. out may be an operand of the result's
+         * shape (in place): the earlier steps have read this block of it, and the step loops
+         * (no restrict) read each vector of their arguments before storing the same elements. */
         for (uint32_t k = 0; k < p->n_steps; k++) {
             const FxStep *st = &p->step[k];
-            r->fn(st, val[st->a], st->op < FX_RELU ? val[st->b] : val[st->a], buf[k], n);
-            val[p->n_operands + k] = buf[k];
+            float *y = k + 1 == p->n_steps ? r->out + i0 : buf[k];
+            fn(st, val[st->a], st->op < FX_RELU ? val[st->b] : val[st->a], y, n);
+            val[p->n_operands + k] = y;
         }
-        /* stored after every read of the block: out may be an operand (in place) */
-        memcpy(r->out + i0, buf[p->n_steps - 1], sizeof(float) * (size_t)n);
     }
+}
+
+void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *out, uint32_t ndim,
+             const int64_t *shape) {
+    b->p = p;
+    b->out = out;
+    b->total = k_shape_numel(ndim, shape);
+    b->fn = (void (*)(void))step_fn();
+    for (uint32_t i = 0; i < p->n_operands; i++)
+        src_init(&b->src[i], ops[i], ndim, shape);
+}
+
+void fx_range(const FxBound *b, int64_t lo, int64_t n) { eval_range(b, lo, lo + n); }
+
+static void run_chunk(void *ctx, int64_t task, int worker) {
+    (void)worker;
+    const FxBound *r = ctx;
+    int64_t lo = task * FX_CHUNK, hi = lo + FX_CHUNK < r->total ? lo + FX_CHUNK : r->total;
+    eval_range(r, lo, hi);
 }
 
 void fx_run(const FxProgram *p, const DLTensor *const *ops, float *out, uint32_t ndim,
             const int64_t *shape, SupPool *pool) {
-    Run r = {.p = p, .out = out, .total = k_shape_numel(ndim, shape), .fn = step_fn()};
-    for (uint32_t i = 0; i < p->n_operands; i++)
-        src_init(&r.src[i], ops[i], ndim, shape);
+    FxBound r;
+    fx_bind(&r, p, ops, out, ndim, shape);
     int64_t chunks = (r.total + FX_CHUNK - 1) / FX_CHUNK;
     if (chunks <= 1 || pool == NULL) {
         for (int64_t c = 0; c < chunks; c++)

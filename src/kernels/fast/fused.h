@@ -67,6 +67,30 @@ bool fx_step_of(uint32_t op_id, const KAttr *attrs, uint32_t n_attrs, FxStep *st
  * K_MAX_DIMS. */
 bool fx_shape(const FxProgram *p, const DLTensor *const *ops, uint32_t *ndim, int64_t *shape);
 
+/* How a block reads an operand: in place (kind 0: the result's shape), one value (kind 1), or
+ * gathered over merged dims (kind 2: size[d], stride[d], the innermost a run of stride 1 or 0). */
+typedef struct FxSrc {
+    const float *data;
+    int kind;
+    uint32_t nd;
+    int64_t size[K_MAX_DIMS], stride[K_MAX_DIMS];
+} FxSrc;
+
+/* A program bound to its operands and result (fx_bind), evaluated by ranges of the result's
+ * elements (fx_range; ranges may run concurrently when disjoint). An anchor kernel applies it to
+ * each block of its output as soon as the block is final (KCall.epi). */
+typedef struct FxBound {
+    const FxProgram *p;
+    FxSrc src[FX_MAX_OPERANDS];
+    float *out;
+    int64_t total;
+    void (*fn)(void); /* the step loop of the instruction-set level */
+} FxBound;
+void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *out,
+             uint32_t ndim, const int64_t *shape);
+/* Elements [lo, lo + n) of the result (row-major flat indices). */
+void fx_range(const FxBound *b, int64_t lo, int64_t n);
+
 /* Evaluate p into out (float32, of the shape fx_shape gave, compact), on pool's threads (NULL:
  * this thread). out may be one of the operands of its shape (in place): every block is read
  * before it is written. */

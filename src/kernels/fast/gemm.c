@@ -1,6 +1,617 @@
-/* gemm.c - fast kernels (fast.h). PLACEHOLDER: no rows yet. */
-#include "fast.h"
+/* gemm.c - the packed float32 matrix product (gemm.h) and the table of the GEMM-based fast
+ * kernels (kern_fast_gemm: matmul.c, conv.c).
+ *
+ * The GotoBLAS/BLIS arrangement with C vectorized along its rows (columns j are the vector
+ * lanes): A is packed whole into panels of SGEMM_MR rows (once per call, or once per executable
+ * for a constant through k_prepared; or read in place when packing would not pay), B block by
+ * block into panels of SGEMM_NR columns (kc x nc, sized to stay in L2) unless it too was packed
+ * once. The micro-kernel keeps an MR x NR tile of C in registers (AVX-512: 12 x 32 = 24 zmm
+ * accumulators, each step one 32-float row of B and 12 broadcasts of A) over kc steps; the A
+ * sliver (12 x kc) stays in L1 while the kernel walks the B block's panels. Threads split C into
+ * column ranges (then row ranges) of whole panels, so each B block is packed by one thread only.
+ * docs/kernels.md has the measured choices.
+ *
+ * Every C element is the sum over p in increasing order within each K block (blocks added to C
+ * in order), except in 1-row tiles, which sum four interleaved partial sums (p mod 4) to hide
+ * the FMA latency. Which tile an element falls in depends on m alone, never on the thread split,
+ * so results do not depend on the thread count. */
+#include "kernels/fast/gemm.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define KC_MAX 512           /* depth of a block: the A sliver 12 x 512 floats = 24 KiB in L1 */
+#define NC_MAX 384           /* columns of a B block: 512 x 384 floats = 768 KiB in L2 */
+#define MIN_TASK_MACS 131072 /* smallest multiply-adds worth a task of their own */
+#define PACK_A_CHUNK 8       /* A panels packed per task */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static size_t align16(size_t floats) { return (floats + 15) / 16 * 16; } /* 64 bytes */
+
+/* ---- packing ---------------------------------------------------------------------------------
+ */
+
+size_t kern_sgemm_packed_a_floats(int64_t m, int64_t k) {
+    return (size_t)(cdiv(m, SGEMM_MR) * SGEMM_MR * k);
+}
+
+size_t kern_sgemm_packed_b_floats(int64_t k, int64_t n) {
+    return (size_t)(cdiv(n, SGEMM_NR) * SGEMM_NR * k);
+}
+
+/* One A panel: rows (<= MR) rows starting at a, k columns, into dst[p * MR + i]. */
+static void pack_a_panel(const float *a, int64_t rs, int64_t cs, int64_t rows, int64_t k,
+                         float *dst) {
+    if (rows < SGEMM_MR)
+        for (int64_t p = 0; p < k; p++)
+            memset(dst + p * SGEMM_MR + rows, 0, (size_t)(SGEMM_MR - rows) * sizeof(float));
+    if (rs == 1) {
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t i = 0; i < rows; i++)
+                dst[p * SGEMM_MR + i] = a[p * cs + i];
+        return;
+    }
+    /* rows of A: 64 columns at a time, so the destination block (3 KiB) stays in L1 while each
+     * row's piece is read sequentially */
+    for (int64_t p0 = 0; p0 < k; p0 += 64) {
+        int64_t pe = min64(k, p0 + 64);
+        for (int64_t i = 0; i < rows; i++) {
+            const float *row = a + i * rs;
+            for (int64_t p = p0; p < pe; p++)
+                dst[p * SGEMM_MR + i] = row[p * cs];
+        }
+    }
+}
+
+void kern_sgemm_pack_a(const float *a, int64_t rs, int64_t cs, int64_t m, int64_t k, float *dst) {
+    for (int64_t i = 0; i < m; i += SGEMM_MR)
+        pack_a_panel(a + i * rs, rs, cs, min64(SGEMM_MR, m - i), k, dst + i * k);
+}
+
+/* Rows [k0, k0 + kc) and columns [n0, n0 + nc) of a strided B in panel order (SGemmPackB). */
+static void pack_b_block(const float *b, int64_t rs, int64_t cs, int64_t k0, int64_t kc, int64_t n0,
+                         int64_t nc, float *dst) {
+    int64_t full = nc / SGEMM_NR, tail = nc % SGEMM_NR;
+    float *last = dst + full * kc * SGEMM_NR; /* the partial panel, if any */
+    if (cs == 1) { /* row by row: each source row is read once, sequentially */
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = b + (k0 + p) * rs + n0;
+            for (int64_t q = 0; q < full; q++)
+                memcpy(dst + (q * kc + p) * SGEMM_NR, src + q * SGEMM_NR, SGEMM_NR * sizeof(float));
+            if (tail) {
+                memcpy(last + p * SGEMM_NR, src + full * SGEMM_NR, (size_t)tail * sizeof(float));
+                memset(last + p * SGEMM_NR + tail, 0, (size_t)(SGEMM_NR - tail) * sizeof(float));
+            }
+        }
+        return;
+    }
+    for (int64_t q = 0; q * SGEMM_NR < nc; q++) { /* column by column */
+        int64_t w = min64(SGEMM_NR, nc - q * SGEMM_NR);
+        float *panel = dst + q * kc * SGEMM_NR;
+        const float *col = b + (n0 + q * SGEMM_NR) * cs + k0 * rs;
+        for (int64_t p = 0; p < kc; p++) {
+            float *d = panel + p * SGEMM_NR;
+            for (int64_t jj = 0; jj < w; jj++)
+                d[jj] = col[jj * cs + p * rs];
+            for (int64_t jj = w; jj < SGEMM_NR; jj++)
+                d[jj] = 0;
+        }
+    }
+}
+
+void kern_sgemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n, float *dst) {
+    pack_b_block(b, rs, cs, 0, k, 0, n, dst);
+}
+
+/* ---- micro-kernels ---------------------------------------------------------------------------
+ * C[0..rows)[0..cols) (+)= sum over p < kc of A(i, p) * b[p * NR + j], b the B sliver of a panel,
+ * A either the sliver of a packed panel (lda == 0: A(i, p) = a[p * MR + i]) or read in place
+ * from rows lda floats apart (A(i, p) = a[i * lda + p]: a row-major A needs no packing; its
+ * 12 x kc sliver stays in L1 as a packed one would). load: C's old values are added. */
+typedef void (*UKernel)(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, int rows, int cols, bool load);
+
+static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                       int64_t ldc, int rows, int cols, bool load) {
+    float acc[SGEMM_MR][SGEMM_NR];
+    memset(acc, 0, sizeof acc);
+    int64_t ars = lda ? lda : 1, aps = lda ? 1 : SGEMM_MR;
+    for (int64_t p = 0; p < kc; p++, b += SGEMM_NR)
+        for (int i = 0; i < rows; i++) {
+            float ai = a[i * ars + p * aps];
+            for (int j = 0; j < SGEMM_NR; j++)
+                acc[i][j] += ai * b[j];
+        }
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            c[i * ldc + j] = load ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+
+#define ROWS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define INLINE static inline __attribute__((always_inline))
+
+/* Element p of row i (a compile-time constant) of the A sliver: packed, or in place through four
+ * row pointers (rows 3q .. 3q + 2 at aq, aq + lda, aq + 2 lda: x86 addressing reaches them with
+ * one index register), which advance by one float per step. */
+#define A_PTR(i)                                                                                   \
+    (D ? ((i) < 3 ? a0 : (i) < 6 ? a3 : (i) < 9 ? a6 : a9) + ((i) % 3) * lda : a0 + (i))
+#define A_AT(i) (*A_PTR(i))
+#define A_NEXT()                                                                                   \
+    do {                                                                                           \
+        if (D)                                                                                     \
+            a0++, a3++, a6++, a9++;                                                                \
+        else                                                                                       \
+            a0 += SGEMM_MR;                                                                        \
+    } while (0)
+#define A_PTRS()                                                                                   \
+    const float *a0 = a, *a3 = D && R > 3 ? a + 3 * lda : a, *a6 = D && R > 6 ? a + 6 * lda : a,   \
+                *a9 = D && R > 9 ? a + 9 * lda : a;                                                \
+    (void)a3, (void)a6, (void)a9
+
+/* AVX-512: R rows (compile-time) of W 16-float vectors, A in place (D) or packed. */
+#define Z_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+#define Z_STEP(i)                                                                                  \
+    if (i < R) {                                                                                   \
+        __m512 ai = _mm512_set1_ps(A_AT(i));                                                       \
+        c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                                                \
+        if (W == 2) c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                                    \
+    }
+#define Z_PREFETCH(i)                                                                              \
+    if (i < R && load) {                                                                           \
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);                                    \
+        if (W == 2) _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);                   \
+    }
+/* In place, the 12 rows are 12 streams the hardware prefetcher may not follow: fetch a line of
+ * each 64 floats ahead, once per line. */
+#define Z_PREFETCH_A(i)                                                                            \
+    if (i < R) _mm_prefetch((const char *)(A_PTR(i) + 64), _MM_HINT_T0);
+#define Z_STORE(i)                                                                                 \
+    if (i < R) {                                                                                   \
+        float *ci = c + i * ldc;                                                                   \
+        if (load) c##i##0 = _mm512_add_ps(c##i##0, _mm512_maskz_loadu_ps(m0, ci));                 \
+        _mm512_mask_storeu_ps(ci, m0, c##i##0);                                                    \
+        if (W == 2) {                                                                              \
+            if (load) c##i##1 = _mm512_add_ps(c##i##1, _mm512_maskz_loadu_ps(m1, ci + 16));        \
+            _mm512_mask_storeu_ps(ci + 16, m1, c##i##1);                                           \
+        }                                                                                          \
+    }
+
+FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
+                               int64_t lda, const float *b, float *c, int64_t ldc, int cols,
+                               bool load) {
+    A_PTRS();
+    ROWS12(Z_PREFETCH) /* C is read only at the end: start bringing it in now */
+    ROWS12(Z_DECL)
+    for (int64_t p = 0; p < kc; p++) {
+        if (D && (p & 15) == 0) {
+            ROWS12(Z_PREFETCH_A)
+        }
+        __m512 b0 = _mm512_loadu_ps(b), b1 = W == 2 ? _mm512_loadu_ps(b + 16) : b0;
+        ROWS12(Z_STEP)
+        A_NEXT();
+        b += SGEMM_NR;
+    }
+    __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1);
+    __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
+    ROWS12(Z_STORE)
+}
+
+/* One row: four partial sums over p mod 4 (one chain would wait on the FMA latency). */
+#define ZR_STEP(q)                                                                                 \
+    {                                                                                              \
+        __m512 aq = _mm512_set1_ps(a[q * aps]);                                                    \
+        s##q##0 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * SGEMM_NR), s##q##0);                 \
+        if (W == 2)                                                                                \
+            s##q##1 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * SGEMM_NR + 16), s##q##1);        \
+    }
+FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float *a, const float *b,
+                              float *c, int cols, bool load) {
+    const int64_t aps = D ? 1 : SGEMM_MR;
+    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
+           s30 = s00, s31 = s00;
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4, a += 4 * aps, b += 4 * SGEMM_NR) {
+        ZR_STEP(0)
+        ZR_STEP(1)
+        ZR_STEP(2)
+        ZR_STEP(3)
+    }
+    for (; p < kc; p++, a += aps, b += SGEMM_NR)
+        ZR_STEP(0)
+    __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1);
+    __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
+    __m512 r0 = _mm512_add_ps(_mm512_add_ps(s00, s10), _mm512_add_ps(s20, s30));
+    if (load) r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(m0, c));
+    _mm512_mask_storeu_ps(c, m0, r0);
+    if (W == 2) {
+        __m512 r1 = _mm512_add_ps(_mm512_add_ps(s01, s11), _mm512_add_ps(s21, s31));
+        if (load) r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(m1, c + 16));
+        _mm512_mask_storeu_ps(c + 16, m1, r1);
+    }
+}
+
+typedef void (*Tile)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                     int cols, bool load);
+#define TILE_ARGS                                                                                  \
+    int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int cols,      \
+        bool load
+/* z_R_W_D: R rows, W vectors, D in place (1) or packed (0). */
+#define Z_FN(R, W, D)                                                                              \
+    static FAST_AVX512 void z_##R##_##W##_##D(TILE_ARGS) {                                         \
+        z_tile(R, W, D, kc, a, lda, b, c, ldc, cols, load);                                        \
+    }
+#define Z_FNS(R) Z_FN(R, 1, 0) Z_FN(R, 2, 0) Z_FN(R, 1, 1) Z_FN(R, 2, 1)
+Z_FNS(2)
+Z_FNS(3)
+Z_FNS(4)
+Z_FNS(5)
+Z_FNS(6)
+Z_FNS(7)
+Z_FNS(8)
+Z_FNS(9)
+Z_FNS(10)
+Z_FNS(11)
+Z_FNS(12)
+#define Z_ROW_FN(W, D)                                                                             \
+    static FAST_AVX512 void z_1_##W##_##D(TILE_ARGS) {                                             \
+        (void)lda, (void)ldc;                                                                      \
+        z_row(W, D, kc, a, b, c, cols, load);                                                      \
+    }
+Z_ROW_FN(1, 0)
+Z_ROW_FN(2, 0)
+Z_ROW_FN(1, 1)
+Z_ROW_FN(2, 1)
+
+#define Z_ROW_ENTRY(i) {{z_##i##_1_0, z_##i##_2_0}, {z_##i##_1_1, z_##i##_2_1}},
+#define Z_ENTRIES(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)
+static const Tile z_tiles[SGEMM_MR][2][2] = {Z_ENTRIES(Z_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
+
+static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                       int64_t ldc, int rows, int cols, bool load) {
+    z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, c, ldc, cols, load);
+}
+
+/* AVX2: R rows (<= 6) of W 8-float vectors (<= 2), a quarter of the 12 x 32 tile. */
+#define Y_DECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
+#define Y_STEP(i)                                                                                  \
+    if (i < R) {                                                                                   \
+        __m256 ai = _mm256_set1_ps(A_AT(i));                                                       \
+        c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                                                \
+        if (W == 2) c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);                                    \
+    }
+#define Y_STORE(i)                                                                                 \
+    if (i < R) {                                                                                   \
+        float *ci = c + i * ldc;                                                                   \
+        if (load) c##i##0 = _mm256_add_ps(c##i##0, _mm256_maskload_ps(ci, m0));                    \
+        _mm256_maskstore_ps(ci, m0, c##i##0);                                                      \
+        if (W == 2) {                                                                              \
+            if (load) c##i##1 = _mm256_add_ps(c##i##1, _mm256_maskload_ps(ci + 8, m1));            \
+            _mm256_maskstore_ps(ci + 8, m1, c##i##1);                                              \
+        }                                                                                          \
+    }
+
+FAST_AVX2 INLINE void y_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
+                             int64_t lda, const float *b, float *c, int64_t ldc, int cols,
+                             bool load) {
+    A_PTRS();
+    ROWS6(Y_DECL)
+    for (int64_t p = 0; p < kc; p++) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = W == 2 ? _mm256_loadu_ps(b + 8) : b0;
+        ROWS6(Y_STEP)
+        A_NEXT();
+        b += SGEMM_NR;
+    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
+    __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
+    ROWS6(Y_STORE)
+}
+
+#define Y_FN(R, W, D)                                                                              \
+    static FAST_AVX2 void y_##R##_##W##_##D(TILE_ARGS) {                                           \
+        y_tile(R, W, D, kc, a, lda, b, c, ldc, cols, load);                                        \
+    }
+#define Y_FNS(R) Y_FN(R, 1, 0) Y_FN(R, 2, 0) Y_FN(R, 1, 1) Y_FN(R, 2, 1)
+Y_FNS(1)
+Y_FNS(2)
+Y_FNS(3)
+Y_FNS(4)
+Y_FNS(5)
+Y_FNS(6)
+#define Y_ENTRIES(X) X(1) X(2) X(3) X(4) X(5) X(6)
+#define Y_ROW_ENTRY(i) {{y_##i##_1_0, y_##i##_2_0}, {y_##i##_1_1, y_##i##_2_1}},
+static const Tile y_tiles[6][2][2] = {Y_ENTRIES(Y_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
+
+static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                     int rows, int cols, bool load) {
+    for (int i0 = 0; i0 < rows; i0 += 6) {
+        int r = rows - i0 < 6 ? rows - i0 : 6;
+        const float *ai = a + (lda ? i0 * lda : i0);
+        for (int j0 = 0; j0 < cols; j0 += 16) {
+            int w = cols - j0 < 16 ? cols - j0 : 16;
+            y_tiles[r - 1][lda != 0][w > 8](kc, ai, lda, b + j0, c + i0 * ldc + j0, ldc, w, load);
+        }
+    }
+}
+
+static UKernel pick_kernel(void) {
+    switch (sup_isa()) {
+    case SUP_ISA_AVX512: return ukr_avx512;
+    case SUP_ISA_AVX2: return ukr_avx2;
+    default: return ukr_scalar;
+    }
+}
+
+/* ---- the driver ------------------------------------------------------------------------------
+ */
+
+/* How a call is cut into tasks: product t, rows [pm * rows_part, ...), columns [pn * cols_part,
+ * ...) for task (t * parts_m + pm) * parts_n + pn. rows_part is a multiple of MR and cols_part
+ * of NR, so tasks cover whole panels. */
+typedef struct Plan {
+    int64_t kcs;              /* depth of a K block */
+    int64_t parts_m, parts_n; /* parts per product */
+    int64_t rows_part, cols_part;
+    int64_t n_a; /* A items packed per call (0: none, A was packed before or is read in place) */
+    int64_t lda; /* A read in place: its row stride (0: packed) */
+    size_t a_item, b_item; /* floats per packed A / B item */
+    size_t bbuf;           /* floats of each thread's B block buffer (0: B packed before) */
+} Plan;
+
+static int64_t item(int64_t t, int64_t mod) { return mod ? t % mod : t; }
+
+static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
+    memset(pl, 0, sizeof *pl);
+    int64_t nkb = g->k > 0 ? cdiv(g->k, KC_MAX) : 1;
+    pl->kcs = g->k > 0 ? cdiv(g->k, nkb) : 0;
+    int64_t tiles_m = cdiv(g->m, SGEMM_MR), tiles_n = cdiv(g->n, SGEMM_NR);
+    int64_t parts = 1;
+    if (n_threads > 1 && g->batch < 2 * n_threads) {
+        double macs = (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1);
+        parts = cdiv(2 * n_threads, g->batch);
+        double most = macs / MIN_TASK_MACS;
+        if ((double)parts > most) parts = most < 1 ? 1 : (int64_t)most;
+    }
+    pl->parts_n = min64(parts, tiles_n);
+    pl->cols_part = cdiv(tiles_n, pl->parts_n) * SGEMM_NR;
+    pl->parts_n = cdiv(g->n, pl->cols_part);
+    pl->parts_m = min64(cdiv(parts, pl->parts_n), tiles_m);
+    pl->rows_part = cdiv(tiles_m, pl->parts_m) * SGEMM_MR;
+    pl->parts_m = cdiv(g->m, pl->rows_part);
+    pl->a_item = kern_sgemm_packed_a_floats(g->m, g->k);
+    pl->b_item = kern_sgemm_packed_b_floats(g->k, g->n);
+    /* A read in place when each sliver serves few B panels, which would not repay its packing;
+     * otherwise packed: 12 rows read in place are 12 streams, and rows 4 KiB apart share L1 sets
+     * (measured: 1024^3 at 84% of peak in place, 91% packed) */
+    if (g->a_packed == NULL && g->a_cs == 1 && (g->a_rs > 0 || g->m == 1) &&
+        (g->m <= SGEMM_MR || g->n <= 2 * SGEMM_NR))
+        pl->lda = g->a_rs > 0 ? g->a_rs : 1;
+    else if (g->a_packed == NULL)
+        pl->n_a = g->a_mod ? min64(g->a_mod, g->batch) : g->batch;
+    if (g->b_packed == NULL)
+        pl->bbuf = (size_t)(pl->kcs * min64(NC_MAX, cdiv(g->n, SGEMM_NR) * SGEMM_NR));
+}
+
+size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads) {
+    if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return 0;
+    Plan pl;
+    plan_gemm(g, n_threads, &pl);
+    return (align16((size_t)pl.n_a * pl.a_item) + (size_t)n_threads * align16(pl.bbuf)) *
+           sizeof(float);
+}
+
+typedef struct Run {
+    const SGemm *g;
+    Plan pl;
+    UKernel uk;
+    const float *a_packed;
+    float *bbufs; /* thread w's buffer at bbufs + w * align16(pl.bbuf) */
+    float *a_dst; /* pack phase: where A items go */
+} Run;
+
+static void pack_a_task(void *ctx, int64_t task, int worker) {
+    (void)worker;
+    const Run *r = ctx;
+    const SGemm *g = r->g;
+    int64_t panels = cdiv(g->m, SGEMM_MR), chunks = cdiv(panels, PACK_A_CHUNK);
+    int64_t it = task / chunks, p0 = task % chunks * PACK_A_CHUNK;
+    const float *a = g->a + it * g->a_bs;
+    float *dst = r->a_dst + (size_t)it * r->pl.a_item;
+    for (int64_t q = p0; q < min64(panels, p0 + PACK_A_CHUNK); q++) {
+        int64_t i = q * SGEMM_MR;
+        pack_a_panel(a + i * g->a_rs, g->a_rs, g->a_cs, min64(SGEMM_MR, g->m - i), g->k,
+                     dst + i * g->k);
+    }
+}
+
+/* Rows [i0, i1) x columns [j0, j1) of product t with k == 0: C = 0 (or unchanged). */
+static void empty_depth(const SGemm *g, int64_t t, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    float *c = g->c + t * g->c_bs;
+    for (int64_t i = i0; i < i1; i++)
+        if (!g->accumulate) memset(c + i * g->ldc + j0, 0, (size_t)(j1 - j0) * sizeof(float));
+    if (g->epi)
+        for (int64_t i = i0; i < i1; i += SGEMM_MR)
+            g->epi(g->epi_ctx, t, c + i * g->ldc + j0, g->ldc, i, j0, min64(SGEMM_MR, i1 - i),
+                   j1 - j0);
+}
+
+static void gemm_task(void *ctx, int64_t task, int worker) {
+    const Run *r = ctx;
+    const SGemm *g = r->g;
+    const Plan *pl = &r->pl;
+    int64_t per = pl->parts_m * pl->parts_n, t = task / per, q = task % per;
+    int64_t i0 = q / pl->parts_n * pl->rows_part, i1 = min64(g->m, i0 + pl->rows_part);
+    int64_t j0 = q % pl->parts_n * pl->cols_part, j1 = min64(g->n, j0 + pl->cols_part);
+    if (g->k == 0) {
+        empty_depth(g, t, i0, i1, j0, j1);
+        return;
+    }
+    int64_t k = g->k, ldc = g->ldc;
+    float *c = g->c + t * g->c_bs;
+    const float *ap = pl->lda ? g->a + item(t, g->a_mod) * g->a_bs
+                              : r->a_packed + (size_t)item(t, g->a_mod) * pl->a_item;
+    const float *bp = g->b_packed ? g->b_packed + (size_t)item(t, g->b_mod) * pl->b_item : NULL;
+    float *buf = r->bbufs + (size_t)worker * align16(pl->bbuf);
+    for (int64_t jc = j0; jc < j1; jc += NC_MAX) {
+        int64_t nc = min64(NC_MAX, j1 - jc);
+        for (int64_t pc = 0; pc < k; pc += pl->kcs) {
+            int64_t kc = min64(pl->kcs, k - pc), bstride;
+            const float *bb;
+            if (bp != NULL) {
+                bb = bp + (jc / SGEMM_NR) * k * SGEMM_NR + pc * SGEMM_NR;
+                bstride = k * SGEMM_NR;
+            } else {
+                if (g->pack_b)
+                    g->pack_b(g->b_ctx, t, pc, kc, jc, nc, buf);
+                else
+                    pack_b_block(g->b + item(t, g->b_mod) * g->b_bs, g->b_rs, g->b_cs, pc, kc, jc,
+                                 nc, buf);
+                bb = buf;
+                bstride = kc * SGEMM_NR;
+            }
+            bool load = g->accumulate || pc > 0, last = pc + kc == k;
+            for (int64_t ir = i0; ir < i1; ir += SGEMM_MR) {
+                int rows = (int)min64(SGEMM_MR, i1 - ir);
+                const float *as = pl->lda ? ap + ir * pl->lda + pc : ap + ir * k + pc * SGEMM_MR;
+                float *cs = c + ir * ldc + jc;
+                for (int64_t jr = 0; jr < nc; jr += SGEMM_NR)
+                    r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, cs + jr, ldc, rows,
+                          (int)min64(SGEMM_NR, nc - jr), load);
+                if (last && g->epi) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
+            }
+        }
+    }
+}
+
+void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
+    if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return;
+    Run r = {.g = g, .uk = pick_kernel(), .a_packed = g->a_packed};
+    int n_threads = sup_pool_threads(pool);
+    plan_gemm(g, n_threads, &r.pl);
+    float *s = scratch;
+    if (r.pl.n_a > 0 && g->k > 0) {
+        r.a_dst = s;
+        int64_t chunks = cdiv(cdiv(g->m, SGEMM_MR), PACK_A_CHUNK);
+        sup_pool_run((double)r.pl.n_a * (double)r.pl.a_item > 65536 ? pool : NULL,
+                     r.pl.n_a * chunks, pack_a_task, &r);
+        r.a_packed = s;
+    }
+    r.bbufs = s + align16((size_t)r.pl.n_a * r.pl.a_item);
+    int64_t n_tasks = g->batch * r.pl.parts_m * r.pl.parts_n;
+    double macs = (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
+    sup_pool_run(macs >= 2.0 * MIN_TASK_MACS ? pool : NULL, n_tasks, gemm_task, &r);
+}
+
+int kern_sgemm(KCall *kc, const SGemm *g) {
+    SupPool *pool = kc->pool;
+    size_t bytes = kern_sgemm_scratch_bytes(g, sup_pool_threads(pool));
+    void *scratch = NULL;
+    if (bytes > 0 && (scratch = k_scratch(kc, bytes)) == NULL) return -1;
+    kern_sgemm_run(g, pool, scratch);
+    return 0;
+}
+
+/* ---- operands packed once ---------------------------------------------------------------------
+ */
+
+/* What a packed operand is made from: items of a strided matrix. */
+typedef struct PackSrc {
+    bool is_a;          /* kern_sgemm_pack_a (else pack_b) */
+    int64_t rows, cols; /* m x k for A, k x n for B */
+    int64_t rs, cs, bs; /* element strides; item stride */
+    int64_t items;
+} PackSrc;
+
+static size_t pack_item_floats(const PackSrc *s) {
+    return s->is_a ? kern_sgemm_packed_a_floats(s->rows, s->cols)
+                   : kern_sgemm_packed_b_floats(s->rows, s->cols);
+}
+
+static void fill_packed(void *dst, const DLTensor *src, const void *arg) {
+    const PackSrc *s = arg;
+    const float *base = k_ptr(src);
+    size_t each = pack_item_floats(s);
+    for (int64_t i = 0; i < s->items; i++) {
+        float *d = (float *)dst + (size_t)i * each;
+        if (s->is_a)
+            kern_sgemm_pack_a(base + i * s->bs, s->rs, s->cs, s->rows, s->cols, d);
+        else
+            kern_sgemm_pack_b(base + i * s->bs, s->rs, s->cs, s->rows, s->cols, d);
+    }
+}
+
+/* The k_prepared key of a packing: FNV-1a over its parameters. */
+static uint64_t pack_key(const PackSrc *s) {
+    int64_t v[] = {0x53474d4d /* "SGMM" */,
+                   s->is_a,
+                   s->rows,
+                   s->cols,
+                   s->rs,
+                   s->cs,
+                   s->bs,
+                   s->items,
+                   SGEMM_MR,
+                   SGEMM_NR};
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        for (int b = 0; b < 8; b++)
+            h = (h ^ (uint8_t)((uint64_t)v[i] >> (8 * b))) * 1099511628211ull;
+    return h;
+}
+
+void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t items) {
+    if (g->k <= 0 || g->m <= 0 || g->n <= 0 || items <= 0 || arg >= kc->n_args) return;
+    PackSrc s = {.is_a = a_side, .items = items};
+    if (a_side) {
+        s.rows = g->m, s.cols = g->k, s.rs = g->a_rs, s.cs = g->a_cs, s.bs = g->a_bs;
+    } else {
+        s.rows = g->k, s.cols = g->n, s.rs = g->b_rs, s.cs = g->b_cs, s.bs = g->b_bs;
+    }
+    const void *p =
+        k_prepared(kc, kc->arg_start[arg], pack_key(&s),
+                   (size_t)items * pack_item_floats(&s) * sizeof(float), fill_packed, &s);
+    if (a_side)
+        g->a_packed = p;
+    else
+        g->b_packed = p;
+}
+
+/* ---- the call's fused tail -------------------------------------------------------------------
+ */
+
+/* SGemmEpi over KCall.epi: block rows become ranges of output 0's flat indices (t * c_bs +
+ * i * ldc + j), whole rows merged into one range. */
+static void epi_kcall(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
+                      int64_t rows, int64_t cols) {
+    const SGemmKEpi *e = ctx;
+    (void)c;
+    int64_t flat = t * e->c_bs + row0 * ldc + col0;
+    if (cols == ldc) {
+        e->epi->apply(e->epi->ctx, flat, rows * cols);
+        return;
+    }
+    for (int64_t i = 0; i < rows; i++)
+        e->epi->apply(e->epi->ctx, flat + i * ldc, cols);
+}
+
+bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e) {
+    if (kc->epi == NULL || g->c != k_ptr(out0) || kc->epi->begin(kc->epi->ctx, out0) != 0)
+        return false;
+    *e = (SGemmKEpi){kc->epi, g->c_bs};
+    g->epi = epi_kcall;
+    g->epi_ctx = e;
+    return true;
+}
+
+/* ---- the table -------------------------------------------------------------------------------
+ */
 
 const KernelDef kern_fast_gemm[] = {
+    {OP_ID_NN_DENSE, kern_fast_dense},
+    {OP_ID_NN_MATMUL, kern_fast_matmul},
+    {OP_ID_NN_BATCH_MATMUL, kern_fast_batch_matmul},
+    {OP_ID_NN_CONV2D, kern_fast_conv2d},
     {0, NULL},
 };

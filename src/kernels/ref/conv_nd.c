@@ -45,8 +45,8 @@ static int conv_attrs(KCall *kc, uint32_t nsp, Conv *c) {
         kern_nn_padding(kc, nsp, c->pad + SP - nsp, c->pad_after + SP - nsp) != 0)
         return -1;
     c->groups = k_int(kc, "groups");
-    if (c->groups < 1)
-        return k_error(kc, "groups must be positive, got %lld", (long long)c->groups);
+    if (c->groups < 1 || c->groups > KNN_ATTR_LIMIT)
+        return k_error(kc, "groups must be in [1, 2^31 - 1], got %lld", (long long)c->groups);
     return 0;
 }
 
@@ -64,12 +64,24 @@ static int conv_kernel(KCall *kc, Conv *c, const KView *wv) {
     return 0;
 }
 
+/* The dilated window dil * (k - 1) + 1 and the padded extent in + pads of axis i, as sizes:
+ * -1 with an error when the kernel is empty or either passes the shape limit (attributes come
+ * from the caller and may be anything; checked sizes keep every later index computation, each
+ * at most a sum of two of them, free of overflow). */
+static int conv_window(KCall *kc, const Conv *c, int i, int64_t *window, int64_t *padded) {
+    if (c->k[i] < 1) return k_error(kc, "the kernel is empty (extent %lld)", (long long)c->k[i]);
+    if (!sup_dim_mul(c->dil[i], c->k[i] - 1, window) || !sup_dim_add(*window, 1, window) ||
+        !sup_dim_add(c->in[i], c->pad[i], padded) || !sup_dim_add(*padded, c->pad_after[i], padded))
+        return k_error(kc, "the dilated kernel or the padded input is too large (over 2^62)");
+    return 0;
+}
+
 /* floor((in + pads - window) / stride) + 1 per axis into c->out. */
 static int conv_slide(KCall *kc, Conv *c) {
     for (int i = 0; i < SP; i++) {
-        int64_t window = c->dil[i] * (c->k[i] - 1) + 1;
-        int64_t padded = c->in[i] + c->pad[i] + c->pad_after[i];
-        if (c->k[i] < 1 || window > padded)
+        int64_t window, padded;
+        if (conv_window(kc, c, i, &window, &padded) != 0) return -1;
+        if (window > padded)
             return k_error(kc, "kernel (%lld, dilated %lld) is larger than the padded input %lld",
                            (long long)c->k[i], (long long)window, (long long)padded);
         c->out[i] = (padded - window) / c->stride[i] + 1;
@@ -407,16 +419,17 @@ static int conv_forward(KCall *kc, uint32_t nsp) {
     Conv c;
     int rc = -1;
     if (conv_operands(kc, nsp, oi_refs[nsp], &c, &xv, &wv) != 0) goto done;
-    int64_t g = c.groups, w0 = wv.dim[0], w1 = wv.dim[1];
+    int64_t g = c.groups, w0 = wv.dim[0], w1 = wv.dim[1], w1g;
     if (g > 1 && c.cin == g && w0 == g) {
         c.cout = w0 * w1;
         c.cin_g = 1;
     } else {
-        if (c.cin % g != 0 || w1 * g != c.cin || w0 % g != 0) {
+        if (c.cin % g != 0 || !sup_dim_mul(w1, g, &w1g) || w1g != c.cin || w0 % g != 0) {
             k_error(
                 kc,
                 "data has %lld channels but weight (%lld, %lld, ...) expects %lld (groups=%lld)",
-                (long long)c.cin, (long long)w0, (long long)w1, (long long)(w1 * g), (long long)g);
+                (long long)c.cin, (long long)w0, (long long)w1, (long long)sup_dim_mul_sat(w1, g),
+                (long long)g);
             goto done;
         }
         c.cout = w0;
@@ -449,20 +462,27 @@ static int conv_transposed(KCall *kc, uint32_t nsp) {
     }
     c.cin_g = c.cin / g;
     c.cout_g = wv.dim[1];
-    c.cout = c.cout_g * g;
+    if (!sup_dim_mul(c.cout_g, g, &c.cout)) {
+        k_error(kc, "groups %lld makes too many output channels", (long long)g);
+        goto done;
+    }
     if (conv_channels(kc, &c) != 0) goto done;
     for (int i = 0; i < SP; i++) {
-        int64_t window = c.dil[i] * (c.k[i] - 1) + 1, pads = c.pad[i] + c.pad_after[i];
-        if (c.k[i] < 1) {
-            k_error(kc, "the weight has an empty kernel");
-            goto done;
-        }
+        int64_t window, padded, v;
+        if (conv_window(kc, &c, i, &window, &padded) != 0) goto done;
+        int64_t pads = padded - c.in[i];
         if (opad[i] >= c.stride[i] && opad[i] >= c.dil[i]) {
             k_error(kc, "output_padding %lld must be smaller than the stride or the dilation",
                     (long long)opad[i]);
             goto done;
         }
-        int64_t v = (c.in[i] > 0 ? c.in[i] - 1 : 0) * c.stride[i] + window + opad[i] - pads;
+        /* opad < stride or dil, both sizes: the sum below stays a sum of sizes */
+        if (!sup_dim_mul(c.in[i] > 0 ? c.in[i] - 1 : 0, c.stride[i], &v) ||
+            !sup_dim_add(v, window, &v) || !sup_dim_add(v, opad[i], &v)) {
+            k_error(kc, "the transposed output is too large (over 2^62)");
+            goto done;
+        }
+        v -= pads;
         if (c.in[i] == 0) v -= c.stride[i];
         if (v < 0) {
             k_error(kc, "padding %lld is larger than the transposed output", (long long)pads);

@@ -162,24 +162,39 @@ static int pool_setup(KCall *kc, uint32_t nsp, const DLTensor *x, Pool *p) {
         if (strcmp(kc->attrs[i].name, "count_include_pad") == 0)
             p->count_include_pad = k_bool(kc, "count_include_pad");
     for (int i = 0; i < SP; i++) {
-        int64_t window = p->dil[i] * (p->k[i] - 1) + 1;
-        int64_t padded = p->in[i] + p->pad[i] + p->pad_after[i];
+        /* Sizes checked against the shape limit: attributes may be anything, and every index
+         * below is then a sum of two such sizes. */
+        int64_t window, padded;
+        if (!sup_dim_mul(p->dil[i], p->k[i] - 1, &window) || !sup_dim_add(window, 1, &window) ||
+            !sup_dim_add(p->in[i], p->pad[i], &padded) ||
+            !sup_dim_add(padded, p->pad_after[i], &padded))
+            return k_error(kc, "the pool window or the padded input is too large (over 2^62)");
         if (window > padded)
             return k_error(kc, "pool window %lld is larger than the padded input %lld",
                            (long long)window, (long long)padded);
-        p->out[i] = (padded - window + (p->ceil_mode ? p->stride[i] - 1 : 0)) / p->stride[i] + 1;
+        int64_t span = padded - window; /* ceil_mode: the division rounded up */
+        p->out[i] = span / p->stride[i] + 1 + (p->ceil_mode && span % p->stride[i] != 0);
     }
     return 0;
 }
 
+/* The taps [*lo, *hi) of output position o on spatial axis i that fall inside the input (the
+ * others are padding): computed, not searched, so that a window of any size costs what its
+ * inside taps cost. */
+static void pool_taps(const Pool *p, int i, int64_t o, int64_t *lo, int64_t *hi) {
+    int64_t start = o * p->stride[i] - p->pad[i], dil = p->dil[i];
+    int64_t first = start >= 0 ? 0 : (-start + dil - 1) / dil;
+    int64_t end = p->in[i] - 1 - start < 0 ? 0 : (p->in[i] - 1 - start) / dil + 1;
+    *lo = first < p->k[i] ? first : p->k[i];
+    *hi = end < p->k[i] ? end : p->k[i];
+    if (*hi < *lo) *hi = *lo;
+}
+
 /* Taps of output position o on spatial axis i that fall inside the input. */
 static int64_t taps_inside(const Pool *p, int i, int64_t o) {
-    int64_t n = 0, start = o * p->stride[i] - p->pad[i];
-    for (int64_t t = 0; t < p->k[i]; t++) {
-        int64_t x = start + t * p->dil[i];
-        n += x >= 0 && x < p->in[i];
-    }
-    return n;
+    int64_t lo, hi;
+    pool_taps(p, i, o, &lo, &hi);
+    return hi - lo;
 }
 
 /* The average's divisor at output spatial position o[SP] (see the file comment). */
@@ -187,7 +202,7 @@ static int64_t pool_divisor(const Pool *p, const int64_t *o) {
     int64_t n = 1;
     for (int i = 0; i < SP; i++) {
         if (!p->count_include_pad) {
-            n *= taps_inside(p, i, o[i]);
+            n = sup_dim_mul_sat(n, taps_inside(p, i, o[i]));
             continue;
         }
         int64_t start = o[i] * p->stride[i] - p->pad[i];
@@ -195,7 +210,7 @@ static int64_t pool_divisor(const Pool *p, const int64_t *o) {
         int64_t last = p->in[i] + p->pad_after[i] - 1;
         if (end > last) end = last;
         int64_t c = end >= start ? (end - start) / p->dil[i] + 1 : 0;
-        n *= c;
+        n = sup_dim_mul_sat(n, c); /* saturated: sums over 2^62 taps do not exist */
     }
     return n > 0 ? n : 1;
 }
@@ -241,15 +256,15 @@ static int pool_fwd(KCall *kc, uint32_t nsp, bool is_max) {
         int64_t op[SP];
         int64_t base = pool_base(&p, idx, in_st, op);
         Val acc = is_max ? lowest(dt) : (Val){0, 0, 0};
-        for (int64_t a = 0; a < p.k[0]; a++) {
+        int64_t lo[SP], hi[SP]; /* the inside taps; padding adds the lowest value, or 0 */
+        for (int i = 0; i < SP; i++)
+            pool_taps(&p, i, op[i], &lo[i], &hi[i]);
+        for (int64_t a = lo[0]; a < hi[0]; a++) {
             int64_t xd = op[0] * p.stride[0] - p.pad[0] + a * p.dil[0];
-            bool ind = xd >= 0 && xd < p.in[0];
-            for (int64_t b = 0; b < p.k[1]; b++) {
+            for (int64_t b = lo[1]; b < hi[1]; b++) {
                 int64_t xh = op[1] * p.stride[1] - p.pad[1] + b * p.dil[1];
-                bool inh = ind && xh >= 0 && xh < p.in[1];
-                for (int64_t e = 0; e < p.k[2]; e++) {
+                for (int64_t e = lo[2]; e < hi[2]; e++) {
                     int64_t xw = op[2] * p.stride[2] - p.pad[2] + e * p.dil[2];
-                    if (!inh || xw < 0 || xw >= p.in[2]) continue; /* padding: lowest, or 0 */
                     Val v = load_val(src, dt, base + xd * s0 + xh * s1 + xw * s2);
                     if (is_max) {
                         if (val_greater(c, v, acc)) acc = v;
@@ -293,20 +308,25 @@ static int pool_grad(KCall *kc, bool is_max) {
         int64_t base = pool_base(&p, idx, in_st, op);
         Val g = load_val(gsrc, dt, flat);
         if (!is_max) g = val_div(c, g, pool_divisor(&p, op));
+        /* Only the inside taps are visited. A padding tap holds the lowest value, which never
+         * beats the best so far; it matters only as the first tap of the window, which it then
+         * holds (best_at -1: the gradient goes nowhere unless an inside tap is greater). */
+        int64_t lo1, hi1, lo2, hi2;
+        pool_taps(&p, 1, op[1], &lo1, &hi1);
+        pool_taps(&p, 2, op[2], &lo2, &hi2);
         Val best = lowest(dt);
         int64_t best_at = -1;
-        bool first = true;
-        for (int64_t b = 0; b < p.k[1]; b++) {
+        bool first = lo1 == 0 && hi1 > 0 && lo2 == 0 && hi2 > 0;
+        for (int64_t b = lo1; b < hi1; b++) {
             int64_t xh = op[1] * p.stride[1] - p.pad[1] + b * p.dil[1];
-            for (int64_t e = 0; e < p.k[2]; e++) {
+            for (int64_t e = lo2; e < hi2; e++) {
                 int64_t xw = op[2] * p.stride[2] - p.pad[2] + e * p.dil[2];
-                bool inside = xh >= 0 && xh < p.in[1] && xw >= 0 && xw < p.in[2];
-                int64_t at = inside ? base + xh * s1 + xw * s2 : -1;
+                int64_t at = base + xh * s1 + xw * s2;
                 if (!is_max) {
-                    if (inside) val_add(c, &acc[at], g);
+                    val_add(c, &acc[at], g);
                     continue;
                 }
-                Val v = inside ? load_val(src, dt, at) : lowest(dt);
+                Val v = load_val(src, dt, at);
                 if (first || val_greater(c, v, best)) best = v, best_at = at;
                 first = false;
             }
@@ -463,7 +483,10 @@ static int upsample(KCall *kc, uint32_t nsp) {
         double scale = k_float(kc, scale_names[j]);
         if (!(scale > 0) || !isfinite(scale))
             return k_error(kc, "%s must be a positive number, got %g", scale_names[j], scale);
-        p.out[j] = scale == 1.0 ? p.in[j] : (int64_t)nearbyint((double)p.in[j] * scale);
+        double d = nearbyint((double)p.in[j] * scale);
+        if (d > (double)SUP_DIM_MAX)
+            return k_error(kc, "%s %g makes a dimension of %g", scale_names[j], scale, d);
+        p.out[j] = scale == 1.0 ? p.in[j] : (int64_t)d;
     }
     int64_t shape[K_MAX_DIMS];
     DLTensor *o = pool_out(kc, &p, x, shape);
@@ -512,6 +535,8 @@ done: /* taps: k_scratch, released by the caller */
 
 /* ---- padding and dilation ------------------------------------------------------------------- */
 
+#define PAD_LIMIT (((int64_t)1 << 31) - 1) /* the largest pad width (nn.pad's relation) */
+
 /* pad_width, one [before, after] pair per axis, which reaches kernels flattened: 2 * ndim
  * integers b0, a0, b1, a1, ... */
 static int pad_widths(KCall *kc, uint32_t ndim, int64_t *before, int64_t *after) {
@@ -522,8 +547,13 @@ static int pad_widths(KCall *kc, uint32_t ndim, int64_t *before, int64_t *after)
                        "pad_width must hold one [before, after] pair per axis (%u), got %u "
                        "values",
                        ndim, n);
-    for (uint32_t i = 0; i < ndim; i++)
+    for (uint32_t i = 0; i < ndim; i++) {
         before[i] = v[2 * i], after[i] = v[2 * i + 1];
+        if (before[i] > PAD_LIMIT || before[i] < -PAD_LIMIT || after[i] > PAD_LIMIT ||
+            after[i] < -PAD_LIMIT) /* the relation's bound; keeps d + before + after exact */
+            return k_error(kc, "pad_width [%lld, %lld] on axis %u is beyond 2^31 - 1",
+                           (long long)before[i], (long long)after[i], i);
+    }
     return 0;
 }
 
@@ -615,7 +645,10 @@ static int k_dilate(KCall *kc) {
     for (uint32_t i = 0; i < ndim; i++) {
         if (st[i] < 1) return k_error(kc, "strides values must be positive");
         int64_t d = x->shape[i];
-        shape[i] = d <= 1 ? d : (d - 1) * st[i] + 1;
+        shape[i] = d;
+        if (d > 1 && (!sup_dim_mul(d - 1, st[i], &shape[i]) || !sup_dim_add(shape[i], 1, &shape[i])))
+            return k_error(kc, "strides %lld make axis %u too large (over 2^62)", (long long)st[i],
+                           i);
     }
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, ndim, shape);

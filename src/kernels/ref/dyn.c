@@ -106,8 +106,10 @@ static int check_volume(KCall *kc, const DLTensor *t, const char *what, const in
 
 /* ---- calling the static kernel -------------------------------------------------------------- */
 
-/* The static twin's attribute list: the dyn call's own attributes, then the values read from
- * tensors. The lists live in the struct, so it must outlive the call. */
+/* The static twin's attribute list: the values read from tensors first, then the dyn call's own
+ * attributes (the static kernel finds the first row of a name, so a row of the call that names a
+ * lowered attribute cannot override the checked value). The lists live in the struct, so it must
+ * outlive the call. */
 typedef struct Lowered {
     KAttr attrs[DYN_MAX_ATTRS];
     uint32_t n_attrs;
@@ -116,15 +118,18 @@ typedef struct Lowered {
     uint32_t n_lists;
 } Lowered;
 
-static void lower_init(Lowered *l, const KCall *kc) {
-    RLY_CHECK(kc->n_attrs + DYN_MAX_LISTS <= DYN_MAX_ATTRS, "%s: too many attributes", kc->op);
-    memcpy(l->attrs, kc->attrs, kc->n_attrs * sizeof(KAttr));
-    l->n_attrs = kc->n_attrs;
+/* A valid call has the rows of the operator's schema; one from a file may have any number. */
+static int lower_init(KCall *kc, Lowered *l) {
+    l->n_attrs = 0;
     l->n_lists = 0;
+    if (kc->n_attrs > DYN_MAX_ATTRS - DYN_MAX_LISTS)
+        return k_error(kc, "the call has %u attributes; at most %d are supported", kc->n_attrs,
+                       DYN_MAX_ATTRS - DYN_MAX_LISTS);
+    return 0;
 }
 
 static KAttr *lower_add(Lowered *l, const char *name, KAttrKind kind) {
-    RLY_CHECK(l->n_attrs < DYN_MAX_ATTRS, "dyn: too many attributes");
+    RLY_CHECK(l->n_attrs < DYN_MAX_LISTS, "dyn: too many lowered attributes");
     KAttr *a = &l->attrs[l->n_attrs++];
     memset(a, 0, sizeof *a);
     a->name = name;
@@ -165,14 +170,19 @@ static int call_static(KCall *kc, uint32_t op, const uint32_t *args, uint32_t n_
         len[i] = kc->arg_len[args[i]];
         tuple[i] = kc->arg_tuple[args[i]];
     }
+    Lowered all = *l; /* the lowered rows, then the call's (lower_init bounded their count) */
+    memcpy(all.attrs + all.n_attrs, kc->attrs, kc->n_attrs * sizeof(KAttr));
+    all.n_attrs += kc->n_attrs;
     KCall sub = *kc;
-    sub.attrs = l->attrs;
-    sub.n_attrs = l->n_attrs;
+    sub.attrs = all.attrs;
+    sub.n_attrs = all.n_attrs;
     sub.n_args = n_args;
     sub.arg_start = start;
     sub.arg_len = len;
     sub.arg_tuple = tuple;
     int rc = fn(&sub);
+    /* an attribute problem of the static kernel is the call's */
+    if (sub.bad_attr != NULL) k_attr_bad(kc, sub.bad_attr, sub.bad_attr_want);
     /* the scratch sub took is kc's, for kc's caller to release */
     kc->ws_used = sub.ws_used;
     kc->scratch_cur = sub.scratch_cur;
@@ -221,7 +231,7 @@ static int dyn_reshape(KCall *kc) {
     }
     if (check_volume(kc, NULL, "newshape", known, n_known) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "newshape", ns, nn);
     return call_static(kc, OP_ID_RESHAPE, ARG0, 1, &l);
 }
@@ -251,7 +261,7 @@ static int dyn_broadcast_to(KCall *kc) {
     }
     if (check_volume(kc, NULL, "shape", shape, n) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "shape", shape, n);
     return call_static(kc, OP_ID_BROADCAST_TO, ARG0, 1, &l);
 }
@@ -269,7 +279,7 @@ static int dyn_tile(KCall *kc) {
                        ints_str(reps, n, s, sizeof s), n, K_MAX_DIMS);
     if (check_volume(kc, k_arg(kc, 0), "reps", reps, n) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "reps", reps, n);
     return call_static(kc, OP_ID_TILE, ARG0, 1, &l);
 }
@@ -302,7 +312,7 @@ static int dyn_strided_slice(KCall *kc) {
                            ints_str(v[2], n[2], s, sizeof s));
         }
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     for (uint32_t i = 0; i < 3; i++)
         lower_ints(&l, names[i], v[i], n[i]);
     return call_static(kc, OP_ID_STRIDED_SLICE, ARG0, 1, &l);
@@ -328,7 +338,7 @@ static int dyn_full(KCall *kc) {
     uint32_t n;
     if (load_shape(kc, 1, shape, &n) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "shape", shape, n);
     return call_static(kc, OP_ID_FULL, ARG0, 1, &l);
 }
@@ -338,7 +348,7 @@ static int dyn_init(KCall *kc, uint32_t op) {
     uint32_t n;
     if (load_shape(kc, 0, shape, &n) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "shape", shape, n);
     return call_static(kc, op, ARG0, 0, &l);
 }
@@ -353,7 +363,7 @@ static int dyn_one_hot(KCall *kc) {
     if (check_volume(kc, k_arg(kc, 0), "depth", &depth, 1) != 0) return -1;
     static const uint32_t args[] = {0, 1, 2};
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_int(&l, "depth", depth);
     return call_static(kc, OP_ID_ONE_HOT, args, 3, &l);
 }
@@ -365,7 +375,7 @@ static int dyn_topk(KCall *kc) {
     int64_t k;
     if (load_scalar(kc, 1, "k", &k) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_int(&l, "k", k);
     return call_static(kc, OP_ID_TOPK, ARG0, 1, &l);
 }
@@ -396,7 +406,7 @@ static int dyn_pad(KCall *kc) {
     }
     if (check_volume(kc, NULL, "padding to", shape, n) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "pad_width", w, m);
     return call_static(kc, OP_ID_NN_PAD, ARG02, 2, &l);
 }
@@ -420,7 +430,7 @@ static int dyn_squeeze(KCall *kc) {
         seen[a] = true;
     }
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "axis", axes, n);
     return call_static(kc, OP_ID_SQUEEZE, ARG0, 1, &l);
 }
@@ -429,7 +439,7 @@ static int dyn_expand_dims(KCall *kc) {
     int64_t axis;
     if (load_scalar(kc, 1, "axis", &axis) != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_int(&l, "axis", axis);
     return call_static(kc, OP_ID_EXPAND_DIMS, ARG0, 1, &l);
 }
@@ -471,7 +481,7 @@ static int dyn_resize2d(KCall *kc) {
         return k_error(kc, "size %s must be positive", ints_str(size, n, s, sizeof s));
     if (image_axes(kc, x, hw) != 0 || image_volume(kc, x, hw, size, "size") != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_ints(&l, "size", size, n);
     return call_static(kc, OP_ID_IMAGE_RESIZE2D, ARG0, 1, &l);
 }
@@ -495,7 +505,7 @@ static int dyn_upsampling(KCall *kc) {
     }
     if (image_volume(kc, x, hw, out, "the scale") != 0) return -1;
     Lowered l;
-    lower_init(&l, kc);
+    if (lower_init(kc, &l) != 0) return -1;
     lower_float(&l, "scale_h", scale[0]);
     lower_float(&l, "scale_w", scale[1]);
     return call_static(kc, OP_ID_NN_UPSAMPLING, ARG0, 1, &l);

@@ -164,8 +164,8 @@ static int resize_nd(KCall *kc, const char *spatial) {
         out_sz[d] = size[d];
         shape[sp_axis[d]] = size[d];
     }
-    int dt_attr = (int)k_int(kc, "out_dtype");
-    rly_dtype in_dt = k_dtype(x), out_dt = dt_attr < 0 ? in_dt : (rly_dtype)dt_attr;
+    rly_dtype in_dt = k_dtype(x), out_dt;
+    if (!k_dtype_attr(kc, "out_dtype", in_dt, &out_dt)) return -1;
     DLTensor *y = k_out(kc, 0, out_dt, ndim, shape);
     if (y == NULL) return -1;
     int64_t n_out = k_numel(y);
@@ -258,6 +258,8 @@ static int crop_and_resize(KCall *kc) {
     bool nearest = strcmp(k_str(kc, "method"), "nearest_neighbor") == 0;
     double extrap = k_float(kc, "extrapolation_value");
     int an = nhw[0], ah = nhw[1], aw = nhw[2];
+    if (boxes->ndim != 2 || boxes->shape[1] != 4 || box_ind->ndim != 1)
+        return k_error(kc, "boxes must be (n, 4) and box_indices 1-D");
     int64_t n_box = boxes->shape[0], batch = x->shape[an], ih = x->shape[ah], iw = x->shape[aw];
     if (box_ind->shape[0] != n_box)
         return k_error(kc, "%lld boxes but %lld box indices", (long long)n_box,
@@ -265,8 +267,8 @@ static int crop_and_resize(KCall *kc) {
     int64_t shape[K_MAX_DIMS], in_stride[K_MAX_DIMS];
     memcpy(shape, x->shape, ndim * sizeof(int64_t));
     shape[an] = n_box, shape[ah] = crop[0], shape[aw] = crop[1];
-    int dt_attr = (int)k_int(kc, "out_dtype");
-    rly_dtype in_dt = k_dtype(x), out_dt = dt_attr < 0 ? in_dt : (rly_dtype)dt_attr;
+    rly_dtype in_dt = k_dtype(x), out_dt;
+    if (!k_dtype_attr(kc, "out_dtype", in_dt, &out_dt)) return -1;
     rly_dtype b_dt = k_dtype(boxes), i_dt = k_dtype(box_ind);
     DLTensor *y = k_out(kc, 0, out_dt, ndim, shape);
     if (y == NULL) return -1;
@@ -325,6 +327,8 @@ static int affine_grid(KCall *kc) {
     const DLTensor *theta = k_arg(kc, 0);
     const int64_t *ts;
     if (k_ints(kc, "target_shape", &ts) != 2) return k_error(kc, "target_shape needs 2 values");
+    if (theta->ndim != 3 || theta->shape[1] != 2 || theta->shape[2] != 3)
+        return k_error(kc, "data must have shape (batch, 2, 3)");
     int64_t b = theta->shape[0], h = ts[0], w = ts[1];
     int64_t shape[4] = {b, 2, h, w};
     rly_dtype dt = k_dtype(theta);
@@ -407,6 +411,8 @@ static int grid_sample(KCall *kc) {
     int pad = str_index(k_str(kc, "padding_mode"), pads, 3);
     bool align = k_bool(kc, "align_corners");
     if (method < 0 || pad < 0) return k_error(kc, "unknown method or padding_mode");
+    if ((x->ndim != 4 && x->ndim != 5) || grid->ndim != x->ndim)
+        return k_error(kc, "data and grid must both be 4-D or 5-D");
     GridSpec g = {.x = x, .dt = k_dtype(x), .n_sp = (uint32_t)x->ndim - 2};
     const char *spatial = g.n_sp == 3 ? "DHW" : "HW";
     if (method == GS_BICUBIC && g.n_sp != 2)
@@ -540,6 +546,9 @@ static int dilation2d(KCall *kc) {
         pt = pv[0], pl = pv[1];
     else
         return k_error(kc, "padding needs 1, 2 or 4 values");
+    for (uint32_t i = 0; i < n_pad; i++)
+        if (pv[i] < 0 || pv[i] > SUP_DIM_MAX / 4) /* the relation's bound */
+            return k_error(kc, "padding values must be in [0, 2^60], got %lld", (long long)pv[i]);
     int dn = xa[0], dc = xa[1], dh = xa[2], dw = xa[3], ki = wa[0], kh = wa[1], kw = wa[2];
     int64_t n = x->shape[dn], c = x->shape[dc], ih = x->shape[dh], iw = x->shape[dw];
     int64_t fh = w->shape[kh], fw = w->shape[kw];
@@ -548,14 +557,18 @@ static int dilation2d(KCall *kc) {
                        (long long)w->shape[ki]);
     int64_t pad_h = n_pad == 4 ? pv[0] + pv[2] : 2 * pt,
             pad_w = n_pad == 4 ? pv[1] + pv[3] : 2 * pl;
-    int64_t oh = (ih + pad_h - ((fh - 1) * di[0] + 1)) / st[0] + 1;
-    int64_t ow = (iw + pad_w - ((fw - 1) * di[1] + 1)) / st[1] + 1;
-    if (oh < 0 || ow < 0) return k_error(kc, "the dilated kernel exceeds the padded input");
+    /* sizes checked against the shape limit: every index below is a sum of two of them */
+    int64_t span_h, span_w, in_h, in_w;
+    if (fh < 1 || fw < 1 || !sup_dim_mul(fh - 1, di[0], &span_h) ||
+        !sup_dim_mul(fw - 1, di[1], &span_w) || !sup_dim_add(ih, pad_h, &in_h) ||
+        !sup_dim_add(iw, pad_w, &in_w) || span_h >= in_h || span_w >= in_w)
+        return k_error(kc, "the dilated kernel is empty or exceeds the padded input");
+    int64_t oh = (in_h - span_h - 1) / st[0] + 1;
+    int64_t ow = (in_w - span_w - 1) / st[1] + 1;
     int64_t shape[4];
     shape[dn] = n, shape[dc] = c, shape[dh] = oh, shape[dw] = ow;
-    int dt_attr = (int)k_int(kc, "out_dtype");
-    rly_dtype x_dt = k_dtype(x), w_dt = k_dtype(w);
-    rly_dtype out_dt = dt_attr < 0 ? x_dt : (rly_dtype)dt_attr;
+    rly_dtype x_dt = k_dtype(x), w_dt = k_dtype(w), out_dt;
+    if (!k_dtype_attr(kc, "out_dtype", x_dt, &out_dt)) return -1;
     DLTensor *y = k_out(kc, 0, out_dt, 4, shape);
     if (y == NULL) return -1;
     int64_t xs[4], ws[3], ys[4];

@@ -974,10 +974,10 @@ static int sparse_to_dense_ref(KCall *kc) {
     for (int64_t j = 0; j < count; j++) {
         int64_t off = 0;
         bool in = true;
-        for (uint32_t d = 0; d < n; d++) {
+        for (uint32_t d = 0; d < n && in; d++) {
             int64_t v = load_index(ind, j * width + d);
-            in = in && v >= 0 && v < shape[d];
-            off = off * shape[d] + v;
+            in = v >= 0 && v < shape[d];
+            off = off * shape[d] + v; /* a flat index of the output while in */
         }
         if (in) copy_elems(k_ptr(o), off, k_ptr(val), rank(val) ? j : 0, es, 1);
     }

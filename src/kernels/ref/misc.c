@@ -32,7 +32,7 @@ static int identity(KCall *kc) {
 
 static int trap(KCall *kc) {
     const char *msg = k_str(kc, "message");
-    return k_error(kc, "%s", msg ? msg : "unreachable");
+    return k_error(kc, "%s", msg[0] ? msg : "unreachable");
 }
 
 /* ---- det ------------------------------------------------------------------------------------ */

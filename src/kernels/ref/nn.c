@@ -239,8 +239,8 @@ static int k_bias_add(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0), *bias = k_arg(kc, 1);
     int64_t outer, c, inner;
     if (channel_split(kc, x, &outer, &c, &inner) != 0) return -1;
-    if (bias->ndim != 1 || bias->shape[0] != c)
-        return k_error(kc, "bias must have %lld elements", (long long)c);
+    if (bias->ndim != 1 || bias->shape[0] != c || k_dtype(bias) != k_dtype(x))
+        return k_error(kc, "bias must have %lld elements of data's dtype", (long long)c);
     DLTensor *o = k_out(kc, 0, k_dtype(x), (uint32_t)x->ndim, x->shape);
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     rly_dtype dt = k_dtype(x);
@@ -281,8 +281,8 @@ static int k_prelu(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0), *alpha = k_arg(kc, 1);
     int64_t outer, c, inner;
     if (channel_split(kc, x, &outer, &c, &inner) != 0) return -1;
-    if (alpha->ndim != 1 || alpha->shape[0] != c)
-        return k_error(kc, "alpha must have %lld elements", (long long)c);
+    if (alpha->ndim != 1 || alpha->shape[0] != c || k_dtype(alpha) != k_dtype(x))
+        return k_error(kc, "alpha must have %lld elements of data's dtype", (long long)c);
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, (uint32_t)x->ndim, x->shape);
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
@@ -466,8 +466,9 @@ static int affine_norm(KCall *kc, const bool *reduced, int64_t axis, int64_t gro
     const DLTensor *x = k_arg(kc, 0), *gamma = k_arg(kc, 1), *beta = k_arg(kc, 2);
     rly_dtype dt = k_dtype(x);
     int64_t c = x->shape[axis];
-    if (gamma->ndim != 1 || gamma->shape[0] != c || beta->ndim != 1 || beta->shape[0] != c)
-        return k_error(kc, "gamma and beta must have %lld elements", (long long)c);
+    if (gamma->ndim != 1 || gamma->shape[0] != c || beta->ndim != 1 || beta->shape[0] != c ||
+        k_dtype(gamma) != dt || k_dtype(beta) != dt)
+        return k_error(kc, "gamma and beta must have %lld elements of data's dtype", (long long)c);
     DLTensor *o = k_out(kc, 0, dt, (uint32_t)x->ndim, x->shape);
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* no statistics to keep */
     NormGroups ng = {0};
@@ -538,8 +539,11 @@ static int k_batch_norm(KCall *kc) {
     if (norm_axis(kc, x, &axis) != 0) return -1;
     int64_t c = x->shape[axis];
     for (uint32_t a = 1; a < 5; a++)
-        if (k_arg(kc, a)->ndim != 1 || k_arg(kc, a)->shape[0] != c)
-            return k_error(kc, "gamma, beta, moving_mean and moving_var must have %lld elements",
+        if (k_arg(kc, a)->ndim != 1 || k_arg(kc, a)->shape[0] != c ||
+            k_dtype(k_arg(kc, a)) != k_dtype(x))
+            return k_error(kc,
+                           "gamma, beta, moving_mean and moving_var must have %lld elements of "
+                           "data's dtype",
                            (long long)c);
     rly_dtype dt = k_dtype(x);
     int64_t one = c;
@@ -576,8 +580,11 @@ static int k_batch_norm_training(KCall *kc) {
     if (norm_axis(kc, x, &axis) != 0) return -1;
     int64_t c = x->shape[axis];
     for (uint32_t a = 1; a < 5; a++)
-        if (k_arg(kc, a)->ndim != 1 || k_arg(kc, a)->shape[0] != c)
-            return k_error(kc, "gamma, beta, moving_mean and moving_var must have %lld elements",
+        if (k_arg(kc, a)->ndim != 1 || k_arg(kc, a)->shape[0] != c ||
+            k_dtype(k_arg(kc, a)) != k_dtype(x))
+            return k_error(kc,
+                           "gamma, beta, moving_mean and moving_var must have %lld elements of "
+                           "data's dtype",
                            (long long)c);
     rly_dtype dt = k_dtype(x);
     int64_t one = c;
@@ -667,8 +674,10 @@ static int k_lrn(KCall *kc) {
         for (int64_t ch = 0; ch < c; ch++)
             for (int64_t j = 0; j < inner; j++) {
                 double ss = 0;
-                for (int64_t t = ch - size / 2; t < ch - size / 2 + size; t++) {
-                    if (t < 0 || t >= c) continue;
+                /* the window [ch - size/2, ch - size/2 + size) clipped to the channels: the work
+                 * does not grow with size */
+                int64_t lo = ch - size / 2, hi = ch + (size - size / 2);
+                for (int64_t t = lo < 0 ? 0 : lo; t < hi && t < c; t++) {
                     double v = k_loadf(src, dt, (i * c + t) * inner + j);
                     ss += v * v;
                 }
@@ -717,8 +726,8 @@ static int k_log_softmax(KCall *kc) { return softmax_common(kc, true); }
 /* mean over the batch of -sum(targets * log(predictions)) (or of the predictions themselves). */
 static int cross_entropy_common(KCall *kc, bool logits) {
     const DLTensor *x = k_arg(kc, 0), *y = k_arg(kc, 1);
-    if (x->ndim != 2 || !k_same_shape(x, y))
-        return k_error(kc, "predictions and targets must be 2-D of the same shape");
+    if (x->ndim != 2 || !k_same_shape(x, y) || k_dtype(x) != k_dtype(y))
+        return k_error(kc, "predictions and targets must be 2-D of the same shape and dtype");
     rly_dtype dt = k_dtype(x);
     DLTensor *o = k_out(kc, 0, dt, 0, NULL);
     if (o == NULL) return -1;
@@ -738,7 +747,8 @@ static int k_cross_entropy_with_logits(KCall *kc) { return cross_entropy_common(
 static int k_nll_loss(KCall *kc) {
     const DLTensor *pred = k_arg(kc, 0), *tgt = k_arg(kc, 1), *wt = k_arg(kc, 2);
     uint32_t nd = (uint32_t)pred->ndim;
-    if (nd < 2 || (uint32_t)tgt->ndim + 1 != nd || wt->ndim != 1 || wt->shape[0] != pred->shape[1])
+    if (nd < 2 || (uint32_t)tgt->ndim + 1 != nd || wt->ndim != 1 ||
+        wt->shape[0] != pred->shape[1] || k_dtype(wt) != k_dtype(pred))
         return k_error(kc, "predictions, targets and weights do not fit");
     for (uint32_t i = 0; i < (uint32_t)tgt->ndim; i++)
         if (tgt->shape[i] != pred->shape[i == 0 ? 0 : i + 1])

@@ -92,9 +92,9 @@ int kern_nn_spatial_attr(KCall *kc, const char *name, uint32_t nsp, int64_t lo, 
     if (n != 1 && n != nsp) return k_error(kc, "%s must have 1 or %u values, got %u", name, nsp, n);
     for (uint32_t i = 0; i < nsp; i++) {
         out[i] = v[n == 1 ? 0 : i];
-        if (out[i] < lo)
-            return k_error(kc, "%s values must be at least %lld, got %lld", name, (long long)lo,
-                           (long long)out[i]);
+        if (out[i] < lo || out[i] > KNN_ATTR_LIMIT)
+            return k_error(kc, "%s values must be in [%lld, 2^31 - 1], got %lld", name,
+                           (long long)lo, (long long)out[i]);
     }
     return 0;
 }
@@ -107,8 +107,9 @@ int kern_nn_padding(KCall *kc, uint32_t nsp, int64_t *before, int64_t *after) {
     for (uint32_t i = 0; i < nsp; i++) {
         before[i] = n == 2 * nsp ? v[i] : v[n == 1 ? 0 : i];
         after[i] = n == 2 * nsp ? v[i + nsp] : before[i];
-        if (before[i] < 0 || after[i] < 0)
-            return k_error(kc, "padding values must be non-negative");
+        if (before[i] < 0 || after[i] < 0 || before[i] > KNN_ATTR_LIMIT ||
+            after[i] > KNN_ATTR_LIMIT)
+            return k_error(kc, "padding values must be in [0, 2^31 - 1]");
     }
     return 0;
 }

@@ -49,11 +49,15 @@ void kern_nn_view_free(KView *v);
 
 /* ---- per-spatial-axis attributes (convolutions and pools) ------------------------------------ */
 
-/* Attribute `name` as one value per spatial axis, nsp of them (a single value repeats), each at
- * least lo, into out[0..nsp). -1 with an error otherwise. */
+/* The largest stride, dilation, padding or window the relations accept (src/ops/op_conv_pool.c,
+ * ATTR_LIMIT); kernels, which may be called with any attributes, hold them to it too. */
+#define KNN_ATTR_LIMIT (((int64_t)1 << 31) - 1)
+
+/* Attribute `name` as one value per spatial axis, nsp of them (a single value repeats), each in
+ * [lo, KNN_ATTR_LIMIT], into out[0..nsp). -1 with an error otherwise. */
 int kern_nn_spatial_attr(KCall *kc, const char *name, uint32_t nsp, int64_t lo, int64_t *out);
 /* The attribute "padding": 1 value (every side), nsp (before = after) or 2 * nsp (the befores,
- * then the afters), none negative, into before[0..nsp) and after[0..nsp). */
+ * then the afters), each in [0, KNN_ATTR_LIMIT], into before[0..nsp) and after[0..nsp). */
 int kern_nn_padding(KCall *kc, uint32_t nsp, int64_t *before, int64_t *after);
 
 /* ---- operands and results ------------------------------------------------------------------- */

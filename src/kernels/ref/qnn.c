@@ -302,13 +302,17 @@ static int requantize(KCall *kc) {
 
 /* ==== qnn.conv2d ============================================================================= */
 
-/* An int list attribute of 1 or 2 values as a pair. */
+/* The largest stride, dilation or padding the relations accept (as src/ops/op_conv_pool.c). */
+#define ATTR_LIMIT (((int64_t)1 << 31) - 1)
+
+/* An int list attribute of 1 or 2 values as a pair, each in [1, ATTR_LIMIT]. */
 static int int_pair(KCall *kc, const char *name, int64_t out[2]) {
     const int64_t *v;
     uint32_t n = k_ints(kc, name, &v);
     if (n != 1 && n != 2) return k_error(kc, "%s must have 1 or 2 values", name);
     out[0] = v[0], out[1] = v[n - 1];
-    if (out[0] < 1 || out[1] < 1) return k_error(kc, "%s values must be positive", name);
+    if (out[0] < 1 || out[1] < 1 || out[0] > ATTR_LIMIT || out[1] > ATTR_LIMIT)
+        return k_error(kc, "%s values must be in [1, 2^31 - 1]", name);
     return 0;
 }
 
@@ -336,8 +340,11 @@ static int qnn_conv2d(KCall *kc) {
     uint32_t n_pad = k_ints(kc, "padding", &pv);
     if (n_pad != 1 && n_pad != 2 && n_pad != 4)
         return k_error(kc, "padding needs 1, 2 or 4 values");
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         pad[i] = n_pad == 1 ? pv[0] : n_pad == 2 ? pv[i % 2] : pv[i];
+        if (pad[i] < 0 || pad[i] > ATTR_LIMIT)
+            return k_error(kc, "padding values must be in [0, 2^31 - 1]");
+    }
     if (groups < 1) return k_error(kc, "groups must be positive");
     bool depthwise = strcmp(kl.text, "HWOI") == 0 && groups > 1 && c == groups && ko == groups;
     int64_t out_c = depthwise ? c * ki : ko;
@@ -346,8 +353,13 @@ static int qnn_conv2d(KCall *kc) {
                        "channels (%lld in, %lld out, %lld per group in the weight) do not "
                        "fit groups=%lld",
                        (long long)c, (long long)ko, (long long)ki, (long long)groups);
-    int64_t oh = (h + pad[0] + pad[2] - ((kh - 1) * di[0] + 1)) / st[0] + 1;
-    int64_t ow = (wd + pad[1] + pad[3] - ((kw - 1) * di[1] + 1)) / st[1] + 1;
+    /* the dilated window (kh - 1) * di + 1, a size unless the kernel is empty (kh = 0: 1 - di) */
+    int64_t win_h = 1 - di[0], win_w = 1 - di[1];
+    if ((kh > 0 && (!sup_dim_mul(kh - 1, di[0], &win_h) || !sup_dim_add(win_h, 1, &win_h))) ||
+        (kw > 0 && (!sup_dim_mul(kw - 1, di[1], &win_w) || !sup_dim_add(win_w, 1, &win_w))))
+        return k_error(kc, "the dilated kernel is too large (over 2^62)");
+    int64_t oh = (h + pad[0] + pad[2] - win_h) / st[0] + 1;
+    int64_t ow = (wd + pad[1] + pad[3] - win_w) / st[1] + 1;
     if (oh < 0 || ow < 0) return k_error(kc, "the kernel is larger than the padded input");
     QParam izp, kzp;
     if (qparam(kc, k_arg(kc, 2), 1, "input_zero_point", &izp) != 0 ||
@@ -367,16 +379,18 @@ static int qnn_conv2d(KCall *kc) {
     const void *xp = k_ptr(x), *wp = k_ptr(w);
     void *yp = k_ptr(y);
     /* The operands minus their zero points, in NCHW and (out_c, cin_g, kh, kw) order. */
-    int64_t *xb = scratch_i64(kc, n * c * h * wd), *wb = scratch_i64(kc, out_c * cin_g * kh * kw);
+    /* (as 64-bit patterns: the subtraction wraps like the products after it) */
+    uint64_t *xb = (uint64_t *)scratch_i64(kc, n * c * h * wd);
+    uint64_t *wb = (uint64_t *)scratch_i64(kc, out_c * cin_g * kh * kw);
     if (xb == NULL || wb == NULL) return -1;
     int64_t at = 0;
     for (int64_t b = 0; b < n; b++)
         for (int64_t ic = 0; ic < c; ic++)
             for (int64_t iy = 0; iy < h; iy++)
                 for (int64_t ix = 0; ix < wd; ix++)
-                    xb[at++] =
-                        k_loadi(xp, x_dt, b * xs[xn] + ic * xs[xc] + iy * xs[xh] + ix * xs[xw]) -
-                        zx;
+                    xb[at++] = (uint64_t)k_loadi(xp, x_dt, b * xs[xn] + ic * xs[xc] +
+                                                               iy * xs[xh] + ix * xs[xw]) -
+                               (uint64_t)zx;
     at = 0;
     for (int64_t oc = 0; oc < out_c; oc++)
         for (int64_t icg = 0; icg < cin_g; icg++)
@@ -385,26 +399,26 @@ static int qnn_conv2d(KCall *kc) {
                     /* depthwise HWOI: O holds the input channel, I the multiplier */
                     int64_t wat = depthwise ? (oc / ki) * ws[wo] + (oc % ki) * ws[wi]
                                             : oc * ws[wo] + icg * ws[wi];
-                    wb[at++] = k_loadi(wp, w_dt, wat + ry * ws[wh] + rx * ws[ww]) -
-                               (int64_t)qp_zp(&kzp, oc);
+                    wb[at++] = (uint64_t)k_loadi(wp, w_dt, wat + ry * ws[wh] + rx * ws[ww]) -
+                               (uint64_t)(int64_t)qp_zp(&kzp, oc);
                 }
     for (int64_t b = 0; b < n; b++)
         for (int64_t oc = 0; oc < out_c; oc++) {
             int64_t g = oc / cout_g;
-            const int64_t *wo_p = wb + oc * cin_g * kh * kw;
+            const uint64_t *wo_p = wb + oc * cin_g * kh * kw;
             for (int64_t oy = 0; oy < oh; oy++)
                 for (int64_t ox = 0; ox < ow; ox++) {
                     uint64_t acc = 0; /* wraps as the out_dtype accumulation does */
                     for (int64_t icg = 0; icg < cin_g; icg++) {
-                        const int64_t *xc_p = xb + (b * c + g * cin_g + icg) * h * wd;
-                        const int64_t *wc_p = wo_p + icg * kh * kw;
+                        const uint64_t *xc_p = xb + (b * c + g * cin_g + icg) * h * wd;
+                        const uint64_t *wc_p = wo_p + icg * kh * kw;
                         for (int64_t ry = 0; ry < kh; ry++) {
                             int64_t iy = oy * st[0] + ry * di[0] - pad[0];
                             if (iy < 0 || iy >= h) continue; /* padding holds the zero point */
                             for (int64_t rx = 0; rx < kw; rx++) {
                                 int64_t ix = ox * st[1] + rx * di[1] - pad[1];
                                 if (ix < 0 || ix >= wd) continue;
-                                acc += (uint64_t)xc_p[iy * wd + ix] * (uint64_t)wc_p[ry * kw + rx];
+                                acc += xc_p[iy * wd + ix] * wc_p[ry * kw + rx];
                             }
                         }
                     }
@@ -439,18 +453,19 @@ static int qnn_dense(KCall *kc) {
     const void *xp = k_ptr(x), *wp = k_ptr(w);
     void *yp = k_ptr(y);
     /* The weight minus its zero points, and one data row minus the input zero point. */
-    int64_t *wb = scratch_i64(kc, units * k), *xr = scratch_i64(kc, k);
+    /* (as 64-bit patterns: the subtraction wraps like the products after it) */
+    uint64_t *wb = (uint64_t *)scratch_i64(kc, units * k), *xr = (uint64_t *)scratch_i64(kc, k);
     if (wb == NULL || xr == NULL) return -1;
     for (int64_t u = 0; u < units; u++)
         for (int64_t j = 0; j < k; j++)
-            wb[u * k + j] = k_loadi(wp, w_dt, u * k + j) - (int64_t)qp_zp(&kzp, u);
+            wb[u * k + j] = (uint64_t)k_loadi(wp, w_dt, u * k + j) - (uint64_t)(int64_t)qp_zp(&kzp, u);
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t j = 0; j < k; j++)
-            xr[j] = k_loadi(xp, x_dt, r * k + j) - zx;
+            xr[j] = (uint64_t)k_loadi(xp, x_dt, r * k + j) - (uint64_t)zx;
         for (int64_t u = 0; u < units; u++) {
             uint64_t acc = 0; /* wraps as the out_dtype accumulation does */
             for (int64_t j = 0; j < k; j++)
-                acc += (uint64_t)xr[j] * (uint64_t)wb[u * k + j];
+                acc += xr[j] * wb[u * k + j];
             k_storeu(yp, out_dt, r * units + u, acc);
         }
     }
@@ -552,7 +567,8 @@ static int qnn_concatenate(KCall *kc) {
         for (uint32_t d = 0; d < nd; d++)
             if ((int64_t)d != axis && t->shape[d] != t0->shape[d])
                 return k_error(kc, "input %u differs from input 0 on dimension %u", j, d);
-        shape[axis] += t->shape[axis];
+        if (!sup_dim_add(shape[axis], t->shape[axis], &shape[axis]))
+            return k_error(kc, "the joined axis is too large (over 2^62)");
     }
     DLTensor *y = k_out(kc, 0, dt, nd, shape);
     if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* dims may be huge */

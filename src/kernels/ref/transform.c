@@ -144,7 +144,7 @@ static int expand_dims_ref(KCall *kc) {
     if (axis < -n - 1 || axis > n)
         return k_error(kc, "axis %lld is out of range for rank %lld", (long long)axis,
                        (long long)n);
-    if (k < 0 || n + k > K_MAX_DIMS)
+    if (k < 0 || k > K_MAX_DIMS - n)
         return k_error(kc, "num_newaxis %lld is out of range for rank %lld", (long long)k,
                        (long long)n);
     int64_t pivot = axis < 0 ? n + axis + 1 : axis, shape[K_MAX_DIMS];
@@ -224,7 +224,8 @@ static int reshape_ref(KCall *kc) {
                 return k_error(kc, "bad sizes %lld, %lld after -4", (long long)a, (long long)b);
             if (a == -1) a = d0 / b;
             if (b == -1) b = d0 / a;
-            if (a * b != d0)
+            int64_t ab;
+            if (!sup_dim_mul(a, b, &ab) || ab != d0)
                 return k_error(kc, "-4 cannot split a dimension of size %lld into %lld x %lld",
                                (long long)d0, (long long)a, (long long)b);
             if (o + 2 > K_MAX_DIMS) return k_error(kc, "the result rank exceeds %d", K_MAX_DIMS);
@@ -238,9 +239,9 @@ static int reshape_ref(KCall *kc) {
     if (infer >= 0) {
         int64_t rest = 1;
         for (uint32_t i = 0; i < o; i++)
-            if (i != infer) rest *= shape[i];
+            if (i != infer) rest = sup_dim_mul_sat(rest, shape[i]); /* sizes: >= 0 */
         int64_t total = k_numel(x);
-        if (rest == 0 || total % rest != 0)
+        if (rest == 0 || rest > SUP_DIM_MAX || total % rest != 0)
             return k_error(kc, "cannot infer the -1 of newshape: %lld elements into parts of %lld",
                            (long long)total, (long long)rest);
         shape[infer] = total / rest;
@@ -411,14 +412,20 @@ static int split_ref(KCall *kc) {
         if (sections <= 0)
             return k_error(kc, "the number of sections must be positive, got %lld",
                            (long long)sections);
+        if (sections != (int64_t)kc->n_out)
+            return k_error(kc, "split makes %lld tensors but the caller expects %u",
+                           (long long)sections, kc->n_out);
         if (d % sections != 0)
             return k_error(kc, "axis %lld of size %lld does not divide into %lld equal sections",
                            (long long)axis, (long long)d, (long long)sections);
         nf = (uint32_t)sections;
     } else if (a->kind == KA_INTS || a->kind == KA_FLOATS) {
-        idx = a->ints;
-        nf = a->n + 1;
-        for (uint32_t i = 0; i < a->n; i++)
+        uint32_t n_idx = k_ints(kc, "indices_or_sections", &idx);
+        if (n_idx >= kc->n_out)
+            return k_error(kc, "split makes %llu tensors but the caller expects %u",
+                           (unsigned long long)n_idx + 1, kc->n_out);
+        nf = n_idx + 1;
+        for (uint32_t i = 0; i < n_idx; i++)
             if (idx[i] < (i ? idx[i - 1] : 0) || idx[i] > d)
                 return k_error(kc,
                                "split index %lld is out of order or outside axis %lld of "
@@ -555,6 +562,9 @@ static int where_ref(KCall *kc) {
     const DLTensor *c = k_arg(kc, 0), *x = k_arg(kc, 1), *y = k_arg(kc, 2);
     int64_t sxy[K_MAX_DIMS], shape[K_MAX_DIMS];
     uint32_t nxy, n;
+    if (k_dtype(x) != k_dtype(y))
+        return k_error(kc, "x and y differ in dtype: %s and %s", sup_dtype_name(k_dtype(x)),
+                       sup_dtype_name(k_dtype(y)));
     if (!k_bcast_shape(x, y, &nxy, sxy)) return k_error(kc, "x and y shapes do not broadcast");
     DLTensor xy = {.ndim = (int32_t)nxy, .shape = sxy};
     if (!k_bcast_shape(c, &xy, &n, shape))
@@ -700,14 +710,13 @@ static int layout_transform_ref(KCall *kc) {
     if (rank(x) != src.n)
         return k_error(kc, "data has rank %u but src_layout has %u axes", rank(x), src.n);
     int64_t full[26] = {0}; /* the extent of each primal axis */
+    for (uint32_t i = 0; i < src.n; i++) /* first the blocks: then dim x block is a sub-product */
+        if (src.factor[i] && dim(x, i) != src.factor[i])
+            return k_error(kc, "axis %u of data has size %lld but src_layout says %lld", i,
+                           (long long)dim(x, i), (long long)src.factor[i]);
     for (uint32_t i = 0; i < src.n; i++) {
         char a = src.axis[i];
-        if (src.factor[i]) {
-            if (dim(x, i) != src.factor[i])
-                return k_error(kc, "axis %u of data has size %lld but src_layout says %lld", i,
-                               (long long)dim(x, i), (long long)src.factor[i]);
-            continue;
-        }
+        if (src.factor[i]) continue;
         int64_t b = k_layout_block(&src, a);
         full[a - 'A'] = dim(x, i) * (b ? b : 1);
         if (k_layout_find(&dst, a) < 0) return k_error(kc, "axis %c is missing from dst_layout", a);
@@ -810,9 +819,13 @@ static int strided_slice_ref(KCall *kc) {
         nax = k_ints(kc, "axes", &given);
         if (nb != nax || ne != nax || ns > nax || nax > n)
             return k_error(kc, "axes, begin, end and strides disagree in length");
-        for (uint32_t i = 0; i < nax; i++)
+        bool seen[K_MAX_DIMS] = {0};
+        for (uint32_t i = 0; i < nax; i++) {
             if (!k_axis(given[i], n, &axes[i]))
                 return k_error(kc, "axis %lld is out of range for rank %u", (long long)given[i], n);
+            if (seen[axes[i]]) return k_error(kc, "axes names axis %lld twice", (long long)axes[i]);
+            seen[axes[i]] = true;
+        }
     }
     int64_t shape[K_MAX_DIMS], st[K_MAX_DIMS], base = 0;
     shape_copy(x, shape);
@@ -1068,9 +1081,10 @@ static int matrix_set_diag_ref(KCall *kc) {
         if (dim(dg, i) != dim(x, i))
             return k_error(kc, "diagonal differs in batch dimension %u", i);
     int64_t n_diag = k1 == k2 ? 1 : dim(dg, n - 2), max_len = dim(dg, want - 1);
-    if (n_diag != k2 - k1 + 1)
-        return k_error(kc, "diagonal has %lld diagonals, k1..k2 needs %lld", (long long)n_diag,
-                       (long long)(k2 - k1 + 1));
+    uint64_t width = (uint64_t)k2 - (uint64_t)k1; /* k1 <= k2: exact */
+    if (n_diag < 1 || (uint64_t)n_diag - 1 != width)
+        return k_error(kc, "diagonal has %lld diagonals, k1..k2 needs %llu", (long long)n_diag,
+                       (unsigned long long)width + 1);
     shape_copy(x, shape);
     DLTensor *o = k_out(kc, 0, k_dtype(x), n, shape);
     if (o == NULL) return -1;

@@ -47,6 +47,10 @@ static DLTensor *roi_setup(KCall *kc, RoiData *d) {
     d->batch = x->shape[a[0]], d->c = x->shape[a[1]], d->h = x->shape[a[2]], d->w = x->shape[a[3]];
     d->sn = s[a[0]], d->sc = s[a[1]], d->sh = s[a[2]], d->sw = s[a[3]];
     d->rois = k_arg(kc, 1);
+    if (d->rois->ndim != 2 || d->rois->shape[1] != 5) {
+        k_error(kc, "rois must have shape (n, 5)");
+        return NULL;
+    }
     d->n_roi = d->rois->shape[0], d->ph_n = ps[0], d->pw_n = ps[1];
     d->scale = k_float(kc, "spatial_scale");
     shape[a[0]] = d->n_roi, shape[a[1]] = d->c, shape[a[2]] = d->ph_n, shape[a[3]] = d->pw_n;
@@ -116,9 +120,14 @@ int kern_vision_roi_align(KCall *kc) {
         double bin_h = roi_h / (double)ph_n, bin_w = roi_w / (double)pw_n;
         int64_t gh = sample_ratio > 0 ? sample_ratio : vr_trunc_i64(ceil(roi_h / (double)ph_n));
         int64_t gw = sample_ratio > 0 ? sample_ratio : vr_trunc_i64(ceil(roi_w / (double)pw_n));
-        if (gh < 1 || gw < 1 || gh > ((int64_t)1 << 24) || gw > ((int64_t)1 << 24))
-            return k_error(kc, "roi %lld needs a sampling grid of %lldx%lld", (long long)r,
-                           (long long)gh, (long long)gw);
+        /* A bin samples at most max(extent + 2, 1024) points per axis (a ROI inside the map
+         * needs no more than its extent): the work stays bounded by the sizes of the data and
+         * the result, whatever sample_ratio, spatial_scale or the rois say. */
+        int64_t cap_h = d.h + 2 > 1024 ? d.h + 2 : 1024, cap_w = d.w + 2 > 1024 ? d.w + 2 : 1024;
+        if (gh < 1 || gw < 1 || gh > cap_h || gw > cap_w)
+            return k_error(kc, "roi %lld needs a sampling grid of %lldx%lld (at most %lldx%lld)",
+                           (long long)r, (long long)gh, (long long)gw, (long long)cap_h,
+                           (long long)cap_w);
         double count = (double)(gh * gw);
         for (int64_t c = 0; c < d.c; c++)
             for (int64_t ph = 0; ph < ph_n; ph++)
@@ -141,6 +150,13 @@ int kern_vision_roi_align(KCall *kc) {
     return 0;
 }
 
+/* A scaled ROI corner rounded half away from zero, clamped into [-2^61, 2^61]. */
+static int64_t roi_corner(double v) {
+    const double lim = (double)((int64_t)1 << 61);
+    v = round(v);
+    return vr_trunc_i64(v < -lim ? -lim : v > lim ? lim : v);
+}
+
 /* roi_pool (TVM): ROI corners are scaled and rounded half away from zero, the ROI is at least
  * 1x1 pixels (end inclusive), and each bin [floor(p * bin + 1e-5), ceil((p + 1) * bin - 1e-5))
  * offset by the ROI start and clamped to the map takes the maximum of its pixels, or 0 when
@@ -155,8 +171,10 @@ int kern_vision_roi_pool(KCall *kc) {
         int64_t b;
         double box[4];
         if (roi_read(kc, &d, r, &b, box) != 0) return -1;
-        int64_t sw = vr_trunc_i64(round(box[0])), sh = vr_trunc_i64(round(box[1]));
-        int64_t ew = vr_trunc_i64(round(box[2])), eh = vr_trunc_i64(round(box[3]));
+        /* corners far outside the map are clamped to +-2^61, which changes no bin's pixels and
+         * keeps the arithmetic below exact */
+        int64_t sw = roi_corner(box[0]), sh = roi_corner(box[1]);
+        int64_t ew = roi_corner(box[2]), eh = roi_corner(box[3]);
         double roi_h = (double)(eh - sh + 1 > 1 ? eh - sh + 1 : 1);
         double roi_w = (double)(ew - sw + 1 > 1 ? ew - sw + 1 : 1);
         double bin_h = roi_h / (double)ph_n, bin_w = roi_w / (double)pw_n;
@@ -202,6 +220,7 @@ int kern_vision_multibox_prior(KCall *kc) {
         k_floats(kc, "offsets", &offsets) != 2)
         return k_error(kc, "sizes, ratios, steps or offsets have the wrong length");
     bool clip = k_bool(kc, "clip");
+    if (x->ndim != 4) return k_error(kc, "data must be 4-D");
     int64_t h = x->shape[2], w = x->shape[3], per = (int64_t)n_s + n_r - 1;
     int64_t shape[3] = {1, sup_dim_mul_sat(sup_dim_mul_sat(h, w), per), 4}; /* k_out checks */
     rly_dtype dt = k_dtype(x);
@@ -248,8 +267,11 @@ int kern_vision_multibox_transform_loc(KCall *kc) {
     if (k_floats(kc, "variances", &var) != 4) return k_error(kc, "variances needs 4 values");
     bool clip = k_bool(kc, "clip"), keep_bg = k_bool(kc, "keep_background");
     double threshold = k_float(kc, "threshold");
-    int64_t b_n = cls->shape[0], c_n = cls->shape[1], n = cls->shape[2];
-    if (loc->shape[0] != b_n || loc->shape[1] != 4 * n || anchor->shape[1] != n)
+    if (cls->ndim != 3 || loc->ndim != 2 || anchor->ndim != 3)
+        return k_error(kc, "cls_prob and anchor must be 3-D and loc_pred 2-D");
+    int64_t b_n = cls->shape[0], c_n = cls->shape[1], n = cls->shape[2], n4;
+    if (!sup_dim_mul(n, 4, &n4) || loc->shape[0] != b_n || loc->shape[1] != n4 ||
+        anchor->shape[0] < 1 || anchor->shape[1] != n || anchor->shape[2] != 4)
         return k_error(kc, "cls_prob, loc_pred and anchor disagree on the batch or anchor count");
     int64_t shape[3] = {b_n, n, 6};
     rly_dtype dt = k_dtype(cls), l_dt = k_dtype(loc), a_dt = k_dtype(anchor);
@@ -340,6 +362,8 @@ int kern_vision_proposal(KCall *kc) {
     bool iou_loss = k_bool(kc, "iou_loss");
     if (stride < 1 || post_n < 1)
         return k_error(kc, "feature_stride and rpn_post_nms_top_n must be positive");
+    if (cls->ndim != 4 || bbox->ndim != 4 || info->ndim != 2 || info->shape[1] < 3)
+        return k_error(kc, "cls_prob and bbox_pred must be 4-D and im_info (batch, 3)");
     int64_t b_n = cls->shape[0], a_n = (int64_t)n_sc * n_ra, h = cls->shape[2], w = cls->shape[3];
     if (a_n == 0 || cls->shape[1] != 2 * a_n || bbox->shape[1] != 4 * a_n ||
         bbox->shape[0] != b_n || bbox->shape[2] != h || bbox->shape[3] != w ||
@@ -362,8 +386,9 @@ int kern_vision_proposal(KCall *kc) {
     const void *cp = k_ptr(cls), *bp = k_ptr(bbox), *ip = k_ptr(info);
     void *op = k_ptr(out);
     for (int64_t b = 0; b < b_n && rc == 0; b++) {
-        double im_h = k_loadf(ip, i_dt, b * 3), im_w = k_loadf(ip, i_dt, b * 3 + 1);
-        double min_sz = k_loadf(ip, i_dt, b * 3 + 2) * (double)min_size;
+        int64_t ir = info->shape[1]; /* a row of im_info: height, width, scale */
+        double im_h = k_loadf(ip, i_dt, b * ir), im_w = k_loadf(ip, i_dt, b * ir + 1);
+        double min_sz = k_loadf(ip, i_dt, b * ir + 2) * (double)min_size;
         int64_t real_h = vr_trunc_i64(im_h / (double)stride),
                 real_w = vr_trunc_i64(im_w / (double)stride);
         for (int64_t y = 0; y < h; y++)
@@ -371,8 +396,8 @@ int kern_vision_proposal(KCall *kc) {
                 for (int64_t k = 0; k < a_n; k++) {
                     double an[4], p[4];
                     rpn_anchor(ratios[k / n_sc], scales[k % n_sc], (double)stride, an);
-                    double x1 = an[0] + (double)(x * stride), y1 = an[1] + (double)(y * stride);
-                    double x2 = an[2] + (double)(x * stride), y2 = an[3] + (double)(y * stride);
+                    double sx = (double)x * (double)stride, sy = (double)y * (double)stride;
+                    double x1 = an[0] + sx, y1 = an[1] + sy, x2 = an[2] + sx, y2 = an[3] + sy;
                     double dl[4];
                     for (int q = 0; q < 4; q++)
                         dl[q] = k_loadf(bp, b_dt, (((b * a_n + k) * 4 + q) * h + y) * w + x);
@@ -439,6 +464,7 @@ int kern_vision_proposal(KCall *kc) {
 int kern_vision_yolo_reorg(KCall *kc) {
     const DLTensor *x = k_arg(kc, 0);
     int64_t s = k_int(kc, "stride");
+    if (x->ndim != 4) return k_error(kc, "data must be 4-D");
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
     int64_t s2, cs2;
     if (s <= 0 || h % s != 0 || w % s != 0)

@@ -36,6 +36,7 @@ int kern_vision_get_valid_counts(KCall *kc) {
     if (need_scalar(kc, thr_t, "score_threshold") != 0) return -1;
     double thr = vr_scalar_f(thr_t);
     int64_t id_index = k_int(kc, "id_index"), score_index = k_int(kc, "score_index");
+    if (x->ndim != 3) return k_error(kc, "data must be 3-D");
     int64_t b_n = x->shape[0], n = x->shape[1], k = x->shape[2];
     if (score_index < 0 || score_index >= k || id_index >= k)
         return k_error(kc, "score_index or id_index is out of range for boxes of %lld values",
@@ -99,8 +100,10 @@ int kern_vision_nms(KCall *kc) {
     bool to_bottom = k_bool(kc, "invalid_to_bottom");
     int64_t top_k = k_int(kc, "top_k"), cs = k_int(kc, "coord_start");
     int64_t si = k_int(kc, "score_index"), id_index = k_int(kc, "id_index");
+    if (x->ndim != 3 || vc_t->ndim != 1 || ind->ndim != 2)
+        return k_error(kc, "data must be 3-D, valid_count 1-D and indices 2-D");
     int64_t b_n = x->shape[0], n = x->shape[1], k = x->shape[2];
-    if (si < 0 || si >= k || cs < 0 || cs + 4 > k || id_index >= k)
+    if (si < 0 || si >= k || cs < 0 || cs > k - 4 || id_index >= k)
         return k_error(kc,
                        "coord_start, score_index or id_index is out of range for boxes of "
                        "%lld values",
@@ -117,7 +120,7 @@ int kern_vision_nms(KCall *kc) {
     } else if ((out = k_out(kc, 0, dt, 3, x->shape)) == NULL) {
         return -1;
     }
-    if (k_outs_empty(kc)) return 0;
+    if (b_n == 0) return 0; /* nothing to write; n may be huge */
     /* The working copy of one batch's boxes (rows of k values, dtype dt) and their indices. */
     size_t esz = sup_dtype_size(dt);
     unsigned char *work = vr_alloc(kc, n * k, esz), *work2 = vr_alloc(kc, n * k, esz);
@@ -228,6 +231,8 @@ int kern_vision_all_class_nms(KCall *kc) {
     int64_t max_out = vr_scalar_i(max_t);
     double iou_thr = vr_scalar_f(iou_t), score_thr = vr_scalar_f(thr_t);
     bool onnx = strcmp(k_str(kc, "output_format"), "onnx") == 0;
+    if (boxes->ndim != 3 || boxes->shape[2] != 4 || scores->ndim != 3)
+        return k_error(kc, "boxes must have shape (batch, n, 4) and scores be 3-D");
     int64_t b_n = boxes->shape[0], n = boxes->shape[1], c_n = scores->shape[1];
     if (scores->shape[0] != b_n || scores->shape[2] != n)
         return k_error(kc, "boxes and scores disagree on the batch or box count");
@@ -325,6 +330,8 @@ int kern_vision_regular_nms(KCall *kc) {
             max_det = k_int(kc, "max_detections");
     int64_t n_cls = k_int(kc, "num_classes");
     double iou_thr = k_float(kc, "iou_threshold"), score_thr = k_float(kc, "score_threshold");
+    if (boxes->ndim != 3 || boxes->shape[2] != 4 || scores->ndim != 3)
+        return k_error(kc, "boxes must have shape (batch, n, 4) and scores be 3-D");
     int64_t b_n = boxes->shape[0], n = boxes->shape[1], c_all = scores->shape[2];
     if (scores->shape[0] != b_n || scores->shape[1] != n || n_cls > c_all || n_cls < 0)
         return k_error(kc, "boxes, scores and num_classes disagree");
@@ -335,7 +342,7 @@ int kern_vision_regular_nms(KCall *kc) {
         (o_score = k_out(kc, 2, RLY_DTYPE_F32, 2, s2)) == NULL ||
         (o_num = k_out(kc, 3, RLY_DTYPE_I32, 1, &b_n)) == NULL)
         return -1;
-    if (k_outs_empty(kc)) return 0; /* no batch; the box count may be huge */
+    if (b_n == 0) return 0; /* no batch; the box count may be huge */
     rly_dtype b_dt = k_dtype(boxes), s_dt = k_dtype(scores);
     int64_t offset = c_all - n_cls, cap = max_det + n;
     int64_t *keep = vr_alloc(kc, n, sizeof(int64_t)), *order = vr_alloc(kc, cap, sizeof(int64_t));

@@ -1,0 +1,104 @@
+/* gemm.h - the packed float32 matrix product (SGEMM) of the fast kernels, and the fast kernels
+ * built on it (nn.dense, nn.matmul, nn.batch_matmul in matmul.c, nn.conv2d in conv.c).
+ *
+ * C[t](i, j) (+)= sum_p A[t](i, p) * B[t](p, j) for a batch of products t, with A and B read
+ * through element strides (any transposition) or from panels packed once (weights: pack them with
+ * kern_sgemm_pack_a / kern_sgemm_pack_b into data kept by k_prepared). The design (GotoBLAS/BLIS
+ * blocking, a 12 x 32 AVX-512 micro-kernel, the thread split) and its measured speed are in
+ * docs/kernels.md. Results do not depend on the thread count: every C element is the same sum in
+ * the same order whatever the split (only the instruction-set level changes the order). */
+#ifndef RLY_KERNELS_FAST_GEMM_H
+#define RLY_KERNELS_FAST_GEMM_H
+
+#include "kernels/fast/fast.h"
+
+#define SGEMM_MR 12 /* rows of an A panel (and of the AVX-512 register tile) */
+#define SGEMM_NR 32 /* columns of a B panel (two 16-float vectors) */
+
+/* Called once per finished output block while it is in cache: rows [row0, row0 + rows) and
+ * columns [col0, col0 + cols) of product t are final at c[(row - row0) * ldc + (col - col0)]
+ * (c points at element (row0, col0)). Blocks of one call are disjoint and may run concurrently
+ * on different threads, so an epilogue writes only inside its block. Used to fuse bias, scale,
+ * activations or a residual add into the product. */
+typedef void (*SGemmEpi)(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
+                         int64_t rows, int64_t cols);
+
+/* Fills dst with rows [k0, k0 + kc) and columns [n0, n0 + nc) of B[t] in panel order:
+ * dst[(j / SGEMM_NR) * kc * SGEMM_NR + p * SGEMM_NR + j % SGEMM_NR] = B[t](k0 + p, n0 + j), zero
+ * for columns past nc. n0 is a multiple of SGEMM_NR. May run on any thread (it must only read). */
+typedef void (*SGemmPackB)(const void *ctx, int64_t t, int64_t k0, int64_t kc, int64_t n0,
+                           int64_t nc, float *dst);
+
+/* A batch of products. Operand X of product t is item ix(t) = (x_mod ? t % x_mod : t): x_mod 1
+ * broadcasts one operand to every product, x_mod G repeats G operands (conv weights per group). */
+typedef struct SGemm {
+    int64_t m, n, k; /* every product is m x n with depth k; any may be 0 */
+    int64_t batch;   /* products, >= 1 */
+
+    /* A[t](i, p) = a[ia(t) * a_bs + i * a_rs + p * a_cs], or, when a_packed is set, item ia(t)
+     * of kern_sgemm_pack_a's layout (items kern_sgemm_packed_a_floats(m, k) floats apart). */
+    const float *a;
+    int64_t a_rs, a_cs, a_bs, a_mod;
+    const float *a_packed;
+
+    /* B[t](p, j) = b[ib(t) * b_bs + p * b_rs + j * b_cs]; or item ib(t) of kern_sgemm_pack_b's
+     * layout when b_packed is set; or, when pack_b is set, whatever pack_b(b_ctx, t, ...) writes
+     * (then b is unused). */
+    const float *b;
+    int64_t b_rs, b_cs, b_bs, b_mod;
+    const float *b_packed;
+    SGemmPackB pack_b;
+    const void *b_ctx;
+
+    float *c; /* C[t](i, j) = c[t * c_bs + i * ldc + j] */
+    int64_t ldc, c_bs;
+    bool accumulate; /* C += A B; false: C = A B (C's old values are never read) */
+
+    SGemmEpi epi; /* NULL for none */
+    void *epi_ctx;
+} SGemm;
+
+/* Packed A: ceil(m / SGEMM_MR) panels of k * SGEMM_MR floats, A(i, p) at
+ * [(i / MR) * k * MR + p * MR + i % MR], rows past m zero. */
+size_t kern_sgemm_packed_a_floats(int64_t m, int64_t k);
+void kern_sgemm_pack_a(const float *a, int64_t rs, int64_t cs, int64_t m, int64_t k, float *dst);
+/* Packed B: ceil(n / SGEMM_NR) panels of k * SGEMM_NR floats, B(p, j) at
+ * [(j / NR) * k * NR + p * NR + j % NR], columns past n zero. */
+size_t kern_sgemm_packed_b_floats(int64_t k, int64_t n);
+void kern_sgemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n, float *dst);
+
+/* Scratch bytes kern_sgemm_run needs for g on n_threads threads (0 when none). */
+size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads);
+/* Runs g on the pool's threads (NULL: the caller's) with `scratch` (64-byte aligned,
+ * kern_sgemm_scratch_bytes(g, sup_pool_threads(pool)) bytes, contents ignored). The micro-kernel
+ * is chosen by sup_isa(). Must not be called from a task of the same pool. */
+void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch);
+/* kern_sgemm_run on the call's pool with scratch from k_scratch (taken before forking). Returns
+ * 0, or -1 with the call's error set (out of memory). */
+int kern_sgemm(KCall *kc, const SGemm *g);
+
+/* Operand A (a_side) or B of g, read by g through a / b and its strides from argument `arg` of
+ * the call, packed once when that argument is a constant of the program: sets g->a_packed (or
+ * b_packed) to `items` packed items kept in the call's prep cache (k_prepared), or leaves it NULL
+ * (no cache, not a constant, out of memory: the product then packs per call). The argument's
+ * data must be the operand's base (g->a or g->b). */
+void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t items);
+
+/* The call's fused tail (KCall.epi) as g's epilogue: when kc->epi is set and its begin(out0)
+ * accepts, sets g->epi to apply the tail to each finished block (g->c must be out0's data, with
+ * C's elements at out0's flat indices t * c_bs + i * ldc + j) and returns true; the kernel then
+ * sets kc->epi_done once the product has run. e holds the binding (the caller's storage, alive
+ * while g runs). False: no tail, or it declined (the caller of the kernel applies it). */
+typedef struct SGemmKEpi {
+    const KEpilogue *epi;
+    int64_t c_bs;
+} SGemmKEpi;
+bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e);
+
+/* The fast kernels (KernelFn) of the gemm table (kern_fast_gemm in gemm.c). */
+int kern_fast_dense(KCall *kc);
+int kern_fast_matmul(KCall *kc);
+int kern_fast_batch_matmul(KCall *kc);
+int kern_fast_conv2d(KCall *kc);
+
+#endif /* RLY_KERNELS_FAST_GEMM_H */

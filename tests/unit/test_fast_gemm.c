@@ -1,0 +1,690 @@
+/* test_fast_gemm.c - the packed SGEMM (src/kernels/fast/gemm.h) and the GEMM-based fast kernels
+ * (nn.dense, nn.matmul, nn.batch_matmul, nn.conv2d) against references, on random shapes.
+ *
+ *   - kern_sgemm_run against a double-precision product: strides of every transposition, batches
+ *     with broadcast (mod) operands, operands packed beforehand, accumulate, a bias+relu
+ *     epilogue, every tail 1..33 of m and n, k = 0 and 1, depths across the K blocks; and the
+ *     same bits on 1 and 2 threads (results do not depend on the thread count);
+ *   - each fast kernel against its reference kernel (kern_ref_lookup) on the same inputs: odd
+ *     sizes, empty dims, transposes, broadcast batches, conv strides, padding (1, 2, 4 values),
+ *     dilation, groups, depthwise with multipliers, 1x1; the fast kernel's output preallocated and
+ *     filled with NaN (as the VM's planned buffers are not zeroed); calls the fast kernels do not
+ *     cover (float64, NHWC) must give the reference's bits;
+ * all at every ISA level the CPU has (sup_isa_force), on no pool and a 2-thread pool, with and
+ * without constant weights and a KPrepCache (packed once: the cache does not grow on a second
+ * call). Tolerance: |fast - ref| <= 1e-5 * sum |a||b| per output element (the reference kernel
+ * run on |inputs| gives that magnitude). Seed: RLY_SEED (printed); `N passed, N failed`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "kernels/fast/gemm.h"
+
+#define TOL 1e-5
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+static float frand(void) { return (float)rnd(2000001) / 1000000.0f - 1.0f; }
+
+/* The configuration under test, for messages. */
+static const char *cfg_isa;
+static int cfg_threads, cfg_const;
+
+/* ---- tensors ----------------------------------------------------------------------------------
+ */
+
+typedef struct Tensor {
+    DLTensor t;
+    int64_t shape[8];
+} Tensor;
+
+static DLTensor *tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    Tensor *x = calloc(1, sizeof *x);
+    memcpy(x->shape, shape, ndim * sizeof(int64_t));
+    x->t.ndim = (int32_t)ndim;
+    x->t.shape = x->shape;
+    x->t.dtype = k_dl_dtype(dt);
+    x->t.data = calloc((size_t)k_shape_numel(ndim, shape) + 1, sup_dtype_size(dt));
+    return &x->t;
+}
+
+static void tensor_free(DLTensor *t) {
+    if (t == NULL) return;
+    free(t->data);
+    free(t);
+}
+
+static DLTensor *tensor_rand(rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    DLTensor *t = tensor_new(dt, ndim, shape);
+    for (int64_t i = 0; i < k_numel(t); i++)
+        k_storef(t->data, dt, i, frand());
+    return t;
+}
+
+static DLTensor *tensor_abs(const DLTensor *src) {
+    DLTensor *t = tensor_new(k_dtype(src), (uint32_t)src->ndim, src->shape);
+    for (int64_t i = 0; i < k_numel(t); i++)
+        k_storef(t->data, k_dtype(t), i, fabs(k_loadf(src->data, k_dtype(src), i)));
+    return t;
+}
+
+/* Constants live as long as the prep cache that keys on their address (as in an executable):
+ * with a cache, operands are freed only after it. */
+static DLTensor *kept[4096];
+static int n_kept;
+static void operand_free(DLTensor *t, const KPrepCache *prep) {
+    if (prep != NULL && n_kept < 4096)
+        kept[n_kept++] = t;
+    else
+        tensor_free(t);
+}
+static void prep_free(KPrepCache *prep) {
+    k_prep_cache_free(prep);
+    while (n_kept > 0)
+        tensor_free(kept[--n_kept]);
+}
+
+static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    kc->out[i] = tensor_new(dt, ndim, shape);
+    return 0;
+}
+
+/* ---- calls ------------------------------------------------------------------------------------
+ */
+
+typedef struct Call {
+    const char *op;
+    uint32_t op_id;
+    KAttr attrs[12];
+    uint32_t n_attrs;
+    int64_t ints[6][4]; /* storage for list attributes */
+    double floats[6][4];
+    uint32_t n_lists;
+} Call;
+
+static void attr_int(Call *c, const char *name, int64_t v) {
+    c->attrs[c->n_attrs++] = (KAttr){.name = name, .kind = KA_INT, .i = v, .f = (double)v};
+}
+static void attr_none(Call *c, const char *name) {
+    c->attrs[c->n_attrs++] = (KAttr){.name = name, .kind = KA_NONE};
+}
+static void attr_str(Call *c, const char *name, const char *s) {
+    c->attrs[c->n_attrs++] = (KAttr){.name = name, .kind = KA_STR, .s = s};
+}
+static void attr_ints(Call *c, const char *name, uint32_t n, const int64_t *v) {
+    uint32_t l = c->n_lists++;
+    for (uint32_t i = 0; i < n; i++)
+        c->ints[l][i] = v[i], c->floats[l][i] = (double)v[i];
+    c->attrs[c->n_attrs++] =
+        (KAttr){.name = name, .kind = KA_INTS, .n = n, .ints = c->ints[l], .floats = c->floats[l]};
+}
+
+/* The fused tail under test (KCall.epi): res = relu(out0 + 1), each element counted. */
+typedef struct Tail {
+    bool decline; /* begin refuses */
+    int begun;
+    const float *out0;
+    float *res;
+    uint8_t *seen;
+} Tail;
+
+static int tail_begin(void *ctx, const DLTensor *out0) {
+    Tail *t = ctx;
+    t->begun++;
+    if (t->decline || k_dtype(out0) != RLY_DTYPE_F32) return -1;
+    t->out0 = out0->data;
+    t->res = calloc((size_t)k_numel(out0) + 1, sizeof(float));
+    t->seen = calloc((size_t)k_numel(out0) + 1, 1);
+    return 0;
+}
+
+static void tail_apply(void *ctx, int64_t flat0, int64_t n) {
+    Tail *t = ctx;
+    for (int64_t i = flat0; i < flat0 + n; i++) {
+        float v = t->out0[i] + 1;
+        t->res[i] = v > 0 ? v : 0;
+        t->seen[i]++;
+    }
+}
+
+static const KEpilogue *run_epi; /* the next run's KCall.epi */
+static bool run_epi_done;        /* its KCall.epi_done */
+
+/* Run fn on (x, w). out: preallocated (NaN-filled) or NULL. Returns the result (owned; the
+ * preallocated one when given) or NULL with err set. */
+static DLTensor *run(KernelFn fn, const Call *c, const DLTensor *x, const DLTensor *w,
+                     DLTensor *out, SupPool *pool, bool w_const, KPrepCache *prep, char *err,
+                     size_t cap) {
+    uint32_t arg_start[2] = {0, 1}, arg_len[2] = {1, 1};
+    uint8_t arg_tuple[2] = {0, 0}, in_const[2] = {0, w_const};
+    const DLTensor *in[2] = {x, w};
+    DLTensor *o = out;
+    KCall kc = {.op = c->op,
+                .attrs = c->attrs,
+                .n_attrs = c->n_attrs,
+                .n_args = 2,
+                .arg_start = arg_start,
+                .arg_len = arg_len,
+                .arg_tuple = arg_tuple,
+                .in = in,
+                .n_in = 2,
+                .out = &o,
+                .n_out = 1,
+                .alloc = alloc_out,
+                .err = err,
+                .err_cap = cap,
+                .pool = pool,
+                .in_const = w_const ? in_const : NULL,
+                .prep = prep,
+                .epi = run_epi};
+    err[0] = '\0';
+    int rc = fn(&kc);
+    run_epi_done = kc.epi_done;
+    k_call_release(&kc);
+    if (rc != 0) {
+        if (o != out) tensor_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The fast kernel with a fused tail: it takes it (epi_done) on every call it covers that has
+ * elements, applies it to each element once after its value is final (res = relu(out0 + 1) of
+ * the result `got` of the same call), and never when begin declines. */
+static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, const DLTensor *got,
+                       SupPool *pool, bool w_const, KPrepCache *prep, const char *what) {
+    bool covered = k_dtype(x) == RLY_DTYPE_F32 && k_dtype(w) == RLY_DTYPE_F32 &&
+                   strncmp(what, "conv NHWC", 9) != 0 && k_numel(got) > 0;
+    for (int decline = 0; decline < 2; decline++) {
+        Tail t = {.decline = decline};
+        KEpilogue epi = {tail_begin, tail_apply, &t};
+        char err[256];
+        run_epi = &epi;
+        DLTensor *o =
+            run(kern_fast_lookup(c->op_id), c, x, w, NULL, pool, w_const, prep, err, sizeof err);
+        run_epi = NULL;
+        bool ok = o != NULL && run_epi_done == (covered && !decline);
+        int64_t bad = -1;
+        for (int64_t i = 0; ok && t.res && i < k_numel(o) && bad < 0; i++) {
+            float v = ((float *)o->data)[i] + 1;
+            if (run_epi_done ? t.seen[i] != 1 || t.res[i] != (v > 0 ? v : 0) : t.seen[i] != 0)
+                bad = i;
+        }
+        CHECK(ok && bad < 0 && (!run_epi_done || t.begun == 1),
+              "%s %s [%s, %d thr, const %d]: fused tail (decline %d): done %d, begun %d, "
+              "element %lld",
+              c->op, what, cfg_isa, cfg_threads, cfg_const, decline, run_epi_done, t.begun,
+              (long long)bad);
+        free(t.res), free(t.seen);
+        tensor_free(o);
+    }
+}
+
+/* The fast kernel against the reference on (x, w): same success, and within tolerance. */
+static void compare(const Call *c, const DLTensor *x, const DLTensor *w, SupPool *pool,
+                    bool w_const, KPrepCache *prep, const char *what) {
+    char e1[256], e2[256];
+    KernelFn ref = kern_ref_lookup(c->op_id), fast = kern_fast_lookup(c->op_id);
+    CHECK(fast != NULL, "%s: no fast kernel", c->op);
+    if (fast == NULL) return;
+    DLTensor *want = run(ref, c, x, w, NULL, NULL, false, NULL, e1, sizeof e1);
+    DLTensor *pre = NULL;
+    if (want != NULL) { /* a preallocated result full of NaN */
+        pre = tensor_new(k_dtype(want), (uint32_t)want->ndim, want->shape);
+        for (int64_t i = 0; i < k_numel(pre); i++)
+            k_storef(pre->data, k_dtype(pre), i, NAN);
+    }
+    DLTensor *got = run(fast, c, x, w, pre, pool, w_const, prep, e2, sizeof e2);
+    CHECK((want == NULL) == (got == NULL), "%s %s [%s, %d thr, const %d]: ref %s, fast %s", c->op,
+          what, cfg_isa, cfg_threads, cfg_const, want ? "ok" : e1, got ? "ok" : e2);
+    if (want != NULL && got != NULL) {
+        DLTensor *xa = tensor_abs(x), *wa = tensor_abs(w);
+        DLTensor *mag = run(ref, c, xa, wa, NULL, NULL, false, NULL, e1, sizeof e1);
+        rly_dtype dt = k_dtype(want);
+        bool exact = dt != RLY_DTYPE_F32 || k_dtype(x) != RLY_DTYPE_F32 ||
+                     k_dtype(w) != RLY_DTYPE_F32; /* not covered: the reference itself */
+        int64_t bad = -1;
+        double worst = 0;
+        for (int64_t i = 0; i < k_numel(want); i++) {
+            double a = k_loadf(want->data, dt, i), b = k_loadf(got->data, dt, i);
+            double m = mag ? k_loadf(mag->data, dt, i) : 0;
+            double d = fabs(a - b);
+            if (exact ? !(a == b || (isnan(a) && isnan(b))) : !(d <= TOL * m + 1e-30)) {
+                if (bad < 0) bad = i;
+                if (d > worst) worst = d;
+            }
+        }
+        CHECK(bad < 0 && k_same_shape(want, got),
+              "%s %s [%s, %d thr, const %d]: element %lld differs (ref %g, fast %g, worst %g)",
+              c->op, what, cfg_isa, cfg_threads, cfg_const, (long long)bad,
+              bad >= 0 ? k_loadf(want->data, dt, bad) : 0,
+              bad >= 0 ? k_loadf(got->data, dt, bad) : 0, worst);
+        tensor_free(xa), tensor_free(wa), tensor_free(mag);
+    }
+    if (got != NULL) check_tail(c, x, w, got, pool, w_const, prep, what);
+    tensor_free(want);
+    tensor_free(got);
+}
+
+/* ---- operator cases ---------------------------------------------------------------------------
+ */
+
+static int64_t pick_dim(void) {
+    static const int64_t dims[] = {1, 2, 3, 5, 7, 11, 12, 13, 16, 17, 31, 32, 33, 47, 64, 100};
+    return rnd(12) == 0 ? 0 : dims[rnd(sizeof dims / sizeof dims[0])];
+}
+
+static void case_dense(SupPool *pool, bool cst, KPrepCache *prep) {
+    Call c = {.op = "nn.dense", .op_id = OP_ID_NN_DENSE};
+    int64_t k = rnd(8) == 0 ? 600 : pick_dim(), units = pick_dim();
+    if (rnd(6) == 0) units = 400;
+    uint32_t rank = 1 + rnd(3);
+    int64_t xs[3] = {pick_dim(), rnd(2) ? 1 : pick_dim(), k}, ws[2] = {units, k};
+    xs[rank - 1] = k;
+    if (rnd(3) == 0)
+        attr_int(&c, "units", units);
+    else
+        attr_none(&c, "units");
+    attr_int(&c, "out_dtype", rnd(4) == 0 ? RLY_DTYPE_F32 : -1);
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, rank, xs), *w = tensor_rand(RLY_DTYPE_F32, 2, ws);
+    compare(&c, x, w, pool, cst, prep, "dense");
+    operand_free(x, prep), operand_free(w, prep);
+}
+
+static void case_matmul(SupPool *pool, bool cst, KPrepCache *prep) {
+    Call c = {.op = "nn.matmul", .op_id = OP_ID_NN_MATMUL};
+    bool ta = rnd(2), tb = rnd(2);
+    int64_t k = rnd(8) == 0 ? 530 : pick_dim(), units = pick_dim(), m = pick_dim();
+    uint32_t rank = ta ? 2 + rnd(2) : 1 + rnd(3);
+    int64_t xs[3], ws[2] = {tb ? units : k, tb ? k : units};
+    for (uint32_t i = 0; i < rank; i++)
+        xs[i] = 1 + rnd(3);
+    if (ta)
+        xs[rank - 2] = k, xs[rank - 1] = m;
+    else
+        xs[rank - 1] = k;
+    attr_none(&c, "units");
+    attr_int(&c, "out_dtype", -1);
+    attr_int(&c, "transpose_a", ta);
+    attr_int(&c, "transpose_b", tb);
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, rank, xs), *w = tensor_rand(RLY_DTYPE_F32, 2, ws);
+    compare(&c, x, w, pool, cst, prep, ta ? (tb ? "matmul TT" : "matmul TN") : tb ? "NT" : "NN");
+    operand_free(x, prep), operand_free(w, prep);
+}
+
+static void case_batch_matmul(SupPool *pool, bool cst, KPrepCache *prep) {
+    Call c = {.op = "nn.batch_matmul", .op_id = OP_ID_NN_BATCH_MATMUL};
+    bool ta = rnd(2), tb = rnd(2);
+    int64_t b = 1 + rnd(4), m = pick_dim(), n = pick_dim(), k = pick_dim();
+    int64_t bx = rnd(4) == 0 ? 1 : b, by = rnd(4) == 0 ? 1 : b;
+    int64_t xs[3] = {bx, ta ? k : m, ta ? m : k}, ys[3] = {by, tb ? n : k, tb ? k : n};
+    attr_int(&c, "out_dtype", -1);
+    attr_int(&c, "transpose_a", ta);
+    attr_int(&c, "transpose_b", tb);
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, 3, xs), *y = tensor_rand(RLY_DTYPE_F32, 3, ys);
+    compare(&c, x, y, pool, cst, prep, "batch_matmul");
+    operand_free(x, prep), operand_free(y, prep);
+}
+
+static void conv_attrs(Call *c, int64_t sh, int64_t sw, int np, const int64_t *pad, int64_t dh,
+                       int64_t dw, int64_t groups, const char *dl, const char *kl) {
+    int64_t s[2] = {sh, sw}, d[2] = {dh, dw};
+    attr_ints(c, "strides", sh == sw && rnd(2) ? 1 : 2, s);
+    attr_ints(c, "padding", (uint32_t)np, pad);
+    attr_ints(c, "dilation", dh == dw && rnd(2) ? 1 : 2, d);
+    attr_int(c, "groups", groups);
+    attr_none(c, "channels");
+    attr_none(c, "kernel_size");
+    attr_str(c, "data_layout", dl);
+    attr_str(c, "kernel_layout", kl);
+    attr_str(c, "out_layout", "");
+    attr_int(c, "out_dtype", -1);
+}
+
+static void case_conv2d(SupPool *pool, bool cst, KPrepCache *prep) {
+    Call c = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};
+    int kind = (int)rnd(5); /* 0 general, 1 grouped, 2 depthwise, 3 1x1, 4 Winograd's shapes */
+    int64_t groups = kind == 1 ? 1 + rnd(4) : 1, n = 1 + rnd(2);
+    int64_t cin_g = 1 + rnd(kind == 0 ? 9 : 4), cout_g = 1 + rnd(kind == 0 ? 40 : 9);
+    if (kind == 0 && rnd(4) == 0) cout_g = 70;
+    int64_t cin = groups * cin_g, h = 1 + rnd(20), w = 1 + rnd(20);
+    int64_t kh = 1 + rnd(4), kw = 1 + rnd(4), sh = 1 + rnd(3), sw = 1 + rnd(3), dh = 1 + rnd(2),
+            dw = 1 + rnd(2);
+    int64_t pad[4] = {rnd(3), rnd(3), rnd(3), rnd(3)};
+    int np = rnd(3) == 0 ? 1 : rnd(2) ? 2 : 4;
+    int64_t w0 = groups * cout_g, w1 = cin_g;
+    if (kind == 2) { /* groups == channels, weight (C, M, kh, kw) */
+        cin = groups = 1 + rnd(12);
+        w0 = cin, w1 = 1 + rnd(3);
+    }
+    if (kind == 3) {
+        kh = kw = sh = sw = 1, pad[0] = pad[1] = pad[2] = pad[3] = 0;
+        h = 1 + rnd(40), w = 1 + rnd(40);
+    }
+    if (kind == 4) { /* 3x3, stride 1, one group, 16+ channels, 12+ outputs a side */
+        kh = kw = 3, sh = sw = dh = dw = 1;
+        cin = w1 = 16 + rnd(9), w0 = 16 + rnd(17);
+        h = 10 + rnd(12), w = 10 + rnd(12);
+    }
+    if (rnd(10) == 0) h = 0; /* an empty result (or an error: kernel larger than input) */
+    conv_attrs(&c, sh, sw, np, pad, dh, dw, groups, "NCHW", "OIHW");
+    int64_t xs[4] = {n, cin, h, w}, ws[4] = {w0, w1, kh, kw};
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, 4, xs), *wt = tensor_rand(RLY_DTYPE_F32, 4, ws);
+    static const char *const names[] = {"conv general", "conv grouped", "conv depthwise",
+                                        "conv 1x1", "conv winograd"};
+    compare(&c, x, wt, pool, cst, prep, names[kind]);
+    operand_free(x, prep), operand_free(wt, prep);
+}
+
+/* Calls the fast kernels hand to the reference kernel: float64, NHWC, a bad shape. */
+static void case_uncovered(SupPool *pool, bool cst, KPrepCache *prep) {
+    Call c = {.op = "nn.dense", .op_id = OP_ID_NN_DENSE};
+    attr_none(&c, "units");
+    attr_int(&c, "out_dtype", -1);
+    int64_t xs[2] = {3, 5}, ws[2] = {4, 5}, bad[2] = {4, 6};
+    DLTensor *x = tensor_rand(RLY_DTYPE_F64, 2, xs), *w = tensor_rand(RLY_DTYPE_F64, 2, ws);
+    compare(&c, x, w, pool, cst, prep, "dense f64");
+    operand_free(x, prep), operand_free(w, prep);
+    x = tensor_rand(RLY_DTYPE_F32, 2, xs), w = tensor_rand(RLY_DTYPE_F32, 2, bad);
+    compare(&c, x, w, pool, cst, prep, "dense bad k"); /* both fail */
+    operand_free(x, prep), operand_free(w, prep);
+
+    Call cv = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};
+    int64_t pad[1] = {1};
+    conv_attrs(&cv, 1, 1, 1, pad, 1, 1, 1, "NHWC", "HWIO");
+    int64_t cxs[4] = {1, 6, 5, 3}, cws[4] = {3, 3, 3, 4};
+    x = tensor_rand(RLY_DTYPE_F32, 4, cxs), w = tensor_rand(RLY_DTYPE_F32, 4, cws);
+    compare(&cv, x, w, pool, cst, prep, "conv NHWC");
+    operand_free(x, prep), operand_free(w, prep);
+}
+
+/* A constant weight is packed once: the first call fills the cache with at least `bytes`, a
+ * second call leaves it as it was and gives the same bits. */
+static void packed_once(const Call *c, const DLTensor *x, const DLTensor *w, SupPool *pool,
+                        size_t bytes) {
+    KPrepCache *prep = k_prep_cache_new();
+    char err[256];
+    DLTensor *o1 = run(kern_fast_lookup(c->op_id), c, x, w, NULL, pool, true, prep, err, 256);
+    size_t after1 = k_prep_cache_bytes(prep);
+    DLTensor *o2 = run(kern_fast_lookup(c->op_id), c, x, w, NULL, pool, true, prep, err, 256);
+    CHECK(o1 && o2 && after1 >= bytes && k_prep_cache_bytes(prep) == after1 &&
+              memcmp(o1->data, o2->data, (size_t)k_numel(o1) * sizeof(float)) == 0,
+          "%s packed once: %zu (want >= %zu) then %zu bytes", c->op, after1, bytes,
+          k_prep_cache_bytes(prep));
+    tensor_free(o1), tensor_free(o2);
+    k_prep_cache_free(prep);
+}
+
+static void check_packed_once(SupPool *pool) {
+    Call c = {.op = "nn.dense", .op_id = OP_ID_NN_DENSE};
+    attr_none(&c, "units");
+    attr_int(&c, "out_dtype", -1);
+    int64_t xs[2] = {2, 70}, ws[2] = {45, 70};
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, 2, xs), *w = tensor_rand(RLY_DTYPE_F32, 2, ws);
+    packed_once(&c, x, w, pool, kern_sgemm_packed_b_floats(70, 45) * sizeof(float));
+    tensor_free(x), tensor_free(w);
+
+    Call cv = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};
+    int64_t pad[1] = {1};
+    conv_attrs(&cv, 1, 1, 1, pad, 1, 1, 2, "NCHW", "OIHW");
+    int64_t cxs[4] = {1, 6, 9, 9}, cws[4] = {40, 3, 3, 3};
+    x = tensor_rand(RLY_DTYPE_F32, 4, cxs), w = tensor_rand(RLY_DTYPE_F32, 4, cws);
+    packed_once(&cv, x, w, pool, 2 * kern_sgemm_packed_a_floats(20, 27) * sizeof(float));
+    tensor_free(x), tensor_free(w);
+}
+
+/* The error of the fast conv2d against the exact result (the reference kernel in float64), as a
+ * fraction of sum |w||x| per output: at AVX-512 these 3x3 stride-1 layers take Winograd
+ * F(4x4, 3x3), at AVX2 the im2col GEMM. Both must stay within TOL (docs/kernels.md gives the
+ * figures printed here). */
+static double conv_error(int64_t ch, int64_t hw, SupPool *pool) {
+    Call c = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};
+    int64_t pad[1] = {1};
+    conv_attrs(&c, 1, 1, 1, pad, 1, 1, 1, "NCHW", "OIHW");
+    int64_t xs[4] = {1, ch, hw, hw}, ws[4] = {ch, ch, 3, 3};
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, 4, xs), *w = tensor_rand(RLY_DTYPE_F32, 4, ws);
+    DLTensor *x64 = tensor_new(RLY_DTYPE_F64, 4, xs), *w64 = tensor_new(RLY_DTYPE_F64, 4, ws);
+    for (int64_t i = 0; i < k_numel(x); i++)
+        ((double *)x64->data)[i] = ((float *)x->data)[i];
+    for (int64_t i = 0; i < k_numel(w); i++)
+        ((double *)w64->data)[i] = ((float *)w->data)[i];
+    DLTensor *xa = tensor_abs(x64), *wa = tensor_abs(w64);
+    char err[256];
+    KernelFn ref = kern_ref_lookup(c.op_id);
+    DLTensor *exact = run(ref, &c, x64, w64, NULL, NULL, false, NULL, err, sizeof err);
+    DLTensor *mag = run(ref, &c, xa, wa, NULL, NULL, false, NULL, err, sizeof err);
+    DLTensor *got =
+        run(kern_fast_lookup(c.op_id), &c, x, w, NULL, pool, false, NULL, err, sizeof err);
+    double worst = 1;
+    if (exact && mag && got) {
+        worst = 0;
+        for (int64_t i = 0; i < k_numel(got); i++) {
+            double e = fabs(((float *)got->data)[i] - ((double *)exact->data)[i]);
+            worst = fmax(worst, e / ((double *)mag->data)[i]);
+        }
+    }
+    tensor_free(x), tensor_free(w), tensor_free(x64), tensor_free(w64), tensor_free(xa);
+    tensor_free(wa), tensor_free(exact), tensor_free(mag), tensor_free(got);
+    return worst;
+}
+
+static void conv_error_bounds(SupPool *pool) {
+    static const int64_t layers[][2] = {{64, 16}, {128, 12}, {32, 28}};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+        for (int level = SUP_ISA_AVX2; level <= (int)sup_isa_detected(); level++) {
+            const char *name = sup_isa_name(sup_isa_force((SupIsa)level));
+            double e = conv_error(layers[i][0], layers[i][1], pool);
+            printf("conv2d 3x3 %lld ch %lldx%lld [%s]: worst error %.2e x sum |w||x|\n",
+                   (long long)layers[i][0], (long long)layers[i][1], (long long)layers[i][1], name,
+                   e);
+            CHECK(e <= TOL, "conv2d 3x3 %lld ch [%s]: error %.2e x sum |w||x| over %g",
+                  (long long)layers[i][0], name, e, TOL);
+        }
+    sup_isa_force(sup_isa_detected());
+}
+
+/* ---- SGEMM ------------------------------------------------------------------------------------
+ */
+
+/* The epilogue under test: a bias per row (the same for every product), then relu. */
+typedef struct BiasRelu {
+    const float *bias; /* m floats */
+    int64_t m;
+} BiasRelu;
+
+static void epi_bias_relu(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
+                          int64_t rows, int64_t cols) {
+    const BiasRelu *br = ctx;
+    (void)t, (void)col0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            float v = c[i * ldc + j] + br->bias[row0 + i];
+            c[i * ldc + j] = v > 0 ? v : 0;
+        }
+}
+
+typedef struct GemmCase {
+    int64_t m, n, k, batch, a_mod, b_mod;
+    bool ta, tb, pre_a, pre_b, acc, epi;
+} GemmCase;
+
+/* Runs one SGEMM case on the pool; returns C (owned). Checks it against doubles. */
+static float *gemm_case(const GemmCase *gc, SupPool *pool, bool check) {
+    int64_t m = gc->m, n = gc->n, k = gc->k, B = gc->batch;
+    int64_t na = gc->a_mod ? gc->a_mod : B, nb = gc->b_mod ? gc->b_mod : B;
+    float *a = malloc((size_t)(na * m * k + 1) * sizeof(float));
+    float *b = malloc((size_t)(nb * k * n + 1) * sizeof(float));
+    float *c = malloc((size_t)(B * m * n + 1) * sizeof(float));
+    float *c0 = malloc((size_t)(B * m * n + 1) * sizeof(float));
+    float *bias = malloc((size_t)(m + 1) * sizeof(float));
+    uint64_t keep = rng;
+    for (int64_t i = 0; i < na * m * k; i++)
+        a[i] = frand();
+    for (int64_t i = 0; i < nb * k * n; i++)
+        b[i] = frand();
+    for (int64_t i = 0; i < B * m * n; i++)
+        c0[i] = c[i] = gc->acc ? frand() : NAN;
+    for (int64_t i = 0; i < m; i++)
+        bias[i] = frand();
+    rng = keep;
+    BiasRelu br = {bias, m};
+    SGemm g = {.m = m,
+               .n = n,
+               .k = k,
+               .batch = B,
+               .a = a,
+               .a_rs = gc->ta ? 1 : k,
+               .a_cs = gc->ta ? m : 1,
+               .a_bs = m * k,
+               .a_mod = gc->a_mod,
+               .b = b,
+               .b_rs = gc->tb ? 1 : n,
+               .b_cs = gc->tb ? k : 1,
+               .b_bs = k * n,
+               .b_mod = gc->b_mod,
+               .c = c,
+               .ldc = n,
+               .c_bs = m * n,
+               .accumulate = gc->acc,
+               .epi = gc->epi ? epi_bias_relu : NULL,
+               .epi_ctx = &br};
+    float *ap = NULL, *bp = NULL;
+    if (gc->pre_a) {
+        size_t each = kern_sgemm_packed_a_floats(m, k);
+        ap = aligned_alloc(64, (na * each * sizeof(float) + 64) / 64 * 64);
+        for (int64_t i = 0; i < na; i++)
+            kern_sgemm_pack_a(a + i * g.a_bs, g.a_rs, g.a_cs, m, k, ap + i * each);
+        g.a_packed = ap;
+    }
+    if (gc->pre_b) {
+        size_t each = kern_sgemm_packed_b_floats(k, n);
+        bp = aligned_alloc(64, (nb * each * sizeof(float) + 64) / 64 * 64);
+        for (int64_t i = 0; i < nb; i++)
+            kern_sgemm_pack_b(b + i * g.b_bs, g.b_rs, g.b_cs, k, n, bp + i * each);
+        g.b_packed = bp;
+    }
+    size_t bytes = kern_sgemm_scratch_bytes(&g, sup_pool_threads(pool));
+    void *scratch = bytes ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    kern_sgemm_run(&g, pool, scratch);
+    if (check) {
+        int64_t bad = -1;
+        for (int64_t t = 0; t < B && bad < 0; t++)
+            for (int64_t i = 0; i < m && bad < 0; i++)
+                for (int64_t j = 0; j < n && bad < 0; j++) {
+                    const float *at = a + (gc->a_mod ? t % gc->a_mod : t) * m * k;
+                    const float *bt = b + (gc->b_mod ? t % gc->b_mod : t) * k * n;
+                    double acc = 0, mag = 0;
+                    for (int64_t p = 0; p < k; p++) {
+                        double x = at[i * g.a_rs + p * g.a_cs], y = bt[p * g.b_rs + j * g.b_cs];
+                        acc += x * y;
+                        mag += fabs(x * y);
+                    }
+                    int64_t ci = t * m * n + i * n + j;
+                    if (gc->acc) acc += c0[ci], mag += fabs(c0[ci]);
+                    if (gc->epi) {
+                        acc += bias[i];
+                        mag += fabs(bias[i]);
+                        acc = acc > 0 ? acc : 0;
+                    }
+                    if (!(fabs(c[ci] - acc) <= TOL * mag + 1e-30)) bad = ci;
+                }
+        CHECK(bad < 0,
+              "sgemm m%lld n%lld k%lld batch%lld amod%lld bmod%lld ta%d tb%d pa%d pb%d acc%d epi%d "
+              "[%s, %d thr]: element %lld",
+              (long long)m, (long long)n, (long long)k, (long long)B, (long long)gc->a_mod,
+              (long long)gc->b_mod, gc->ta, gc->tb, gc->pre_a, gc->pre_b, gc->acc, gc->epi, cfg_isa,
+              cfg_threads, (long long)bad);
+    }
+    free(a), free(b), free(c0), free(bias), free(ap), free(bp), free(scratch);
+    return c;
+}
+
+static GemmCase random_gemm(void) {
+    GemmCase gc = {.m = pick_dim(), .n = pick_dim(), .k = pick_dim(), .batch = 1 + rnd(3)};
+    if (rnd(5) == 0) gc.k = 513 + rnd(300); /* several K blocks */
+    if (rnd(5) == 0) gc.n = 385 + rnd(200); /* several column blocks */
+    if (rnd(4) == 0) gc.a_mod = 1;
+    if (rnd(4) == 0) gc.b_mod = 1;
+    if (rnd(4) == 0 && gc.batch > 1) gc.a_mod = gc.batch - 1;
+    gc.ta = rnd(2), gc.tb = rnd(2), gc.pre_a = rnd(3) == 0, gc.pre_b = rnd(3) == 0;
+    gc.acc = rnd(3) == 0, gc.epi = rnd(3) == 0;
+    return gc;
+}
+
+static void sgemm_tests(SupPool *pool) {
+    for (int64_t t = 1; t <= 33; t++) { /* every tail of m and n */
+        GemmCase a = {.m = t, .n = 37, .k = 19, .batch = 1, .epi = true};
+        GemmCase b = {.m = 13, .n = t, .k = 1 + t % 5, .batch = 1, .ta = t % 2, .tb = t % 3 == 0};
+        free(gemm_case(&a, pool, true));
+        free(gemm_case(&b, pool, true));
+    }
+    GemmCase zero_k = {.m = 5, .n = 9, .k = 0, .batch = 2, .epi = true};
+    free(gemm_case(&zero_k, pool, true));
+    zero_k.acc = true;
+    free(gemm_case(&zero_k, pool, true));
+    GemmCase one_k = {.m = 30, .n = 70, .k = 1, .batch = 1, .pre_b = true};
+    free(gemm_case(&one_k, pool, true));
+    for (int i = 0; i < 60; i++) {
+        GemmCase gc = random_gemm();
+        free(gemm_case(&gc, pool, true));
+    }
+}
+
+/* The same bits on 1 and 2 threads. */
+static void thread_independence(SupPool *pool) {
+    for (int i = 0; i < 8; i++) {
+        GemmCase gc = random_gemm();
+        if (i < 2) gc.m = 100, gc.n = 300, gc.k = 600; /* split in both directions */
+        uint64_t keep = rng;
+        float *c1 = gemm_case(&gc, NULL, false);
+        rng = keep;
+        float *c2 = gemm_case(&gc, pool, false);
+        size_t bytes = (size_t)(gc.batch * gc.m * gc.n) * sizeof(float);
+        CHECK(memcmp(c1, c2, bytes) == 0, "sgemm m%lld n%lld k%lld: 1 and 2 threads differ [%s]",
+              (long long)gc.m, (long long)gc.n, (long long)gc.k, cfg_isa);
+        free(c1), free(c2);
+    }
+}
+
+int main(void) {
+    const char *s = getenv("RLY_SEED");
+    uint64_t seed = s ? strtoull(s, NULL, 10) : 20240611;
+    printf("seed %llu (RLY_SEED replays)\n", (unsigned long long)seed);
+    rng = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
+    SupPool *pool2 = sup_pool_new(2);
+    for (int level = SUP_ISA_SCALAR; level <= (int)sup_isa_detected(); level++) {
+        cfg_isa = sup_isa_name(sup_isa_force((SupIsa)level));
+        for (int th = 0; th < 2; th++) {
+            SupPool *pool = th ? pool2 : NULL;
+            cfg_threads = th ? 2 : 1;
+            sgemm_tests(pool);
+            for (int cst = 0; cst < 2; cst++) {
+                cfg_const = cst;
+                KPrepCache *prep = cst ? k_prep_cache_new() : NULL;
+                for (int i = 0; i < 40; i++) {
+                    case_dense(pool, cst, prep);
+                    case_matmul(pool, cst, prep);
+                    case_batch_matmul(pool, cst, prep);
+                    case_conv2d(pool, cst, prep);
+                    case_conv2d(pool, cst, prep);
+                }
+                case_uncovered(pool, cst, prep);
+                prep_free(prep);
+            }
+            check_packed_once(pool);
+        }
+        thread_independence(pool2);
+        printf("level %s done (%d passed, %d failed so far)\n", cfg_isa, n_pass, n_fail);
+    }
+    sup_isa_force(sup_isa_detected());
+    conv_error_bounds(pool2);
+    sup_pool_free(pool2);
+    return check_summary();
+}
