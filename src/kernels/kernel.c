@@ -29,7 +29,8 @@ const char *k_shape_str(const DLTensor *t, char *buf, size_t cap) {
     return buf;
 }
 
-DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+static DLTensor *out_impl(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape,
+                          bool zero) {
     /* The caller's result structure comes from a file in the VM: a kernel may ask for a result
      * the call does not have. */
     if (i >= kc->n_out || (i > 0 && !kc->out_tuple)) {
@@ -70,7 +71,16 @@ DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_
                 k_shape_str(t, b, sizeof b));
         return NULL;
     }
+    if (zero && kc->out_dirty) memset(k_ptr(t), 0, (size_t)k_numel(t) * sup_dtype_size(dt));
     return t;
+}
+
+DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    return out_impl(kc, i, dt, ndim, shape, true);
+}
+
+DLTensor *k_out_raw(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    return out_impl(kc, i, dt, ndim, shape, false);
 }
 
 /* ---- scratch ------------------------------------------------------------------------------- */

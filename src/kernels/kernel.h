@@ -135,6 +135,11 @@ struct KCall {
      * applies the tail itself. */
     const struct KEpilogue *epi;
     bool epi_done;
+
+    /* The caller's preallocated outputs hold stale bytes (a memory plan's reused buffers): k_out
+     * zeroes such an output before handing it out, which kernels may count on; k_out_raw, for
+     * kernels that write every element, does not. */
+    bool out_dirty;
 };
 
 typedef struct KEpilogue {
@@ -179,6 +184,10 @@ int k_error(KCall *kc, const char *fmt, ...) RLY_PRINTF(2, 3);
  * (support.h, "shapes": a dim over 2^62, or nonzero dims whose product is) is an error, so every
  * tensor a kernel sees obeys it. NULL on failure (error set): the kernel then returns -1. */
 DLTensor *k_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape);
+
+/* k_out for a kernel that writes every element of the output: a preallocated output is handed
+ * out as it is, never zeroed (KCall.out_dirty). */
+DLTensor *k_out_raw(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape);
 
 /* Scratch memory for the call: `bytes` zero-filled bytes, 64-byte aligned, valid until the
  * caller's k_call_release (a kernel never frees it). Taken from the caller's workspace where it

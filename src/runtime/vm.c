@@ -394,9 +394,6 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, R
         vm->k_outv[i] = NULL;
         RtTensor *b = pre ? pre[i] : NULL;
         if (b == NULL) continue;
-        /* Kernels may count on zeroed outputs (alloc's contract), except the in-place ones,
-         * which write every element. */
-        if (!vm_plan_inplace_ok(n->op_id, 0)) memset(b->st->data, 0, b->st->nbytes);
         vm->k_outv[i] = (RtTensor *)rt_retain(&b->hdr);
         vm->k_out[i] = &b->t;
     }
@@ -424,6 +421,10 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, R
         .in_const = vm->k_const.data,
         .prep = vm->exe->prep,
         .epi = epi,
+        /* Planned buffers hold stale bytes; kernels may count on zeroed outputs (alloc's
+         * contract): k_out zeroes them, except for the in-place kernels (which write every
+         * element, and whose output may be their input) and k_out_raw's callers. */
+        .out_dirty = pre != NULL && !vm_plan_inplace_ok(n->op_id, 0),
     };
     int rc = k_call_result(&kc, n->fn(&kc));
     if (epi_done != NULL) *epi_done = rc == 0 && kc.epi_done;

@@ -117,7 +117,7 @@ static int unary(KCall *kc, uint32_t op, int kind) {
         k_storef(&j.lo, RLY_DTYPE_F32, 0, lo); /* the bounds cast to the dtype, as the reference */
         k_storef(&j.hi, RLY_DTYPE_F32, 0, hi);
     }
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
     if (y == NULL) return -1;
     j.y = k_ptr(y);
     j.n = k_numel(x);
@@ -203,7 +203,7 @@ static int binary(KCall *kc, uint32_t op_id, int op) {
     if (k_dtype(a) != RLY_DTYPE_F32 || k_dtype(b) != RLY_DTYPE_F32 || a->ndim > K_MAX_DIMS ||
         b->ndim > K_MAX_DIMS || !k_bcast_shape(a, b, &ndim, shape))
         return kern_ref_lookup(op_id)(kc);
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, ndim, shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, ndim, shape);
     if (y == NULL) return -1;
     BinaryJob j = {.row = binary_level(), .op = op, .a = k_ptr(a), .b = k_ptr(b), .y = k_ptr(y)};
     j.n = k_shape_numel(ndim, shape);

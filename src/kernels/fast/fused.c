@@ -12,7 +12,7 @@
 #include "fast.h"
 #include "fused.h"
 
-enum { FX_BLOCK = 256, FX_CHUNK = 16384 };
+enum { FX_CHUNK = 16384 };
 
 bool fx_step_of(uint32_t op_id, const KAttr *attrs, uint32_t n_attrs, FxStep *st, uint32_t *arity) {
     memset(st, 0, sizeof *st);
@@ -223,10 +223,6 @@ static StepFn step_fn(void) {
 static void eval_range(const FxBound *r, int64_t lo, int64_t hi) {
     const FxProgram *p = r->p;
     _Alignas(64) float buf[FX_MAX_STEPS + FX_MAX_OPERANDS][FX_BLOCK];
-    for (uint32_t i = 0; i < p->n_operands; i++)
-        if (r->src[i].kind == 1)
-            for (int j = 0; j < FX_BLOCK; j++)
-                buf[FX_MAX_STEPS + i][j] = r->src[i].data[0];
     StepFn fn = (StepFn)r->fn;
     const float *val[FX_MAX_OPERANDS + FX_MAX_STEPS];
     for (int64_t i0 = lo; i0 < hi; i0 += FX_BLOCK) {
@@ -235,8 +231,10 @@ static void eval_range(const FxBound *r, int64_t lo, int64_t hi) {
             const Src *s = &r->src[i];
             if (s->kind == 0) {
                 val[i] = s->data + i0;
+            } else if (s->kind == 1) {
+                val[i] = r->splat[i];
             } else {
-                if (s->kind == 2) src_gather(s, i0, n, buf[FX_MAX_STEPS + i]);
+                src_gather(s, i0, n, buf[FX_MAX_STEPS + i]);
                 val[i] = buf[FX_MAX_STEPS + i];
             }
         }
@@ -258,8 +256,12 @@ void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *
     b->out = out;
     b->total = k_shape_numel(ndim, shape);
     b->fn = (void (*)(void))step_fn();
-    for (uint32_t i = 0; i < p->n_operands; i++)
+    for (uint32_t i = 0; i < p->n_operands; i++) {
         src_init(&b->src[i], ops[i], ndim, shape);
+        if (b->src[i].kind == 1)
+            for (int j = 0; j < FX_BLOCK; j++)
+                b->splat[i][j] = b->src[i].data[0];
+    }
 }
 
 void fx_range(const FxBound *b, int64_t lo, int64_t n) { eval_range(b, lo, lo + n); }

@@ -44,7 +44,7 @@ typedef enum FxOp {
     FX_N_OPS
 } FxOp;
 
-enum { FX_MAX_STEPS = 48, FX_MAX_OPERANDS = 16 };
+enum { FX_MAX_STEPS = 48, FX_MAX_OPERANDS = 16, FX_BLOCK = 256 /* elements per block */ };
 
 typedef struct FxStep {
     uint8_t op;    /* FxOp */
@@ -82,6 +82,7 @@ typedef struct FxSrc {
 typedef struct FxBound {
     const FxProgram *p;
     FxSrc src[FX_MAX_OPERANDS];
+    float splat[FX_MAX_OPERANDS][FX_BLOCK]; /* a scalar operand's value, FX_BLOCK times */
     float *out;
     int64_t total;
     void (*fn)(void); /* the step loop of the instruction-set level */

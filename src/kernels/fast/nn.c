@@ -133,7 +133,7 @@ static int softmax(KCall *kc, uint32_t op, bool log_form) {
     int64_t axis;
     if (!is_f32(x) || !k_axis(k_int(kc, "axis"), (uint32_t)x->ndim, &axis))
         return kern_ref_lookup(op)(kc);
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
     if (y == NULL) return -1;
     if (k_numel(y) == 0) return 0;
     SoftmaxJob j = {.lv = level(), .x = k_ptr(x), .y = k_ptr(y), .log_form = log_form};
@@ -187,7 +187,7 @@ static int k_layer_norm(KCall *kc) {
     if (!is_f32(gamma) || !is_f32(beta) || gamma->ndim != 1 || gamma->shape[0] != c ||
         beta->ndim != 1 || beta->shape[0] != c)
         return ref(kc);
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
     if (y == NULL) return -1;
     if (k_numel(y) == 0) return 0;
     NormJob j = {
@@ -329,7 +329,7 @@ static int reduce(KCall *kc, uint32_t op, RedKind kind) {
         }
     }
     if (rows == 0 || len == 0) return ref(kc); /* empty results, empty reductions */
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, out_nd, shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, out_nd, shape);
     if (y == NULL) return -1;
     return reduce_rows(kc, kind, k_ptr(x), k_ptr(y), rows, len);
 }
@@ -350,7 +350,7 @@ static int global_pool(KCall *kc, uint32_t op, RedKind kind) {
     int64_t len = sup_dim_mul_sat(x->shape[2], x->shape[3]);
     if (rows == 0 || len == 0) return kern_ref_lookup(op)(kc);
     int64_t shape[4] = {x->shape[0], x->shape[1], 1, 1};
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, 4, shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape);
     if (y == NULL) return -1;
     return reduce_rows(kc, kind, k_ptr(x), k_ptr(y), rows, len);
 }
@@ -414,9 +414,9 @@ static int k_batch_norm(KCall *kc) {
     for (uint32_t a = 1; a < 5; a++)
         if (!is_f32(k_arg(kc, a)) || k_arg(kc, a)->ndim != 1 || k_arg(kc, a)->shape[0] != c)
             return ref(kc);
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
-    DLTensor *om = y ? k_out(kc, 1, RLY_DTYPE_F32, 1, &c) : NULL;
-    DLTensor *ov = om ? k_out(kc, 2, RLY_DTYPE_F32, 1, &c) : NULL;
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
+    DLTensor *om = y ? k_out_raw(kc, 1, RLY_DTYPE_F32, 1, &c) : NULL;
+    DLTensor *ov = om ? k_out_raw(kc, 2, RLY_DTYPE_F32, 1, &c) : NULL;
     if (ov == NULL) return -1;
     const float *gamma = k_ptr(k_arg(kc, 1)), *beta = k_ptr(k_arg(kc, 2));
     const float *mean = k_ptr(k_arg(kc, 3)), *var = k_ptr(k_arg(kc, 4));
@@ -448,7 +448,7 @@ static int k_bias_add(KCall *kc) {
     if (!is_f32(x) || !is_f32(bias) || !channel_axis(kc, x, &c, &inner) || bias->ndim != 1 ||
         bias->shape[0] != c)
         return ref(kc);
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
     if (y == NULL) return -1;
     int64_t n = k_numel(x);
     if (n == 0) return 0;
@@ -575,7 +575,7 @@ static int pool2d(KCall *kc, uint32_t op, bool is_max) {
     int64_t q_size = sup_dim_mul_sat(sup_dim_mul_sat(g.sw, g.hp), g.wq);
     if (q_size > POOL_PLANE_MAX) return ref(kc);
     int64_t shape[4] = {x->shape[0], x->shape[1], g.hout, g.wout};
-    DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, 4, shape);
+    DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape);
     if (y == NULL) return -1;
     if (k_numel(y) == 0) return 0;
     PoolJob j = {.lv = level(),
