@@ -118,13 +118,16 @@ struct KCall {
     void *heap; /* the fallback blocks, newest first (k_call_release) */
 
     /* Threads and constants (fast kernels, src/kernels/fast). pool: the threads k_parallel may
-     * use (NULL: the calling thread only). in_const: NULL, or n_in flags, in_const[i] nonzero
-     * when input i is a constant of the program (immutable, alive as long as `prep`). prep: where
-     * kernels keep what they derive from constant inputs (packed weights), NULL for none. A
-     * zero-initialized KCall has neither: kernels then work on one thread and derive per call. */
+     * use (NULL: the calling thread only). in_const: NULL, or n_in flags: in_const[i] is 1 when
+     * input i is a constant of the program (immutable, alive as long as `prep`), 2 when it is an
+     * input of the running program, immutable until the run ends (prep_run is cleared then),
+     * 0 otherwise. prep, prep_run: where kernels keep what they derive from such inputs (packed
+     * weights), NULL for none. A zero-initialized KCall has none of them: kernels then work on
+     * one thread and derive per call. */
     SupPool *pool;
     const uint8_t *in_const;
     struct KPrepCache *prep;
+    struct KPrepCache *prep_run; /* for in_const 2: inputs of this run (weights given as inputs) */
 
     /* A fused tail (the VM's fused groups): NULL, or a program to apply to output 0. A kernel
      * that supports it calls epi->begin(epi->ctx, out0) once, on the calling thread, after
@@ -167,6 +170,7 @@ typedef struct KPrepCache KPrepCache;
 KPrepCache *k_prep_cache_new(void);
 void k_prep_cache_free(KPrepCache *c);          /* NULL is a no-op */
 size_t k_prep_cache_bytes(const KPrepCache *c); /* bytes held */
+void k_prep_cache_clear(KPrepCache *c);         /* drop every entry; NULL is a no-op */
 /* Filled `bytes` bytes (64-byte aligned) derived from input `in` of the call by
  * fill(dst, in tensor, arg), made the first time this (data address, key, bytes) is asked for
  * and kept in the call's cache; key names the kernel and its packing parameters. NULL when the

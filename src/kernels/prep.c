@@ -25,13 +25,22 @@ KPrepCache *k_prep_cache_new(void) {
     return c;
 }
 
-void k_prep_cache_free(KPrepCache *c) {
+void k_prep_cache_clear(KPrepCache *c) {
     if (c == NULL) return;
+    pthread_mutex_lock(&c->mu);
     for (PrepEntry *e = c->head, *nx; e != NULL; e = nx) {
         nx = e->next;
         free(e->blob);
         free(e);
     }
+    c->head = NULL;
+    c->bytes = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void k_prep_cache_free(KPrepCache *c) {
+    if (c == NULL) return;
+    k_prep_cache_clear(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -40,11 +49,11 @@ size_t k_prep_cache_bytes(const KPrepCache *c) { return c ? c->bytes : 0; }
 
 const void *k_prepared(KCall *kc, uint32_t in, uint64_t key, size_t bytes, KPrepFill fill,
                        const void *arg) {
-    if (kc->prep == NULL || kc->in_const == NULL || in >= kc->n_in || !kc->in_const[in])
-        return NULL;
+    if (kc->in_const == NULL || in >= kc->n_in) return NULL;
+    KPrepCache *c = kc->in_const[in] == 1 ? kc->prep : kc->in_const[in] == 2 ? kc->prep_run : NULL;
+    if (c == NULL) return NULL;
     const DLTensor *t = kc->in[in];
     const void *data = k_ptr(t);
-    KPrepCache *c = kc->prep;
     pthread_mutex_lock(&c->mu);
     void *blob = NULL;
     for (PrepEntry *e = c->head; e != NULL; e = e->next)

@@ -42,6 +42,10 @@ typedef struct Value {
 /* A tensor whose bytes never change while its executable lives: an executable's constant, or a
  * view of one. Kernels may cache what they derive from it (KCall.in_const, k_prepared). */
 #define RT_VF_CONST 1u
+/* A tensor passed to the entry function of a VM run (vm_invoke sets it): its bytes do not change
+ * until the run ends, so kernels may cache what they derive from it for the run (weights given
+ * as inputs: KCall.in_const 2). */
+#define RT_VF_INPUT 2u
 
 /* ---- limits of a run ---------------------------------------------------------------------
  * Every executor (the interpreter now, the VM later) honours the same three limits and ends the

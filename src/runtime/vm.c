@@ -184,6 +184,7 @@ struct Vm {
     Vec(uint8_t) k_tuple;
     Vec(uint8_t) k_const; /* KCall.in_const */
     SupPool *pool;        /* the kernels' threads (vm_set_pool); NULL: this thread */
+    KPrepCache *prep_run; /* what kernels derive from this run's inputs (cleared after a run) */
     DLTensor **k_out;
     RtTensor **k_outv;
     RtTensor **k_pre; /* a call's planned outputs (max_out) */
@@ -323,12 +324,17 @@ static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const i
     return 0;
 }
 
+/* KCall.in_const of a tensor: 1 for a constant of the executable, 2 for an input of this run. */
+static uint8_t const_kind(const Value *v) {
+    return (v->flags & RT_VF_CONST) ? 1 : (v->flags & RT_VF_INPUT) ? 2 : 0;
+}
+
 /* Flatten argument value v (a tensor or a tuple of tensors) into the kernel call arrays. */
 static bool flatten(Vm *vm, const Value *v, char *why, size_t cap, uint32_t a) {
     vec_push(&vm->k_start, (uint32_t)vm->k_in.len);
     if (v != NULL && v->kind == VAL_TENSOR) {
         vec_push(&vm->k_in, &RT_TENSOR(v)->t);
-        vec_push(&vm->k_const, (uint8_t)(v->flags & RT_VF_CONST));
+        vec_push(&vm->k_const, const_kind(v));
         vec_push(&vm->k_len, 1u);
         vec_push(&vm->k_tuple, (uint8_t)0);
         return true;
@@ -341,7 +347,7 @@ static bool flatten(Vm *vm, const Value *v, char *why, size_t cap, uint32_t a) {
                 return false;
             }
             vec_push(&vm->k_in, &RT_TENSOR(tu->f[j])->t);
-            vec_push(&vm->k_const, (uint8_t)(tu->f[j]->flags & RT_VF_CONST));
+            vec_push(&vm->k_const, const_kind(tu->f[j]));
         }
         vec_push(&vm->k_len, tu->n);
         vec_push(&vm->k_tuple, (uint8_t)1);
@@ -420,6 +426,7 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, R
         .pool = vm->pool,
         .in_const = vm->k_const.data,
         .prep = vm->exe->prep,
+        .prep_run = vm->prep_run,
         .epi = epi,
         /* Planned buffers hold stale bytes; kernels may count on zeroed outputs (alloc's
          * contract): k_out zeroes them, except for the in-place kernels (which write every
@@ -1410,6 +1417,7 @@ void vm_free(Vm *vm) {
     vec_free(&vm->k_len);
     vec_free(&vm->k_tuple);
     vec_free(&vm->k_const);
+    k_prep_cache_free(vm->prep_run);
     free(vm->k_out);
     RtMemAccount *prev = rt_mem_swap(&vm->mem);
     rt_mem_credit(vm->ws_cap);
@@ -1459,7 +1467,9 @@ Value *vm_invoke(Vm *vm, uint32_t func, uint32_t n_args, Value *const *args, cha
     VmReg *R = vm->regs;
     clear_vregs(&vm->fi[func], R);
     char buf[512];
+    if (vm->prep_run == NULL) vm->prep_run = k_prep_cache_new();
     for (uint32_t i = 0; i < n_args; i++) {
+        if (args[i] != NULL && args[i]->kind == VAL_TENSOR) args[i]->flags |= RT_VF_INPUT;
         VmReg v = {.v = args[i]};
         if (args[i] == NULL || !convert(VM_RK_VALUE, f->reg_kind[i], v, &R[i], buf, sizeof buf)) {
             if (args[i] == NULL) snprintf(buf, sizeof buf, "no value");
@@ -1476,6 +1486,7 @@ Value *vm_invoke(Vm *vm, uint32_t func, uint32_t n_args, Value *const *args, cha
     vm->running = true;
     if (vm->fi[func].plan) activate(vm, func);
     Value *v = run(vm, func);
+    k_prep_cache_clear(vm->prep_run); /* the inputs may change before the next run */
     vm->running = false;
     vm->frames.len = 0;
     vm->depth = 0;

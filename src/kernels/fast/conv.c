@@ -17,6 +17,7 @@
 #include "kernels/fast/conv.h"
 
 #include <immintrin.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -450,6 +451,10 @@ int kern_fast_conv2d(KCall *kc) {
     DLTensor *o = k_out(kc, 0, RLY_DTYPE_F32, 4, shape);
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     if (c.cin_g == 1 && c.cout_g < 4) return conv_depthwise(kc, &c, o);
+    const char *mode = getenv("RLY_CONV"); /* XXX: measuring only */
+    if (mode && strcmp(mode, "direct") == 0 && kern_conv_direct_fits(&c))
+        return kern_conv_direct(kc, &c, o);
+    if (mode && strcmp(mode, "gemm") == 0) return conv_gemm(kc, &c, o);
     if (kern_conv_winograd_fits(&c)) return kern_conv_winograd(kc, &c, o);
     return conv_gemm(kc, &c, o);
 }

@@ -24,4 +24,11 @@ bool kern_conv_winograd_fits(const Conv *c);
  * -1 with the call's error set (out of memory). */
 int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o);
 
+/* Whether conv_direct takes c (AVX-512, 16 or more output channels per group). */
+bool kern_conv_direct_fits(const Conv *c);
+/* c as a direct convolution with output channels on the lanes (conv_direct.c) into output o
+ * (argument 1 of kc the OIHW weight, packed once through k_prepared when constant), with the
+ * call's fused tail. 0, or -1 with the call's error set (out of memory). */
+int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o);
+
 #endif /* RLY_KERNELS_FAST_CONV_H */

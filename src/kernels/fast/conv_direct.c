@@ -1,0 +1,242 @@
+/* conv_direct.c - nn.conv2d as a direct convolution with the output channels on the vector lanes
+ * (conv.h), AVX-512: no im2col.
+ *
+ * The product is the transposed one of conv.c's GEMM: C^T (positions x output channels) =
+ * im2col^T (positions x taps) W^T (taps x output channels). A register tile is 12 output
+ * positions (consecutive in the flattened output plane, so a tile may span output rows) by 32
+ * output channels: 24 zmm accumulators; each tap p = (input channel, ky, kx) loads one 32-float
+ * row of the weights (packed once, kern_sgemm_pack_b's layout of W^T) and broadcasts 12 input
+ * values straight from the input: position i's value of tap p is at x[base_i + off[p]], base_i
+ * the position's top-left corner in the (zero-padded) input, off[p] the tap's offset, the same
+ * for every position. So a strided or dilated convolution, or one of few input channels, costs
+ * what a stride-1 one does (the im2col packer gathered those), and small output planes (7x7, 9x9)
+ * fill the lanes with output channels rather than with 49 or 81 positions. Padding: the input is
+ * copied once per call into zero-padded planes, so every read is inside them.
+ *
+ * The finished 12 x 32 tile is transposed in registers (two 16 x 16 transposes) and stored as 32
+ * runs of 12 output floats. Each output is the sum over taps in increasing order with one FMA per
+ * tap, whatever the tile or thread split (results do not depend on the thread count). Threads
+ * take (image, group, 32 output channels, range of tiles) tasks; the fused tail runs per task on
+ * each channel's range. docs/kernels.md has the measured choice of this path. */
+#include "kernels/fast/conv.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define DT_POS 12          /* output positions per tile */
+#define DT_CH SGEMM_NR     /* output channels per tile */
+#define DT_MIN_MACS 262144 /* multiply-adds per task at least when splitting for threads */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool kern_conv_direct_fits(const Conv *c) {
+    /* offsets into a padded group are int64; the int32 limits only keep the arithmetic of huge
+     * (useless) shapes away; 16+ output channels per group fill at least half of the lanes */
+    return sup_isa() == SUP_ISA_AVX512 && c->cout_g >= 16 && c->h + c->pt + c->pb < (1 << 24) &&
+           c->w + c->pl + c->pr < (1 << 24) && c->cin_g * c->kh * c->kw < (1 << 24);
+}
+
+typedef struct DRun {
+    const Conv *c;
+    const float *x;     /* input planes, hp x wp each: the padded copy, or the input itself */
+    int64_t hp, wp;     /* their extents */
+    const float *w;     /* packed weights: per group an item of w_item floats */
+    size_t w_item;      /* kern_sgemm_packed_b_floats(k, cout_g) */
+    const int64_t *off; /* k tap offsets */
+    int64_t k, np;      /* taps; output positions per plane (oh * ow) */
+    int64_t panels;     /* 32-channel panels per group */
+    int64_t tiles;      /* 12-position tiles per plane */
+    int64_t chunks;     /* tasks per (image, group, panel) */
+    float *out;
+    const KEpilogue *epi; /* the call's fused tail, or NULL */
+} DRun;
+
+/* ---- the tile ----------------------------------------------------------------------------- */
+
+#define INLINE static inline __attribute__((always_inline))
+#define POS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* r[0..15] rows of 16 floats -> r[j] = column j. */
+FAST_AVX512 INLINE void transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* u[4q + s] lane L holds rows 4q .. 4q + 3 of column 4L + s */
+    for (int q = 0; q < 16; q += 4) {
+        __m512d a = _mm512_castps_pd(t[q]), b = _mm512_castps_pd(t[q + 1]);
+        __m512d c = _mm512_castps_pd(t[q + 2]), d = _mm512_castps_pd(t[q + 3]);
+        u[q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int s = 0; s < 4; s++) {
+        /* v0: lanes (0, 2) of rows 0-3 and 4-7; v1: lanes (1, 3); v2, v3 the same of 8-15 */
+        __m512 v0 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0x88);
+        __m512 v1 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0xdd);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0x88);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0xdd);
+        r[s] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        r[8 + s] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+        r[4 + s] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        r[12 + s] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+    }
+}
+
+#define D_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+#define D_PTR(i) const float *x##i = x + base[i];
+#define D_STEP(i)                                                                                  \
+    {                                                                                              \
+        __m512 a = _mm512_set1_ps(x##i[o]);                                                        \
+        c##i##0 = _mm512_fmadd_ps(a, w0, c##i##0);                                                 \
+        if (W == 2) c##i##1 = _mm512_fmadd_ps(a, w1, c##i##1);                                     \
+    }
+#define D_ROW0(i) r[i] = c##i##0;
+#define D_ROW1(i) r[i] = c##i##1;
+
+/* One tile: positions with corners base[0..12) (all valid), W 16-channel vectors of the packed
+ * weights w (k rows of 32 floats), into dst[j * ldo + i] for channels j < cols, positions
+ * i < rows. */
+FAST_AVX512 INLINE void dtile(const int W, const float *x, const int64_t *base, const int64_t *off,
+                              int64_t k, const float *w, float *dst, int64_t ldo, int rows,
+                              int cols) {
+    POS12(D_PTR)
+    POS12(D_DECL)
+    for (int64_t p = 0; p < k; p++, w += DT_CH) {
+        int64_t o = off[p];
+        __m512 w0 = _mm512_loadu_ps(w), w1 = W == 2 ? _mm512_loadu_ps(w + 16) : w0;
+        POS12(D_STEP)
+    }
+    __mmask16 m = (__mmask16)((1u << rows) - 1);
+    __m512 r[16];
+    for (int h = 0; h < W; h++) {
+        if (h == 0) {
+            POS12(D_ROW0)
+        } else {
+            POS12(D_ROW1)
+        }
+        r[12] = r[13] = r[14] = r[15] = _mm512_setzero_ps();
+        transpose16(r);
+        for (int j = 0; j < 16 && 16 * h + j < cols; j++)
+            _mm512_mask_storeu_ps(dst + (16 * h + j) * ldo, m, r[j]);
+    }
+}
+
+static FAST_AVX512 void dtile_32(const float *x, const int64_t *base, const int64_t *off, int64_t k,
+                                 const float *w, float *o, int64_t ldo, int rows, int cols) {
+    dtile(2, x, base, off, k, w, o, ldo, rows, cols);
+}
+
+static FAST_AVX512 void dtile_16(const float *x, const int64_t *base, const int64_t *off, int64_t k,
+                                 const float *w, float *o, int64_t ldo, int rows, int cols) {
+    dtile(1, x, base, off, k, w, o, ldo, rows, cols);
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static void pad_task(void *ctx, int64_t t, int worker) {
+    (void)worker;
+    const DRun *r = ctx;
+    const Conv *c = r->c;
+    const float *src = c->x + t * c->h * c->w;
+    float *dst = (float *)r->x + t * r->hp * r->wp + c->pt * r->wp + c->pl;
+    /* the rows and columns a window reaches; the rest of the plane stays zero (k_scratch) */
+    int64_t rows = min64(c->h, r->hp - c->pt), cols = min64(c->w, r->wp - c->pl);
+    for (int64_t y = 0; y < rows; y++)
+        memcpy(dst + y * r->wp, src + y * c->w, (size_t)cols * sizeof(float));
+}
+
+static void direct_task(void *ctx, int64_t task, int worker) {
+    (void)worker;
+    const DRun *r = ctx;
+    const Conv *c = r->c;
+    int64_t chunk = task % r->chunks, rest = task / r->chunks;
+    int64_t panel = rest % r->panels, ng = rest / r->panels;
+    int64_t n = ng / c->groups, g = ng % c->groups;
+    int64_t per = cdiv(r->tiles, r->chunks);
+    int64_t t0 = chunk * per, t1 = min64(r->tiles, t0 + per);
+    if (t0 >= t1) return;
+    const float *x = r->x + (n * c->cin + g * c->cin_g) * r->hp * r->wp;
+    const float *w = r->w + (size_t)g * r->w_item + panel * r->k * DT_CH;
+    int64_t oc0 = g * c->cout_g + panel * DT_CH;
+    int cols = (int)min64(DT_CH, c->cout_g - panel * DT_CH);
+    float *o = r->out + (n * c->cout + oc0) * r->np;
+    int64_t base[DT_POS];
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t q0 = t * DT_POS;
+        int rows = (int)min64(DT_POS, r->np - q0);
+        for (int i = 0; i < DT_POS; i++) { /* positions past the plane repeat the last one */
+            int64_t q = q0 + (i < rows ? i : rows - 1), oy = q / c->ow, ox = q % c->ow;
+            base[i] = oy * c->sh * r->wp + ox * c->sw;
+        }
+        (cols > 16 ? dtile_32 : dtile_16)(x, base, r->off, r->k, w, o + q0, r->np, rows, cols);
+    }
+    if (r->epi != NULL) {
+        int64_t q0 = t0 * DT_POS, q1 = min64(r->np, t1 * DT_POS);
+        for (int j = 0; j < cols; j++)
+            r->epi->apply(r->epi->ctx, (n * c->cout + oc0 + j) * r->np + q0, q1 - q0);
+    }
+}
+
+int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o) {
+    DRun r = {.c = c, .out = k_ptr(o)};
+    r.k = c->cin_g * c->kh * c->kw;
+    r.np = c->oh * c->ow;
+    r.panels = cdiv(c->cout_g, DT_CH);
+    r.tiles = cdiv(r.np, DT_POS);
+    bool padded = c->pt || c->pl || c->pb || c->pr;
+    /* the padded extents a window reaches (the bottom and right padding may be more) */
+    r.hp = padded ? (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1 : c->h;
+    r.wp = padded ? (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1 : c->w;
+
+    /* weights: W^T per group (k x cout_g), packed once when constant */
+    SGemm wg = {.m = 1,
+                .n = c->cout_g,
+                .k = r.k,
+                .batch = c->groups,
+                .b = k_ptr(k_arg(kc, 1)),
+                .b_rs = 1,
+                .b_cs = r.k,
+                .b_bs = c->cout_g * r.k};
+    r.w_item = kern_sgemm_packed_b_floats(r.k, c->cout_g);
+    kern_sgemm_prepare(kc, &wg, false, 1, c->groups);
+    r.w = wg.b_packed;
+    if (r.w == NULL) {
+        float *w = k_scratch_n(kc, (int64_t)r.w_item * c->groups, sizeof(float));
+        if (w == NULL) return -1;
+        for (int64_t g = 0; g < c->groups; g++)
+            kern_sgemm_pack_b(wg.b + g * wg.b_bs, 1, r.k, r.k, c->cout_g, w + g * r.w_item);
+        r.w = w;
+    }
+    int64_t *off = k_scratch_n(kc, r.k, sizeof(int64_t));
+    if (off == NULL) return -1;
+    for (int64_t ch = 0, p = 0; ch < c->cin_g; ch++)
+        for (int64_t ky = 0; ky < c->kh; ky++)
+            for (int64_t kx = 0; kx < c->kw; kx++)
+                off[p++] = ch * r.hp * r.wp + ky * c->dh * r.wp + kx * c->dw;
+    r.off = off;
+    r.x = c->x;
+    if (padded) {
+        float *xp = k_scratch_n(kc, c->batch * c->cin * r.hp * r.wp, sizeof(float));
+        if (xp == NULL) return -1;
+        r.x = xp;
+        k_parallel(kc, c->batch * c->cin, pad_task, &r);
+    }
+
+    /* tasks: (image, group, panel) units, split into ranges of tiles when there are too few
+     * for the threads (and the pieces stay large enough to pay for a task) */
+    int64_t units = c->batch * c->groups * r.panels, threads = k_threads(kc);
+    r.chunks = 1;
+    if (threads > 1 && units < 2 * threads) {
+        double macs = (double)r.np * (double)r.k * DT_CH;
+        int64_t want = cdiv(2 * threads, units), most = (int64_t)(macs / DT_MIN_MACS);
+        r.chunks = min64(min64(want, most > 1 ? most : 1), r.tiles);
+    }
+    if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
+    k_parallel(kc, units * r.chunks, direct_task, &r);
+    kc->epi_done = r.epi != NULL;
+    return 0;
+}
