@@ -12,7 +12,7 @@
 #include "fast.h"
 #include "fused.h"
 
-enum { FX_CHUNK = 16384 };
+enum { FX_CHUNK = 16384, FX_MIN_CHUNK = 4096 };
 
 bool fx_step_of(uint32_t op_id, const KAttr *attrs, uint32_t n_attrs, FxStep *st, uint32_t *arity) {
     memset(st, 0, sizeof *st);
@@ -266,22 +266,35 @@ void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *
 
 void fx_range(const FxBound *b, int64_t lo, int64_t n) { eval_range(b, lo, lo + n); }
 
+typedef struct Chunks {
+    const FxBound *b;
+    int64_t size; /* elements per task */
+} Chunks;
+
 static void run_chunk(void *ctx, int64_t task, int worker) {
     (void)worker;
-    const FxBound *r = ctx;
-    int64_t lo = task * FX_CHUNK, hi = lo + FX_CHUNK < r->total ? lo + FX_CHUNK : r->total;
-    eval_range(r, lo, hi);
+    const Chunks *c = ctx;
+    int64_t lo = task * c->size, hi = lo + c->size < c->b->total ? lo + c->size : c->b->total;
+    eval_range(c->b, lo, hi);
 }
 
 void fx_run(const FxProgram *p, const DLTensor *const *ops, float *out, uint32_t ndim,
             const int64_t *shape, SupPool *pool) {
     FxBound r;
     fx_bind(&r, p, ops, out, ndim, shape);
-    int64_t chunks = (r.total + FX_CHUNK - 1) / FX_CHUNK;
+    /* tasks of FX_CHUNK elements, smaller (down to FX_MIN_CHUNK) when that gives each thread
+     * about two: a fork costs about a microsecond, a chunk of 4K elements a few */
+    int threads = sup_pool_threads(pool);
+    Chunks c = {&r, FX_CHUNK};
+    if (threads > 1 && r.total < (int64_t)FX_CHUNK * threads * 2) {
+        c.size = (r.total + threads * 2 - 1) / (threads * 2);
+        c.size = (c.size + FX_BLOCK - 1) / FX_BLOCK * FX_BLOCK;
+        if (c.size < FX_MIN_CHUNK) c.size = FX_MIN_CHUNK;
+    }
+    int64_t chunks = (r.total + c.size - 1) / c.size;
     if (chunks <= 1 || pool == NULL) {
-        for (int64_t c = 0; c < chunks; c++)
-            run_chunk(&r, c, 0);
+        eval_range(&r, 0, r.total);
         return;
     }
-    sup_pool_run(pool, chunks, run_chunk, &r);
+    sup_pool_run(pool, chunks, run_chunk, &c);
 }
