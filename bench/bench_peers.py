@@ -6,7 +6,9 @@
 MODELDIR holds <name>.onnx with its <name>.npz inputs (bench/export_peers.py writes them). For each
 round, each thread count and each model, in turn: onnxruntime (intra-op threads = T, all graph
 optimizations, sequential execution) times session.run REPEAT times after a warm-up run, then
-`rly bench MODEL --threads T` does the same (load and compile excluded from both). Each figure is
+`rly bench MODEL --threads T` does the same (load and compile excluded from both), with a pause
+of 0.3 s after each (onnxruntime's idle workers spin for tens of milliseconds after a run, which
+would take the second core from rly's). Each figure is
 the median over rounds of the round's median; the ratio is rly / onnxruntime (< 1: rly is faster),
 closed by the geometric mean per thread count. With memory on, each model also runs once more in a
 fresh process per runtime (`rly run --output` and an onnxruntime script that loads, runs and saves),
@@ -117,7 +119,9 @@ def main():
                     sessions[(n, t)] = (ort_session(path, t), dict(np.load(inputs)))
                 sess, feeds = sessions[(n, t)]
                 res[(n, t)]["ort"].append(ort_time(sess, feeds, reps))
+                time.sleep(0.3)  # onnxruntime's workers spin for a while after a run
                 res[(n, t)]["rly"].append(rly_time(rly, path, inputs, t, reps))
+                time.sleep(0.3)
     print("| model | threads | onnxruntime | rly | rly / ort |")
     print("|---|---:|---:|---:|---:|")
     logs = {t: [] for t in threads}
