@@ -1,8 +1,9 @@
 /* bench_gemm.c - the packed SGEMM (src/kernels/fast/gemm.h) against the machine's peak, and the
  * fast nn.conv2d against the reference kernel (not a test).
  *
- *   bench_gemm [-r REPS] [-t THREADS] [-s TEXT]   default REPS = 5, THREADS = 2; -s: only the
- *                                                 shapes whose name contains TEXT
+ *   bench_gemm [-r REPS] [-t THREADS] [-s TEXT] [-c]   default REPS = 5, THREADS = 2; -s: only
+ *                                                      the shapes whose name contains TEXT; -c:
+ *                                                      convolutions start with cold caches
  *
  * Peak: a loop of independent FMAs at the level sup_isa() picks (RLY_ISA lowers it), 16
  * accumulators of 16 floats (AVX-512) or 12 of 8 (AVX2), written out so they stay in
@@ -10,8 +11,10 @@
  * threads at once through the pool; FLOP/s = 2 * lanes * FMAs / seconds. Each GEMM shape runs at
  * 1 and THREADS threads, best of REPS, as GFLOP/s (2 m n k / s) and the fraction of the measured
  * peak at that thread count. "pre" rows read B packed beforehand (weights), the others pack it
- * per call. Then nn.conv2d layers of ResNet-18 and MobileNetV2 through the fast kernel (weights
- * constant, packed once in a prep cache) on 1 and THREADS threads against the reference kernel,
+ * per call. Then nn.conv2d layers of ResNet-18, MobileNetV2, SqueezeNet 1.1 and the DQN (and 1x1
+ * layers on power-of-two planes, which the GEMM's B-in-place rule is about) through the fast
+ * kernel (weights constant, packed once in a prep cache; a workspace lent as the VM lends one)
+ * on 1 and THREADS threads against the reference kernel,
  * in ms per call and the fast kernel's GFLOP/s on 1 thread (direct-convolution FLOPs, also for
  * the layers Winograd computes with fewer), with the error relative to the largest output. Other
  * agents' processes on the same cores lower these figures: read the best. */
@@ -212,6 +215,10 @@ static const Layer layers[] = {
     {"mobilenet dw 3x3 32 112", 32, 112, 112, 32, 3, 1, 1, 32},
     {"mobilenet dw 3x3/2 96 112", 96, 112, 112, 96, 3, 2, 1, 96},
     {"mobilenet dw 3x3 576 14", 576, 14, 14, 576, 3, 1, 1, 576},
+    {"mobilenet dw 3x3 192 28", 192, 28, 28, 192, 3, 1, 1, 192},
+    {"mobilenet dw 3x3/2 192 28", 192, 28, 28, 192, 3, 2, 1, 192},
+    {"mobilenet dw 3x3 384 14", 384, 14, 14, 384, 3, 1, 1, 384},
+    {"mobilenet dw 3x3/2 576 14", 576, 14, 14, 576, 3, 2, 1, 576},
     {"squeeze 3x3/2 3->64 224", 3, 224, 224, 64, 3, 2, 0, 1},
     {"squeeze 1x1 64->16 55", 64, 55, 55, 16, 1, 1, 0, 1},
     {"squeeze 1x1 16->64 55", 16, 55, 55, 64, 1, 1, 0, 1},
@@ -221,6 +228,10 @@ static const Layer layers[] = {
     {"squeeze 3x3 48->192 13", 48, 13, 13, 192, 3, 1, 1, 1},
     {"squeeze 3x3 64->256 13", 64, 13, 13, 256, 3, 1, 1, 1},
     {"squeeze 1x1 512->1000 13", 512, 13, 13, 1000, 1, 1, 0, 1},
+    {"pow2 1x1 256->256 64", 256, 64, 64, 256, 1, 1, 0, 1},
+    {"pow2 1x1 128->512 32", 128, 32, 32, 512, 1, 1, 0, 1},
+    {"pow2 1x1 512->128 32", 512, 32, 32, 128, 1, 1, 0, 1},
+    {"pow2 1x1 64->64 64", 64, 64, 64, 64, 1, 1, 0, 1},
     {"dqn 8x8/4 4->32 84", 4, 84, 84, 32, 8, 4, 0, 1},
     {"dqn 4x4/2 32->64 20", 32, 20, 20, 64, 4, 2, 0, 1},
     {"dqn 3x3 64->64 9", 64, 9, 9, 64, 3, 1, 0, 1},
@@ -235,6 +246,17 @@ static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const i
     t->data = aligned_alloc(64, ((size_t)k_shape_numel(ndim, shape) * 4 + 63) / 64 * 64);
     kc->out[i] = t;
     return 0;
+}
+
+/* -c: each call starts with the caches holding other data (as in a model, where a layer's input
+ * was written one layer ago and its weights long ago): 64 MiB are written first. */
+static bool cold;
+static void evict_caches(void) {
+    static float *junk;
+    const size_t n = (64u << 20) / sizeof(float);
+    if (junk == NULL) junk = calloc(n, sizeof(float));
+    for (size_t i = 0; i < n; i += 16)
+        junk[i] += 1;
 }
 
 /* Seconds of the best of reps calls of fn (after one warm-up) on layer l, weights constant with
@@ -262,6 +284,10 @@ static double time_conv(KernelFn fn, const Layer *l, const DLTensor *x, const DL
     char err[256];
     double best = 1e30;
     *out = NULL;
+    /* a workspace lent to every call, grown to the need of the first (as the VM lends one: a
+     * kernel's scratch is not malloc'd, page-faulted and zeroed from scratch per call) */
+    uint8_t *ws = NULL;
+    size_t ws_cap = 0;
     for (int r = 0; r <= reps; r++) {
         DLTensor *o = *out; /* the previous result, preallocated (as the VM's planned buffers) */
         KCall kc = {.op = "nn.conv2d",
@@ -280,11 +306,19 @@ static double time_conv(KernelFn fn, const Layer *l, const DLTensor *x, const DL
                     .err_cap = sizeof err,
                     .pool = pool,
                     .in_const = in_const,
-                    .prep = prep};
+                    .prep = prep,
+                    .ws = ws,
+                    .ws_cap = ws_cap};
+        if (cold) evict_caches();
         double t0 = bench_now();
         int rc = fn(&kc);
         double t = bench_now() - t0;
         k_call_release(&kc);
+        if (kc.scratch_need > ws_cap) {
+            free(ws);
+            ws_cap = (kc.scratch_need + 63) / 64 * 64;
+            ws = aligned_alloc(64, ws_cap);
+        }
         if (rc != 0) {
             printf("conv failed: %s\n", err);
             exit(1);
@@ -292,6 +326,7 @@ static double time_conv(KernelFn fn, const Layer *l, const DLTensor *x, const DL
         if (r > 0 && t < best) best = t; /* the first call packs the weights */
         *out = o;
     }
+    free(ws);
     return best;
 }
 
@@ -348,6 +383,8 @@ int main(int argc, char **argv) {
             threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc)
             only = argv[++i];
+        else if (strcmp(argv[i], "-c") == 0)
+            cold = true;
     }
     if (reps < 1) reps = 1;
     if (threads < 1) threads = 1;

@@ -350,7 +350,8 @@ static void conv_attrs(Call *c, int64_t sh, int64_t sw, int np, const int64_t *p
 
 static void case_conv2d(SupPool *pool, bool cst, KPrepCache *prep) {
     Call c = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};
-    int kind = (int)rnd(5); /* 0 general, 1 grouped, 2 depthwise, 3 1x1, 4 Winograd's shapes */
+    /* 0 general, 1 grouped, 2 depthwise, 3 1x1, 4 Winograd's shapes, 5 the direct path's */
+    int kind = (int)rnd(6);
     int64_t groups = kind == 1 ? 1 + rnd(4) : 1, n = 1 + rnd(2);
     int64_t cin_g = 1 + rnd(kind == 0 ? 9 : 4), cout_g = 1 + rnd(kind == 0 ? 40 : 9);
     if (kind == 0 && rnd(4) == 0) cout_g = 70;
@@ -363,6 +364,10 @@ static void case_conv2d(SupPool *pool, bool cst, KPrepCache *prep) {
     if (kind == 2) { /* groups == channels, weight (C, M, kh, kw) */
         cin = groups = 1 + rnd(12);
         w0 = cin, w1 = 1 + rnd(3);
+        if (rnd(2)) { /* 3x3, stride 1 or 2: the AVX-512 code that reads the input in place */
+            kh = kw = 3, dh = dw = 1, sh = sw = 1 + rnd(2);
+            h = 1 + rnd(40), w = 1 + rnd(40);
+        }
     }
     if (kind == 3) {
         kh = kw = sh = sw = 1, pad[0] = pad[1] = pad[2] = pad[3] = 0;
@@ -373,12 +378,24 @@ static void case_conv2d(SupPool *pool, bool cst, KPrepCache *prep) {
         cin = w1 = 16 + rnd(9), w0 = 16 + rnd(17);
         h = 10 + rnd(12), w = 10 + rnd(12);
     }
+    if (kind == 5) { /* 16+ outputs and 64+ taps per group: every tile size, stride, dilation */
+        groups = 1 + rnd(2);
+        cin_g = 4 + rnd(13), cout_g = 16 + rnd(70);
+        kh = 2 + rnd(3), kw = 3 + rnd(3);
+        cin = groups * cin_g, w0 = groups * cout_g, w1 = cin_g;
+        h = 4 + rnd(30), w = 4 + rnd(30);
+        if (rnd(3) == 0) { /* 1x1, stride 1, unpadded, on a small plane: direct, not the GEMM */
+            cin_g = 64 + rnd(200), cin = groups * cin_g, w1 = cin_g;
+            kh = kw = sh = sw = 1, pad[0] = pad[1] = pad[2] = pad[3] = 0;
+            h = 1 + rnd(11), w = 1 + rnd(11);
+        }
+    }
     if (rnd(10) == 0) h = 0; /* an empty result (or an error: kernel larger than input) */
     conv_attrs(&c, sh, sw, np, pad, dh, dw, groups, "NCHW", "OIHW");
     int64_t xs[4] = {n, cin, h, w}, ws[4] = {w0, w1, kh, kw};
     DLTensor *x = tensor_rand(RLY_DTYPE_F32, 4, xs), *wt = tensor_rand(RLY_DTYPE_F32, 4, ws);
-    static const char *const names[] = {"conv general", "conv grouped", "conv depthwise",
-                                        "conv 1x1", "conv winograd"};
+    static const char *const names[] = {"conv general", "conv grouped",  "conv depthwise",
+                                        "conv 1x1",     "conv winograd", "conv direct"};
     compare(&c, x, wt, pool, cst, prep, names[kind]);
     operand_free(x, prep), operand_free(wt, prep);
 }
@@ -642,6 +659,8 @@ static void thread_independence(SupPool *pool) {
     for (int i = 0; i < 8; i++) {
         GemmCase gc = random_gemm();
         if (i < 2) gc.m = 100, gc.n = 300, gc.k = 600; /* split in both directions */
+        if (i == 2) /* a GEMV with pre-packed B: one K block, columns split for the threads */
+            gc.m = 1, gc.n = 300, gc.k = 700, gc.pre_b = true, gc.batch = 1, gc.b_mod = 0;
         uint64_t keep = rng;
         float *c1 = gemm_case(&gc, NULL, false);
         rng = keep;
@@ -650,6 +669,33 @@ static void thread_independence(SupPool *pool) {
         CHECK(memcmp(c1, c2, bytes) == 0, "sgemm m%lld n%lld k%lld: 1 and 2 threads differ [%s]",
               (long long)gc.m, (long long)gc.n, (long long)gc.k, cfg_isa);
         free(c1), free(c2);
+    }
+}
+
+/* The same bits on 1 and 2 threads for each convolution scheme: the direct path (every tile
+ * split into ranges per thread), depthwise, Winograd, the im2col GEMM and 1x1 with B in place. */
+static void conv_thread_independence(SupPool *pool) {
+    static const int64_t shapes[][9] = {
+        /* cin, h, w, cout, kh, kw, stride, pad, groups */
+        {4, 84, 84, 32, 8, 8, 4, 0, 1},   {32, 20, 20, 64, 4, 4, 2, 0, 1},
+        {64, 9, 9, 64, 3, 3, 1, 0, 1},    {24, 13, 17, 40, 3, 3, 1, 1, 1},
+        {48, 20, 20, 48, 3, 3, 2, 1, 48}, {144, 9, 9, 144, 3, 3, 1, 1, 144},
+        {3, 37, 29, 20, 3, 3, 2, 0, 1},   {40, 23, 23, 24, 1, 1, 1, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int64_t *v = shapes[i];
+        Call c = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};
+        int64_t pad[1] = {v[7]};
+        conv_attrs(&c, v[6], v[6], 1, pad, 1, 1, v[8], "NCHW", "OIHW");
+        int64_t xs[4] = {1, v[0], v[1], v[2]}, ws[4] = {v[3], v[0] / v[8], v[4], v[5]};
+        DLTensor *x = tensor_rand(RLY_DTYPE_F32, 4, xs), *w = tensor_rand(RLY_DTYPE_F32, 4, ws);
+        char err[256];
+        KernelFn fast = kern_fast_lookup(c.op_id);
+        DLTensor *o1 = run(fast, &c, x, w, NULL, NULL, false, NULL, err, sizeof err);
+        DLTensor *o2 = run(fast, &c, x, w, NULL, pool, false, NULL, err, sizeof err);
+        CHECK(o1 && o2 && memcmp(o1->data, o2->data, (size_t)k_numel(o1) * sizeof(float)) == 0,
+              "conv2d shape %zu: 1 and 2 threads differ [%s]", i, cfg_isa);
+        tensor_free(o1), tensor_free(o2), tensor_free(x), tensor_free(w);
     }
 }
 
@@ -681,6 +727,7 @@ int main(void) {
             check_packed_once(pool);
         }
         thread_independence(pool2);
+        conv_thread_independence(pool2);
         printf("level %s done (%d passed, %d failed so far)\n", cfg_isa, n_pass, n_fail);
     }
     sup_isa_force(sup_isa_detected());

@@ -4,12 +4,16 @@
  * (C, M, kh, kw) as (C * M, 1, kh, kw)). Other layouts and dtypes, and calls the reference kernel
  * would reject (it writes the error), go to the reference kernel.
  *
- * Three schemes:
- *   - one input channel per group and fewer than 4 output channels per group (depthwise): a
- *     direct loop per output plane, vectorized along output columns, over a zero-padded copy of
- *     the input plane split into `stride` column phases, so every tap reads contiguous floats;
+ * Four schemes (docs/kernels.md has the measurements behind the choice):
+ *   - one input channel per group and fewer than 4 output channels per group (depthwise): direct
+ *     loops per output plane, vectorized along output columns; 3x3 stride 1 (and stride 2 onto
+ *     planes up to 16 wide) at AVX-512 read the input plane in place, four output rows at a time;
+ *     the rest read a zero-padded copy of the plane split into stride x stride phases, so every
+ *     tap reads contiguous floats of a flattened output grid;
  *   - 3x3, stride 1, one group, enough channels and outputs, AVX-512: Winograd F(4x4, 3x3)
  *     (winograd.c);
+ *   - AVX-512, 16+ output channels and 64+ taps per group, not 1x1 stride 1 unpadded: a direct
+ *     convolution with output channels on the vector lanes (conv_direct.c), no im2col;
  *   - otherwise a GEMM per image and group, weight (cout/g x cin/g*kh*kw, packed once when it is
  *     a constant) times the im2col columns of the input, which the GEMM's B packer builds block
  *     by block straight from the input (runs of one output row are contiguous input rows); a
@@ -17,7 +21,6 @@
 #include "kernels/fast/conv.h"
 
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -59,6 +62,12 @@ static bool conv_geometry(const KCall *kc, Conv *c) {
     else
         return false;
     if (c->pt < 0 || c->pl < 0 || c->pb < 0 || c->pr < 0) return false;
+    /* attribute values from a file may be anything: past 2^30 the sums below could overflow, and
+     * such a call is the reference kernel's (its arithmetic is checked) */
+    const int64_t big = (int64_t)1 << 30;
+    if (c->pt > big || c->pl > big || c->pb > big || c->pr > big || c->sh > big || c->sw > big ||
+        c->dh > big || c->dw > big)
+        return false;
     c->batch = x->shape[0], c->cin = x->shape[1], c->h = x->shape[2], c->w = x->shape[3];
     c->kh = wt->shape[2], c->kw = wt->shape[3];
     int64_t g = c->groups = k_int(kc, "groups"), w0 = wt->shape[0], w1 = wt->shape[1];
@@ -77,6 +86,7 @@ static bool conv_geometry(const KCall *kc, Conv *c) {
         const int64_t *ks;
         if (k_ints(kc, "kernel_size", &ks) != 2 || ks[0] != c->kh || ks[1] != c->kw) return false;
     }
+    if (c->kh > big || c->kw > big) return false; /* an empty weight's dims may be huge */
     int64_t winh = c->dh * (c->kh - 1) + 1, winw = c->dw * (c->kw - 1) + 1;
     int64_t padh = c->h + c->pt + c->pb, padw = c->w + c->pl + c->pr;
     if (c->kh < 1 || c->kw < 1 || winh > padh || winw > padw) return false;
@@ -231,6 +241,23 @@ static void pack_im2col(const void *ctx, int64_t t, int64_t k0, int64_t kc, int6
     }
 }
 
+/* A 1x1, stride-1, unpadded convolution: the GEMM reads the input as B in place. */
+static bool gemm_reads_input(const Conv *c) {
+    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
+           c->pb == 0 && c->pr == 0;
+}
+
+/* A 1x1 convolution the GEMM would read in place goes to conv_direct on small planes, where
+ * the GEMM's 32-wide column panels waste lanes (49 positions fill 64, 196 fill 224) and the
+ * direct tile (positions x 32 channels) does not. Measured (bench_gemm, 1 thread): 960->160 at
+ * 7x7 0.15 vs 0.20 ms, 320->1280 at 7x7 0.40-0.44 vs 0.51-0.54, 384->64 at 14x14 0.089 vs 0.10;
+ * slower: 64->384 at 14x14 (64 taps: the tile's transpose weighs more), 512->1000 at 13x13
+ * (its last panel of 8 channels) by 5-8%. */
+static bool direct_1x1_pays(const Conv *c) {
+    int64_t np = c->oh * c->ow;
+    return np < 128 || (np <= 256 && c->cin_g >= 256 && c->cout_g % 32 == 0);
+}
+
 static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
     float *out = k_ptr(o);
     int64_t kk = c->cin_g * c->kh * c->kw, np = c->oh * c->ow;
@@ -246,8 +273,7 @@ static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
                .c = out,
                .ldc = np,
                .c_bs = c->cout_g * np};
-    if (c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
-        c->pb == 0 && c->pr == 0) {
+    if (gemm_reads_input(c)) {
         g.b = c->x;
         g.b_rs = c->h * c->w;
         g.b_cs = 1;
@@ -268,59 +294,93 @@ static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
  */
 
 #define DW_MIN_MACS 32768 /* multiply-adds per task at least */
+#define DW_SLACK 128      /* floats past the copy and the grid that a vector step may touch */
 
-/* The padded, phase-split copy of one input plane: padded column cc (input column cc - pl) of
- * padded row r (input row r - pt) is at buf[(cc % sw) * ph * pws + r * pws + cc / sw]. Tap t =
- * (ky, kx) of output (oy, ox) is then at buf[oy * sh * pws + tap[t] + ox]: contiguous in ox. */
+/* The input plane is copied into sh x sw phase planes of ph x pws floats: padded row r, padded
+ * column cc (input row r - pt, column cc - pl) goes to phase (r % sh, cc % sw), row r / sh,
+ * column cc / sw. Tap (ky, kx) of output (oy, ox) is then element oy * pws + ox + tap[t] of the
+ * copy: over the flattened output grid q = oy * pws + ox every tap reads contiguous floats,
+ * whatever the stride, dilation or plane size. The kernel computes the whole grid (oh x pws:
+ * columns ox >= ow are discarded) in vectors of consecutive q, then copies the output rows out of
+ * it. */
 typedef struct DwRun {
     const Conv *c;
     const float *w;
     float *out;
-    float *bufs; /* thread i's copy at bufs + i * buf_floats */
-    size_t buf_floats;
-    int64_t ph, pws;      /* padded rows, phase row width */
+    float *bufs; /* thread i's copy at bufs + i * buf_floats, its grid at + grid_at */
+    size_t buf_floats, grid_at;
+    int64_t ph, pws;      /* rows and columns of a phase plane */
+    int64_t grid;         /* oh * pws positions */
     int64_t per;          /* (image, group) pairs per task */
     const int64_t *tap;   /* kh * kw offsets */
-    const KEpilogue *epi; /* the call's fused tail, applied per output plane, or NULL */
+    const KEpilogue *epi; /* the call's fused tail, applied per task, or NULL */
+    bool dw3;             /* dw3_plane: no copy, no grid */
+    bool phase2;          /* dw3_phase2: the copy, no grid */
 } DwRun;
 
 /* Stride 2 (AVX-512): the even floats of src into ev[0 .. n_ev), the odd ones into od[0 ..
- * n_od), 32 at a time. */
+ * n_od) (n_od <= n_ev <= n_od + 1), 32 floats a step, the last one masked. */
 static FAST_AVX512 void dw_split2_avx512(const float *src, int64_t n_ev, int64_t n_od, float *ev,
                                          float *od) {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    int64_t i = 0;
-    for (; i + 16 <= n_ev && i + 16 <= n_od; i += 16) {
-        __m512 v0 = _mm512_loadu_ps(src + 2 * i), v1 = _mm512_loadu_ps(src + 2 * i + 16);
-        _mm512_storeu_ps(ev + i, _mm512_permutex2var_ps(v0, ie, v1));
-        _mm512_storeu_ps(od + i, _mm512_permutex2var_ps(v0, io, v1));
+    int64_t n = n_ev + n_od; /* source floats */
+    for (int64_t i = 0; 2 * i < n; i += 16) {
+        int64_t left = n - 2 * i; /* source floats from src + 2 i on */
+        __mmask16 l0 = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+        __mmask16 l1 = (__mmask16)(left >= 32 ? 0xffff : left > 16 ? (1u << (left - 16)) - 1 : 0);
+        __m512 v0 = _mm512_maskz_loadu_ps(l0, src + 2 * i);
+        __m512 v1 = _mm512_maskz_loadu_ps(l1, src + 2 * i + 16);
+        int64_t e = n_ev - i, o = n_od - i;
+        _mm512_mask_storeu_ps(ev + i, (__mmask16)(e >= 16 ? 0xffff : (1u << e) - 1),
+                              _mm512_permutex2var_ps(v0, ie, v1));
+        if (o > 0)
+            _mm512_mask_storeu_ps(od + i, (__mmask16)(o >= 16 ? 0xffff : (1u << o) - 1),
+                                  _mm512_permutex2var_ps(v0, io, v1));
     }
-    for (int64_t j = i; j < n_ev; j++)
-        ev[j] = src[2 * j];
-    for (int64_t j = i; j < n_od; j++)
-        od[j] = src[2 * j + 1];
 }
 
-/* Copies one input plane into buf. Only input positions are written, the same ones for every
- * plane, so the padding stays zero: buf is zero-filled once (k_scratch) and reused. */
+/* dst[0 .. n) = src[0 .. n): masked vectors (a memcpy call per 7..56-float row cost more than the
+ * copy). */
+static FAST_AVX512 void copy_avx512(float *dst, const float *src, int64_t n) {
+    if (n <= 0) return;
+    int64_t i = 0;
+    for (; i + 16 < n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+    __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+}
+
+/* Copies one input plane into the phase planes at buf. Only input positions are written, the
+ * same ones for every plane, so the padding stays zero: buf is zero-filled once (k_scratch) and
+ * reused. */
 static void dw_fill(const DwRun *r, const float *x, float *buf, SupIsa isa) {
     const Conv *c = r->c;
-    int64_t plane = r->ph * r->pws;
-    for (int64_t ih = 0; ih < c->h && ih + c->pt < r->ph; ih++) {
+    int64_t plane = r->ph * r->pws; /* floats per phase plane */
+    /* padded row pr = ih + pt is row pr / sh of the row phase pr % sh (kept incrementally) */
+    int64_t rph = c->pt % c->sh, rat = c->pt / c->sh;
+    for (int64_t ih = 0; ih < c->h && rat < r->ph; ih++) {
         const float *src = x + ih * c->w;
-        float *row = buf + (ih + c->pt) * r->pws;
+        float *row = buf + rph * c->sw * plane + rat * r->pws; /* phase (rph, 0) */
+        if (++rph == c->sh) rph = 0, rat++;
         if (c->sw == 1) {
-            memcpy(row + c->pl, src, (size_t)min64(c->w, r->pws - c->pl) * sizeof(float));
+            int64_t n = min64(c->w, r->pws - c->pl);
+            if (isa == SUP_ISA_AVX512)
+                copy_avx512(row + c->pl, src, n);
+            else
+                memcpy(row + c->pl, src, (size_t)n * sizeof(float));
             continue;
         }
         if (c->sw == 2 && isa == SUP_ISA_AVX512) {
             /* input column iw goes to phase (iw + pl) % 2, index (iw + pl) / 2 */
             int64_t e0 = c->pl / 2, o0 = (c->pl + 1) / 2;
             float *ev = row + (c->pl % 2) * plane + e0, *od = row + ((c->pl + 1) % 2) * plane + o0;
-            dw_split2_avx512(src, max64(0, min64((c->w + 1) / 2, r->pws - e0)),
-                             max64(0, min64(c->w / 2, r->pws - o0)), ev, od);
-            continue;
+            int64_t n_ev = max64(0, min64((c->w + 1) / 2, r->pws - e0));
+            int64_t n_od = max64(0, min64(c->w / 2, r->pws - o0));
+            if (n_ev >= n_od && n_ev <= n_od + 1) {
+                dw_split2_avx512(src, n_ev, n_od, ev, od);
+                continue;
+            }
         }
         int64_t q = c->pl % c->sw, at = c->pl / c->sw; /* phase and index of column iw */
         for (int64_t iw = 0; iw < c->w && at < r->pws; iw++) {
@@ -330,112 +390,295 @@ static void dw_fill(const DwRun *r, const float *x, float *buf, SupIsa isa) {
     }
 }
 
-/* Output plane o (oh x ow) of weights wk (kh x kw) over the copy buf. */
-static void dw_plane_scalar(const DwRun *r, const float *buf, const float *wk, float *o) {
-    const Conv *c = r->c;
-    int64_t taps = c->kh * c->kw;
-    for (int64_t oy = 0; oy < c->oh; oy++) {
-        const float *base = buf + oy * c->sh * r->pws;
-        for (int64_t ox = 0; ox < c->ow; ox++) {
-            float acc = 0;
-            for (int64_t t = 0; t < taps; t++)
-                acc += wk[t] * base[r->tap[t] + ox];
-            o[oy * c->ow + ox] = acc;
+/* The grid g[0 .. grid) of weights wk (kh x kw) over the copy buf. */
+static void dw_grid_scalar(const DwRun *r, const float *buf, const float *wk, float *g) {
+    int64_t taps = r->c->kh * r->c->kw;
+    for (int64_t q = 0; q < r->grid; q++) {
+        float acc = 0;
+        for (int64_t t = 0; t < taps; t++)
+            acc += wk[t] * buf[r->tap[t] + q];
+        g[q] = acc;
+    }
+}
+
+/* Vector code: eight vectors (eight independent FMA chains: 9 taps of a 3x3 filter are 9 FMAs
+ * of 4-cycle latency each) per step while more than four vectors' worth remain, then four. A
+ * step writes up to 8 V - 1 < DW_SLACK positions past the grid and reads as far past the copy
+ * (both have that slack). */
+#define DW_ACC(i, F, L, V) a##i = F(wv, L(p + i * (V)), a##i);
+#define DW_GRID(NAME, ATTR, V, VEC, ZERO, LOAD, SET1, FMA, STORE)                                  \
+    static ATTR void NAME(const DwRun *r, const float *buf, const float *wk, float *g) {           \
+        int64_t taps = r->c->kh * r->c->kw, q = 0;                                                 \
+        for (; r->grid - q > 4 * V; q += 8 * V) {                                                  \
+            VEC a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO, a4 = ZERO, a5 = ZERO, a6 = ZERO,       \
+                a7 = ZERO;                                                                         \
+            for (int64_t t = 0; t < taps; t++) {                                                   \
+                const float *p = buf + r->tap[t] + q;                                              \
+                VEC wv = SET1(wk[t]);                                                              \
+                DW_ACC(0, FMA, LOAD, V)                                                            \
+                DW_ACC(1, FMA, LOAD, V)                                                            \
+                DW_ACC(2, FMA, LOAD, V)                                                            \
+                DW_ACC(3, FMA, LOAD, V)                                                            \
+                DW_ACC(4, FMA, LOAD, V)                                                            \
+                DW_ACC(5, FMA, LOAD, V) DW_ACC(6, FMA, LOAD, V) DW_ACC(7, FMA, LOAD, V)            \
+            }                                                                                      \
+            STORE(g + q, a0), STORE(g + q + V, a1), STORE(g + q + 2 * V, a2);                      \
+            STORE(g + q + 3 * V, a3), STORE(g + q + 4 * V, a4), STORE(g + q + 5 * V, a5);          \
+            STORE(g + q + 6 * V, a6), STORE(g + q + 7 * V, a7);                                    \
+        }                                                                                          \
+        if (q < r->grid) {                                                                         \
+            VEC a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                        \
+            for (int64_t t = 0; t < taps; t++) {                                                   \
+                const float *p = buf + r->tap[t] + q;                                              \
+                VEC wv = SET1(wk[t]);                                                              \
+                DW_ACC(0, FMA, LOAD, V)                                                            \
+                DW_ACC(1, FMA, LOAD, V) DW_ACC(2, FMA, LOAD, V) DW_ACC(3, FMA, LOAD, V)            \
+            }                                                                                      \
+            STORE(g + q, a0), STORE(g + q + V, a1), STORE(g + q + 2 * V, a2);                      \
+            STORE(g + q + 3 * V, a3);                                                              \
+        }                                                                                          \
+    }
+DW_GRID(dw_grid_avx512, FAST_AVX512, 16, __m512, _mm512_setzero_ps(), _mm512_loadu_ps,
+        _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps)
+DW_GRID(dw_grid_avx2, FAST_AVX2, 8, __m256, _mm256_setzero_ps(), _mm256_loadu_ps, _mm256_set1_ps,
+        _mm256_fmadd_ps, _mm256_storeu_ps)
+
+/* Output rows out of the grid: o[oy * ow + ox] = g[oy * pws + ox]. */
+static FAST_AVX512 void dw_rows_avx512(const Conv *c, int64_t pws, const float *g, float *o) {
+    for (int64_t oy = 0; oy < c->oh; oy++, g += pws, o += c->ow)
+        copy_avx512(o, g, c->ow);
+}
+
+/* 3x3 depthwise, stride S (1 or 2), dilation 1, AVX-512, straight from the input plane x (no
+ * copy, no grid): four output rows by 16 columns at a time; each input row is loaded once per
+ * column chunk (three column-shifted vectors, lanes outside the plane masked to zero: that is the
+ * padding) and feeds the up to three output rows whose window covers it, so a 3x3 tap costs an
+ * FMA and half a load (the grid code's loads were misaligned ones, one per tap, plus the copies
+ * in and out). Stride 2 deinterleaves 32 loaded floats per vector. Output rows past oh are
+ * computed (rows past the plane read as zero) and not stored. */
+#define DW3_ROW(i)                                                                                 \
+    if ((i) <= 3 * S + 2) {                                                                        \
+        int64_t iy = iy0 + (i);                                                                    \
+        if ((uint64_t)iy < (uint64_t)c->h) {                                                       \
+            __m512 v0, v1, v2;                                                                     \
+            dw3_load(S, x + iy * c->w, c->w, ix0, &v0, &v1, &v2);                                  \
+            DW3_ACC(0, (i)-0 * S)                                                                  \
+            DW3_ACC(1, (i)-1 * S)                                                                  \
+            DW3_ACC(2, (i)-2 * S)                                                                  \
+            DW3_ACC(3, (i)-3 * S)                                                                  \
+        }                                                                                          \
+    }
+#define DW3_ACC(r, ky)                                                                             \
+    if ((ky) >= 0 && (ky) < 3) {                                                                   \
+        a##r = _mm512_fmadd_ps(wv[3 * (ky) + 0], v0, a##r);                                        \
+        a##r = _mm512_fmadd_ps(wv[3 * (ky) + 1], v1, a##r);                                        \
+        a##r = _mm512_fmadd_ps(wv[3 * (ky) + 2], v2, a##r);                                        \
+    }
+
+/* Input columns ix0 + S l + kx (kx = 0, 1, 2) of one row (w floats) into v0, v1, v2, zero where
+ * outside [0, w). */
+FAST_AVX512 static inline __attribute__((always_inline)) void dw3_load(const int S,
+                                                                       const float *row, int64_t w,
+                                                                       int64_t ix0, __m512 *v0,
+                                                                       __m512 *v1, __m512 *v2) {
+    if (S == 1) { /* lanes [lo, hi) of the kx = 0 load are inside the row; shifted for kx */
+        int64_t lo = ix0 < 0 ? -ix0 : 0, hi = w - ix0 < 18 ? w - ix0 : 18;
+        uint32_t m = hi > lo ? (uint32_t)((((uint64_t)1 << (hi - lo)) - 1) << lo) : 0;
+        *v0 = _mm512_maskz_loadu_ps((__mmask16)m, row + ix0);
+        *v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 1), row + ix0 + 1);
+        *v2 = _mm512_maskz_loadu_ps((__mmask16)(m >> 2), row + ix0 + 2);
+        return;
+    }
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    __m512 p[2][2]; /* 32 floats from ix0 and from ix0 + 2 */
+    for (int h = 0; h < 2; h++) {
+        int64_t b = ix0 + 2 * h, lo = b < 0 ? -b : 0, hi = w - b < 32 ? w - b : 32;
+        uint32_t m = hi > lo ? (uint32_t)((((uint64_t)1 << (hi - lo)) - 1) << lo) : 0;
+        p[h][0] = _mm512_maskz_loadu_ps((__mmask16)m, row + b);
+        p[h][1] = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), row + b + 16);
+    }
+    *v0 = _mm512_permutex2var_ps(p[0][0], ev, p[0][1]);
+    *v1 = _mm512_permutex2var_ps(p[0][0], od, p[0][1]);
+    *v2 = _mm512_permutex2var_ps(p[1][0], ev, p[1][1]);
+}
+
+FAST_AVX512 static inline __attribute__((always_inline)) void
+dw3_plane(const int S, const Conv *c, const float *x, const float *wk, float *o) {
+    __m512 wv[9];
+    for (int t = 0; t < 9; t++)
+        wv[t] = _mm512_set1_ps(wk[t]);
+    for (int64_t oy0 = 0; oy0 < c->oh; oy0 += 4) {
+        int64_t iy0 = oy0 * S - c->pt;
+        for (int64_t ox0 = 0; ox0 < c->ow; ox0 += 16) {
+            int64_t ix0 = ox0 * S - c->pl;
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            DW3_ROW(0);
+            DW3_ROW(1);
+            DW3_ROW(2);
+            DW3_ROW(3);
+            DW3_ROW(4);
+            DW3_ROW(5);
+            DW3_ROW(6);
+            DW3_ROW(7);
+            DW3_ROW(8);
+            int64_t left = c->ow - ox0;
+            __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+            float *dst = o + oy0 * c->ow + ox0;
+            _mm512_mask_storeu_ps(dst, m, a0);
+            if (oy0 + 1 < c->oh) _mm512_mask_storeu_ps(dst + c->ow, m, a1);
+            if (oy0 + 2 < c->oh) _mm512_mask_storeu_ps(dst + 2 * c->ow, m, a2);
+            if (oy0 + 3 < c->oh) _mm512_mask_storeu_ps(dst + 3 * c->ow, m, a3);
         }
     }
 }
 
-/* Vector code: V-float chunks of an output row, four at a time (four independent FMA chains)
- * while at least four remain, then one at a time. Loads may run past the row's last output
- * column into the copy's slack; stores are masked. */
-#define DW_PLANE(NAME, ATTR, V, VEC, ZERO, LOAD, SET1, FMA, STORE_PART)                            \
-    static ATTR void NAME(const DwRun *r, const float *buf, const float *wk, float *o) {           \
-        const Conv *c = r->c;                                                                      \
-        int64_t taps = c->kh * c->kw;                                                              \
-        for (int64_t oy = 0; oy < c->oh; oy++) {                                                   \
-            const float *base = buf + oy * c->sh * r->pws;                                         \
-            float *orow = o + oy * c->ow;                                                          \
-            int64_t ox = 0;                                                                        \
-            for (; ox + 3 * V < c->ow; ox += 4 * V) {                                              \
-                VEC a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                    \
-                for (int64_t t = 0; t < taps; t++) {                                               \
-                    const float *p = base + r->tap[t] + ox;                                        \
-                    VEC wv = SET1(wk[t]);                                                          \
-                    a0 = FMA(wv, LOAD(p), a0);                                                     \
-                    a1 = FMA(wv, LOAD(p + V), a1);                                                 \
-                    a2 = FMA(wv, LOAD(p + 2 * V), a2);                                             \
-                    a3 = FMA(wv, LOAD(p + 3 * V), a3);                                             \
-                }                                                                                  \
-                STORE_PART(orow + ox, a0, c->ow - ox);                                             \
-                STORE_PART(orow + ox + V, a1, c->ow - ox - V);                                     \
-                STORE_PART(orow + ox + 2 * V, a2, c->ow - ox - 2 * V);                             \
-                STORE_PART(orow + ox + 3 * V, a3, c->ow - ox - 3 * V);                             \
-            }                                                                                      \
-            for (; ox < c->ow; ox += V) {                                                          \
-                VEC a0 = ZERO;                                                                     \
-                for (int64_t t = 0; t < taps; t++)                                                 \
-                    a0 = FMA(SET1(wk[t]), LOAD(base + r->tap[t] + ox), a0);                        \
-                STORE_PART(orow + ox, a0, c->ow - ox);                                             \
-            }                                                                                      \
-        }                                                                                          \
-    }
+static FAST_AVX512 void dw3_plane_s1(const Conv *c, const float *x, const float *wk, float *o) {
+    dw3_plane(1, c, x, wk, o);
+}
+static FAST_AVX512 void dw3_plane_s2(const Conv *c, const float *x, const float *wk, float *o) {
+    dw3_plane(2, c, x, wk, o);
+}
 
-/* Store the first min(left, V) lanes of v at p. */
-#define Z_STORE_PART(p, v, left)                                                                   \
-    _mm512_mask_storeu_ps(p, (__mmask16)((left) >= 16 ? 0xffff : (1u << (left)) - 1), v)
-#define Y_STORE_PART(p, v, left)                                                                   \
-    _mm256_maskstore_ps(p,                                                                         \
-                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)min64(8, left)),                 \
-                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),             \
-                        v)
-DW_PLANE(dw_plane_avx512, FAST_AVX512, 16, __m512, _mm512_setzero_ps(), _mm512_loadu_ps,
-         _mm512_set1_ps, _mm512_fmadd_ps, Z_STORE_PART)
-DW_PLANE(dw_plane_avx2, FAST_AVX2, 8, __m256, _mm256_setzero_ps(), _mm256_loadu_ps, _mm256_set1_ps,
-         _mm256_fmadd_ps, Y_STORE_PART)
+/* 3x3 stride 2, dilation 1, AVX-512, over the phase copy buf (dw_fill): tap (ky, kx) of output
+ * (oy, ox) is column ox + kx / 2 of row oy + ky / 2 of phase (ky % 2, kx % 2), so four output
+ * rows read 9 phase rows (five of row phase 0, four of 1) in three contiguous vectors each, with
+ * no deinterleaving (the copy did it once per input row) and no grid: stores go straight to the
+ * output, masked at the right edge. */
+#define DWP_ROW(i)                                                                                 \
+    {                                                                                              \
+        const float *pr = (i) % 2 ? p10 + (i) / 2 * r->pws : p00 + (i) / 2 * r->pws;               \
+        const float *pc = (i) % 2 ? p11 + (i) / 2 * r->pws : p01 + (i) / 2 * r->pws;               \
+        __m512 v0 = _mm512_loadu_ps(pr), v1 = _mm512_loadu_ps(pc), v2 = _mm512_loadu_ps(pr + 1);   \
+        DWP_ACC(0, (i)-0) DWP_ACC(1, (i)-2) DWP_ACC(2, (i)-4) DWP_ACC(3, (i)-6)                    \
+    }
+/* phase row i (row phase i % 2, index i / 2 from oy0) is tap row ky = i - 2 r of output row r */
+#define DWP_ACC(r, ky)                                                                             \
+    if ((ky) >= 0 && (ky) < 3) {                                                                   \
+        a##r = _mm512_fmadd_ps(wv[3 * (ky) + 0], v0, a##r);                                        \
+        a##r = _mm512_fmadd_ps(wv[3 * (ky) + 1], v1, a##r);                                        \
+        a##r = _mm512_fmadd_ps(wv[3 * (ky) + 2], v2, a##r);                                        \
+    }
+static FAST_AVX512 void dw3_phase2(const DwRun *r, const float *buf, const float *wk, float *o) {
+    const Conv *c = r->c;
+    int64_t plane = r->ph * r->pws;
+    __m512 wv[9];
+    for (int t = 0; t < 9; t++)
+        wv[t] = _mm512_set1_ps(wk[t]);
+    for (int64_t oy0 = 0; oy0 < c->oh; oy0 += 4) {
+        for (int64_t ox0 = 0; ox0 < c->ow; ox0 += 16) {
+            /* phases (row, column): (0, 0), (0, 1), (1, 0), (1, 1), at row oy0, column ox0 */
+            const float *p00 = buf + oy0 * r->pws + ox0, *p01 = p00 + plane;
+            const float *p10 = p00 + 2 * plane, *p11 = p00 + 3 * plane;
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            DWP_ROW(0);
+            DWP_ROW(1);
+            DWP_ROW(2);
+            DWP_ROW(3);
+            DWP_ROW(4);
+            DWP_ROW(5);
+            DWP_ROW(6);
+            DWP_ROW(7);
+            DWP_ROW(8);
+            int64_t left = c->ow - ox0;
+            __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+            float *dst = o + oy0 * c->ow + ox0;
+            _mm512_mask_storeu_ps(dst, m, a0);
+            if (oy0 + 1 < c->oh) _mm512_mask_storeu_ps(dst + c->ow, m, a1);
+            if (oy0 + 2 < c->oh) _mm512_mask_storeu_ps(dst + 2 * c->ow, m, a2);
+            if (oy0 + 3 < c->oh) _mm512_mask_storeu_ps(dst + 3 * c->ow, m, a3);
+        }
+    }
+}
+
+/* Whether dw3_plane takes c: 3x3, stride 1, or 2 on outputs at most 16 wide, dilation 1,
+ * AVX-512. Measured (bench_gemm, MobileNetV2's layers, against the copy-and-grid code): stride 1
+ * 0.56-0.9x the time (384 ch 14x14: 38 vs 68 us); stride 2 to 14x14 and 7x7 0.5-0.6x, to 28x28
+ * and 56x56 1.05-1.25x (its deinterleaving costs more than the grid's copy there). */
+static bool dw3_fits(const Conv *c) {
+    return sup_isa() == SUP_ISA_AVX512 && c->kh == 3 && c->kw == 3 && c->sh == c->sw &&
+           (c->sh == 1 || (c->sh == 2 && c->ow <= 16)) && c->dh == 1 && c->dw == 1 &&
+           c->w < ((int64_t)1 << 30);
+}
 
 static void dw_task(void *ctx, int64_t task, int worker) {
     const DwRun *r = ctx;
     const Conv *c = r->c;
-    float *buf = r->bufs + (size_t)worker * r->buf_floats;
+    float *buf = r->dw3 ? NULL : r->bufs + (size_t)worker * r->buf_floats;
+    float *g = r->dw3 ? NULL : buf + r->grid_at;
     SupIsa isa = sup_isa();
     int64_t pairs = c->batch * c->groups, hw = c->h * c->w, khw = c->kh * c->kw;
-    for (int64_t t = task * r->per; t < min64(pairs, (task + 1) * r->per); t++) {
-        int64_t n = t / c->groups, g = t % c->groups;
-        dw_fill(r, c->x + (n * c->cin + g) * hw, buf, isa);
+    int64_t ohw = c->oh * c->ow;
+    int64_t t1 = min64(pairs, (task + 1) * r->per);
+    for (int64_t t = task * r->per; t < t1; t++) {
+        int64_t n = t / c->groups, gr = t % c->groups;
+        const float *x = c->x + (n * c->cin + gr) * hw;
+        if (r->dw3) {
+            for (int64_t m = 0; m < c->cout_g; m++) {
+                int64_t oc = gr * c->cout_g + m;
+                (c->sh == 1 ? dw3_plane_s1 : dw3_plane_s2)(c, x, r->w + oc * khw,
+                                                           r->out + (n * c->cout + oc) * ohw);
+            }
+            continue;
+        }
+        dw_fill(r, x, buf, isa);
         for (int64_t m = 0; m < c->cout_g; m++) {
-            int64_t oc = g * c->cout_g + m;
+            int64_t oc = gr * c->cout_g + m;
             const float *wk = r->w + oc * khw;
-            float *o = r->out + (n * c->cout + oc) * c->oh * c->ow;
+            float *o = r->out + (n * c->cout + oc) * ohw;
+            if (r->phase2) {
+                dw3_phase2(r, buf, wk, o);
+                continue;
+            }
             if (isa == SUP_ISA_AVX512)
-                dw_plane_avx512(r, buf, wk, o);
+                dw_grid_avx512(r, buf, wk, g);
             else if (isa == SUP_ISA_AVX2)
-                dw_plane_avx2(r, buf, wk, o);
+                dw_grid_avx2(r, buf, wk, g);
             else
-                dw_plane_scalar(r, buf, wk, o);
-            if (r->epi != NULL)
-                r->epi->apply(r->epi->ctx, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
+                dw_grid_scalar(r, buf, wk, g);
+            if (isa == SUP_ISA_AVX512)
+                dw_rows_avx512(c, r->pws, g, o);
+            else
+                for (int64_t oy = 0; oy < c->oh; oy++)
+                    memcpy(o + oy * c->ow, g + oy * r->pws, (size_t)c->ow * sizeof(float));
         }
     }
+    /* the task's planes are consecutive output channels (cout == groups * cout_g): one range for
+     * the fused tail (a call per 7x7 plane cost more than the plane) */
+    int64_t t0 = task * r->per;
+    if (r->epi != NULL && t1 > t0)
+        r->epi->apply(r->epi->ctx, t0 * c->cout_g * ohw, (t1 - t0) * c->cout_g * ohw);
 }
 
 static int conv_depthwise(KCall *kc, const Conv *c, const DLTensor *o) {
-    DwRun r = {.c = c, .w = k_ptr(k_arg(kc, 1)), .out = k_ptr(o)};
-    r.ph = (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1;
-    int64_t pw = (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1;
-    /* vector loads run up to 15 floats past the last output column */
-    r.pws = max64((pw + c->sw - 1) / c->sw, (c->ow + 15) / 16 * 16 + (c->kw - 1) * c->dw / c->sw);
-    r.buf_floats = (size_t)((c->sw * r.ph * r.pws + 15) / 16 * 16);
+    DwRun r = {.c = c, .w = k_ptr(k_arg(kc, 1)), .out = k_ptr(o), .dw3 = dw3_fits(c)};
+    r.phase2 = !r.dw3 && sup_isa() == SUP_ISA_AVX512 && c->kh == 3 && c->kw == 3 && c->sh == 2 &&
+               c->sw == 2 && c->dh == 1 && c->dw == 1;
+    /* the padded extents the windows reach, in phase rows and columns */
+    int64_t hp = (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    int64_t wpad = (c->ow - 1) * c->sw + (c->kw - 1) * c->dw + 1;
+    r.ph = (hp + c->sh - 1) / c->sh;
+    r.pws = (wpad + c->sw - 1) / c->sw;
+    r.grid = c->oh * r.pws;
+    /* dw3_phase2 reads up to 3 rows past the last phase plane's */
+    size_t copy = (size_t)(c->sh * c->sw * r.ph * r.pws + DW_SLACK + 3 * r.pws);
+    r.grid_at = (copy + 15) / 16 * 16;
+    r.buf_floats = r.grid_at + (size_t)(r.grid + DW_SLACK + 15) / 16 * 16;
     int64_t pairs = c->batch * c->groups, taps = c->kh * c->kw;
-    double macs = (double)c->cout_g * (double)(c->oh * c->ow) * (double)taps;
+    double macs = (double)c->cout_g * (double)r.grid * (double)taps;
     r.per = macs >= DW_MIN_MACS ? 1 : (int64_t)(DW_MIN_MACS / (macs > 0 ? macs : 1)) + 1;
     int64_t n_tasks = (pairs + r.per - 1) / r.per;
     int64_t *tap = k_scratch_n(kc, taps, sizeof(int64_t));
-    r.bufs = tap ? k_scratch_n(kc, (int64_t)r.buf_floats * k_threads(kc), sizeof(float)) : NULL;
-    if (r.bufs == NULL) return -1;
+    if (tap == NULL) return -1;
+    if (!r.dw3) { /* the copies and grids */
+        r.bufs = k_scratch_n(kc, (int64_t)r.buf_floats * k_threads(kc), sizeof(float));
+        if (r.bufs == NULL) return -1;
+    }
     for (int64_t ky = 0; ky < c->kh; ky++)
         for (int64_t kx = 0; kx < c->kw; kx++) {
-            int64_t cc = kx * c->dw;
-            tap[ky * c->kw + kx] = ky * c->dh * r.pws + (cc % c->sw) * r.ph * r.pws + cc / c->sw;
+            int64_t rr = ky * c->dh, cc = kx * c->dw;
+            int64_t phase = (rr % c->sh) * c->sw + cc % c->sw;
+            tap[ky * c->kw + kx] = (phase * r.ph + rr / c->sh) * r.pws + cc / c->sw;
         }
     r.tap = tap;
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
@@ -448,13 +691,11 @@ int kern_fast_conv2d(KCall *kc) {
     Conv c;
     if (!conv_geometry(kc, &c)) return kern_ref_lookup(OP_ID_NN_CONV2D)(kc);
     int64_t shape[4] = {c.batch, c.cout, c.oh, c.ow};
-    DLTensor *o = k_out(kc, 0, RLY_DTYPE_F32, 4, shape);
+    DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape);     /* every path writes it all */
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     if (c.cin_g == 1 && c.cout_g < 4) return conv_depthwise(kc, &c, o);
-    const char *mode = getenv("RLY_CONV"); /* XXX: measuring only */
-    if (mode && strcmp(mode, "direct") == 0 && kern_conv_direct_fits(&c))
-        return kern_conv_direct(kc, &c, o);
-    if (mode && strcmp(mode, "gemm") == 0) return conv_gemm(kc, &c, o);
     if (kern_conv_winograd_fits(&c)) return kern_conv_winograd(kc, &c, o);
+    if (kern_conv_direct_fits(&c) && (!gemm_reads_input(&c) || direct_1x1_pays(&c)))
+        return kern_conv_direct(kc, &c, o);
     return conv_gemm(kc, &c, o);
 }

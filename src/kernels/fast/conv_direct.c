@@ -2,28 +2,30 @@
  * (conv.h), AVX-512: no im2col.
  *
  * The product is the transposed one of conv.c's GEMM: C^T (positions x output channels) =
- * im2col^T (positions x taps) W^T (taps x output channels). A register tile is 12 output
- * positions (consecutive in the flattened output plane, so a tile may span output rows) by 32
- * output channels: 24 zmm accumulators; each tap p = (input channel, ky, kx) loads one 32-float
- * row of the weights (packed once, kern_sgemm_pack_b's layout of W^T) and broadcasts 12 input
- * values straight from the input: position i's value of tap p is at x[base_i + off[p]], base_i
- * the position's top-left corner in the (zero-padded) input, off[p] the tap's offset, the same
- * for every position. So a strided or dilated convolution, or one of few input channels, costs
- * what a stride-1 one does (the im2col packer gathered those), and small output planes (7x7, 9x9)
- * fill the lanes with output channels rather than with 49 or 81 positions. Padding: the input is
- * copied once per call into zero-padded planes, so every read is inside them.
+ * im2col^T (positions x taps) W^T (taps x output channels). A register tile is R output
+ * positions (8..14, chosen per call to waste the fewest; consecutive in the flattened output
+ * plane, so a tile may span output rows) by 32 output channels: 2R zmm accumulators. Each tap
+ * p = (input channel, ky, kx) loads one 32-float row of the weights (packed once,
+ * kern_sgemm_pack_b's layout of W^T) and broadcasts R input values straight from the input:
+ * position i's value of tap p is at x[base_i + off[p]], base_i the position's top-left corner in
+ * the (zero-padded) input, off[p] the tap's offset, the same for every position. So a strided or
+ * dilated convolution, or one of few input channels, costs what a stride-1 one does (the im2col
+ * packer gathered those), and small output planes (7x7, 9x9) fill the lanes with output channels
+ * rather than with 49 or 81 positions. Padding: the input is copied once per call into
+ * zero-padded planes, so every read is inside them.
  *
- * The finished 12 x 32 tile is transposed in registers (two 16 x 16 transposes) and stored as 32
- * runs of 12 output floats. Each output is the sum over taps in increasing order with one FMA per
+ * The finished R x 32 tile is transposed in registers (two 16 x 16 transposes) and stored as 32
+ * runs of R output floats. Each output is the sum over taps in increasing order with one FMA per
  * tap, whatever the tile or thread split (results do not depend on the thread count). Threads
- * take (image, group, 32 output channels, range of tiles) tasks; the fused tail runs per task on
- * each channel's range. docs/kernels.md has the measured choice of this path. */
+ * take (image, group, 32 or 16 output channels, range of tiles) tasks; the fused tail runs per
+ * task. docs/kernels.md has the measurements behind this path and its rules. */
 #include "kernels/fast/conv.h"
 
 #include <immintrin.h>
 #include <string.h>
 
-#define DT_POS 12          /* output positions per tile */
+#define DT_POS_MIN 8 /* output positions per tile: 8 .. 14 (2 x 14 accumulators) */
+#define DT_POS_MAX 14
 #define DT_CH SGEMM_NR     /* output channels per tile */
 #define DT_MIN_MACS 262144 /* multiply-adds per task at least when splitting for threads */
 
@@ -31,10 +33,12 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool kern_conv_direct_fits(const Conv *c) {
-    /* offsets into a padded group are int64; the int32 limits only keep the arithmetic of huge
-     * (useless) shapes away; 16+ output channels per group fill at least half of the lanes */
-    return sup_isa() == SUP_ISA_AVX512 && c->cout_g >= 16 && c->h + c->pt + c->pb < (1 << 24) &&
-           c->w + c->pl + c->pr < (1 << 24) && c->cin_g * c->kh * c->kw < (1 << 24);
+    /* 16+ output channels per group fill at least half of the lanes; with fewer than 64 taps the
+     * tile's transposes weigh too much (SqueezeNet's 27-tap first layer: 0.69 vs 0.54 ms on the
+     * im2col product); the 2^24 limits keep the offsets' arithmetic of huge shapes in range */
+    return sup_isa() == SUP_ISA_AVX512 && c->cout_g >= 16 && c->cin_g * c->kh * c->kw >= 64 &&
+           c->h + c->pt + c->pb < (1 << 24) && c->w + c->pl + c->pr < (1 << 24) &&
+           c->cin_g * c->kh * c->kw < (1 << 24);
 }
 
 typedef struct DRun {
@@ -45,8 +49,10 @@ typedef struct DRun {
     size_t w_item;      /* kern_sgemm_packed_b_floats(k, cout_g) */
     const int64_t *off; /* k tap offsets */
     int64_t k, np;      /* taps; output positions per plane (oh * ow) */
-    int64_t panels;     /* 32-channel panels per group */
-    int64_t tiles;      /* 12-position tiles per plane */
+    int64_t pw;         /* output channels per task: 32, or 16 to make more tasks */
+    int64_t panels;     /* pw-channel panels per group */
+    int rows;           /* positions per tile (tile_positions) */
+    int64_t tiles;      /* tiles per plane */
     int64_t chunks;     /* tasks per (image, group, panel) */
     float *out;
     const KEpilogue *epi; /* the call's fused tail, or NULL */
@@ -55,7 +61,7 @@ typedef struct DRun {
 /* ---- the tile ----------------------------------------------------------------------------- */
 
 #define INLINE static inline __attribute__((always_inline))
-#define POS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define POS14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 
 /* r[0..15] rows of 16 floats -> r[j] = column j. */
 FAST_AVX512 INLINE void transpose16(__m512 r[16]) {
@@ -87,9 +93,9 @@ FAST_AVX512 INLINE void transpose16(__m512 r[16]) {
 }
 
 #define D_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
-#define D_PTR(i) const float *x##i = x + base[i];
+#define D_PTR(i) const float *x##i = x + base[i < R ? i : 0];
 #define D_STEP(i)                                                                                  \
-    {                                                                                              \
+    if (i < R) {                                                                                   \
         __m512 a = _mm512_set1_ps(x##i[o]);                                                        \
         c##i##0 = _mm512_fmadd_ps(a, w0, c##i##0);                                                 \
         if (W == 2) c##i##1 = _mm512_fmadd_ps(a, w1, c##i##1);                                     \
@@ -97,42 +103,64 @@ FAST_AVX512 INLINE void transpose16(__m512 r[16]) {
 #define D_ROW0(i) r[i] = c##i##0;
 #define D_ROW1(i) r[i] = c##i##1;
 
-/* One tile: positions with corners base[0..12) (all valid), W 16-channel vectors of the packed
+/* One tile: R positions with corners base[0..R) (all valid), W 16-channel vectors of the packed
  * weights w (k rows of 32 floats), into dst[j * ldo + i] for channels j < cols, positions
  * i < rows. */
-FAST_AVX512 INLINE void dtile(const int W, const float *x, const int64_t *base, const int64_t *off,
-                              int64_t k, const float *w, float *dst, int64_t ldo, int rows,
-                              int cols) {
-    POS12(D_PTR)
-    POS12(D_DECL)
+FAST_AVX512 INLINE void dtile(const int R, const int W, const float *x, const int64_t *base,
+                              const int64_t *off, int64_t k, const float *w, float *dst,
+                              int64_t ldo, int rows, int cols) {
+    POS14(D_PTR)
+    POS14(D_DECL)
     for (int64_t p = 0; p < k; p++, w += DT_CH) {
         int64_t o = off[p];
         __m512 w0 = _mm512_loadu_ps(w), w1 = W == 2 ? _mm512_loadu_ps(w + 16) : w0;
-        POS12(D_STEP)
+        POS14(D_STEP)
     }
     __mmask16 m = (__mmask16)((1u << rows) - 1);
     __m512 r[16];
     for (int h = 0; h < W; h++) {
         if (h == 0) {
-            POS12(D_ROW0)
+            POS14(D_ROW0)
         } else {
-            POS12(D_ROW1)
+            POS14(D_ROW1)
         }
-        r[12] = r[13] = r[14] = r[15] = _mm512_setzero_ps();
+        for (int i = R; i < 16; i++)
+            r[i] = _mm512_setzero_ps();
         transpose16(r);
         for (int j = 0; j < 16 && 16 * h + j < cols; j++)
             _mm512_mask_storeu_ps(dst + (16 * h + j) * ldo, m, r[j]);
     }
 }
 
-static FAST_AVX512 void dtile_32(const float *x, const int64_t *base, const int64_t *off, int64_t k,
-                                 const float *w, float *o, int64_t ldo, int rows, int cols) {
-    dtile(2, x, base, off, k, w, o, ldo, rows, cols);
-}
+typedef void (*DTile)(const float *x, const int64_t *base, const int64_t *off, int64_t k,
+                      const float *w, float *dst, int64_t ldo, int rows, int cols);
+#define D_FN(R, W)                                                                                 \
+    static FAST_AVX512 void dtile_##R##_##W(const float *x, const int64_t *base,                   \
+                                            const int64_t *off, int64_t k, const float *w,         \
+                                            float *dst, int64_t ldo, int rows, int cols) {         \
+        dtile(R, W, x, base, off, k, w, dst, ldo, rows, cols);                                     \
+    }
+#define D_FNS(R) D_FN(R, 1) D_FN(R, 2)
+D_FNS(8)
+D_FNS(9)
+D_FNS(10)
+D_FNS(11)
+D_FNS(12)
+D_FNS(13)
+D_FNS(14)
+static const DTile dtiles[DT_POS_MAX - DT_POS_MIN + 1][2] = {
+    {dtile_8_1, dtile_8_2},   {dtile_9_1, dtile_9_2},   {dtile_10_1, dtile_10_2},
+    {dtile_11_1, dtile_11_2}, {dtile_12_1, dtile_12_2}, {dtile_13_1, dtile_13_2},
+    {dtile_14_1, dtile_14_2}};
 
-static FAST_AVX512 void dtile_16(const float *x, const int64_t *base, const int64_t *off, int64_t k,
-                                 const float *w, float *o, int64_t ldo, int rows, int cols) {
-    dtile(1, x, base, off, k, w, o, ldo, rows, cols);
+/* Positions per tile: the fewest positions computed in all (the last tile repeats its last
+ * position), the larger tile on a tie. 49 positions: 7 tiles of 7 would waste nothing but
+ * leave 14 of 31 registers idle; 5 of 10 compute 50. */
+static int tile_positions(int64_t np) {
+    int best = DT_POS_MAX;
+    for (int rr = DT_POS_MAX - 1; rr >= DT_POS_MIN; rr--)
+        if (cdiv(np, rr) * rr < cdiv(np, best) * best) best = rr;
+    return best;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -160,24 +188,33 @@ static void direct_task(void *ctx, int64_t task, int worker) {
     int64_t t0 = chunk * per, t1 = min64(r->tiles, t0 + per);
     if (t0 >= t1) return;
     const float *x = r->x + (n * c->cin + g * c->cin_g) * r->hp * r->wp;
-    const float *w = r->w + (size_t)g * r->w_item + panel * r->k * DT_CH;
-    int64_t oc0 = g * c->cout_g + panel * DT_CH;
-    int cols = (int)min64(DT_CH, c->cout_g - panel * DT_CH);
+    /* a panel is pw channels: a packed 32-column panel, or half of one (its 16-float half) */
+    int64_t ch0 = panel * r->pw; /* the first channel in the group */
+    const float *w = r->w + (size_t)g * r->w_item + ch0 / DT_CH * r->k * DT_CH + ch0 % DT_CH;
+    int64_t oc0 = g * c->cout_g + ch0;
+    int cols = (int)min64(r->pw, c->cout_g - ch0);
     float *o = r->out + (n * c->cout + oc0) * r->np;
-    int64_t base[DT_POS];
+    DTile fn = dtiles[r->rows - DT_POS_MIN][cols > 16];
+    int64_t base[DT_POS_MAX], oy = t0 * r->rows / c->ow, ox = t0 * r->rows % c->ow;
     for (int64_t t = t0; t < t1; t++) {
-        int64_t q0 = t * DT_POS;
-        int rows = (int)min64(DT_POS, r->np - q0);
-        for (int i = 0; i < DT_POS; i++) { /* positions past the plane repeat the last one */
-            int64_t q = q0 + (i < rows ? i : rows - 1), oy = q / c->ow, ox = q % c->ow;
+        int64_t q0 = t * r->rows;
+        int rows = (int)min64(r->rows, r->np - q0);
+        for (int i = 0; i < rows; i++) { /* (oy, ox) walks the positions in order */
             base[i] = oy * c->sh * r->wp + ox * c->sw;
+            if (++ox == c->ow) ox = 0, oy++;
         }
-        (cols > 16 ? dtile_32 : dtile_16)(x, base, r->off, r->k, w, o + q0, r->np, rows, cols);
+        for (int i = rows; i < r->rows; i++) /* past the plane: the last position again */
+            base[i] = base[rows - 1];
+        fn(x, base, r->off, r->k, w, o + q0, r->np, rows, cols);
     }
-    if (r->epi != NULL) {
-        int64_t q0 = t0 * DT_POS, q1 = min64(r->np, t1 * DT_POS);
-        for (int j = 0; j < cols; j++)
-            r->epi->apply(r->epi->ctx, (n * c->cout + oc0 + j) * r->np + q0, q1 - q0);
+    if (r->epi != NULL) { /* whole planes are one range (a call of the tail costs ~100 ns) */
+        int64_t q0 = t0 * r->rows, q1 = min64(r->np, t1 * r->rows);
+        int64_t flat = (n * c->cout + oc0) * r->np + q0;
+        if (q1 - q0 == r->np)
+            r->epi->apply(r->epi->ctx, flat, cols * r->np);
+        else
+            for (int j = 0; j < cols; j++)
+                r->epi->apply(r->epi->ctx, flat + j * r->np, q1 - q0);
     }
 }
 
@@ -185,8 +222,17 @@ int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o) {
     DRun r = {.c = c, .out = k_ptr(o)};
     r.k = c->cin_g * c->kh * c->kw;
     r.np = c->oh * c->ow;
-    r.panels = cdiv(c->cout_g, DT_CH);
-    r.tiles = cdiv(r.np, DT_POS);
+    /* tasks: (image, group, panel) units of 32 channels, or of 16 when that makes enough for
+     * the threads (each a whole plane: one range for the fused tail; a 14 x 16 tile keeps the
+     * FMA unit as busy as a 10 x 32 one); else the units' tiles are split into ranges */
+    int64_t threads = k_threads(kc), ng = c->batch * c->groups;
+    r.pw = DT_CH;
+    if (threads > 1 && ng * cdiv(c->cout_g, DT_CH) < 2 * threads &&
+        ng * cdiv(c->cout_g, 16) >= threads)
+        r.pw = 16;
+    r.panels = cdiv(c->cout_g, r.pw);
+    r.rows = tile_positions(r.np);
+    r.tiles = cdiv(r.np, r.rows);
     bool padded = c->pt || c->pl || c->pb || c->pr;
     /* the padded extents a window reaches (the bottom and right padding may be more) */
     r.hp = padded ? (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1 : c->h;
@@ -226,13 +272,13 @@ int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o) {
         k_parallel(kc, c->batch * c->cin, pad_task, &r);
     }
 
-    /* tasks: (image, group, panel) units, split into ranges of tiles when there are too few
-     * for the threads (and the pieces stay large enough to pay for a task) */
-    int64_t units = c->batch * c->groups * r.panels, threads = k_threads(kc);
+    /* units the threads share evenly run whole; otherwise split (a range of tiles per
+     * channel costs a tail call per channel) */
+    int64_t units = ng * r.panels;
     r.chunks = 1;
-    if (threads > 1 && units < 2 * threads) {
-        double macs = (double)r.np * (double)r.k * DT_CH;
-        int64_t want = cdiv(2 * threads, units), most = (int64_t)(macs / DT_MIN_MACS);
+    if (threads > 1 && units % threads != 0 && units < 4 * threads) {
+        double macs = (double)r.np * (double)r.k * (double)r.pw;
+        int64_t want = cdiv(4 * threads, units), most = (int64_t)(macs / DT_MIN_MACS);
         r.chunks = min64(min64(want, most > 1 ? most : 1), r.tiles);
     }
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;

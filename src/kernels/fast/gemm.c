@@ -5,25 +5,29 @@
  * lanes): A is packed whole into panels of SGEMM_MR rows (once per call, or once per executable
  * for a constant through k_prepared; or read in place when packing would not pay), B block by
  * block into panels of SGEMM_NR columns (kc x nc, sized to stay in L2) unless it too was packed
- * once. The micro-kernel keeps an MR x NR tile of C in registers (AVX-512: 12 x 32 = 24 zmm
- * accumulators, each step one 32-float row of B and 12 broadcasts of A) over kc steps; the A
- * sliver (12 x kc) stays in L1 while the kernel walks the B block's panels. Threads split C into
+ * once, or is read in place (a row-major B whose slivers few row panels reuse: its rows' 32-float
+ * pieces are the slivers, the micro-kernels step through B by a row stride). The micro-kernel
+ * keeps an MR x NR tile of C in registers (AVX-512: 12 x 32 = 24 zmm accumulators, each step one
+ * 32-float row of B and 12 broadcasts of A) over kc steps; the A sliver (12 x kc) stays in L1
+ * while the kernel walks the B block's panels. Threads split C into
  * column ranges (then row ranges) of whole panels, so each B block is packed by one thread only.
  * docs/kernels.md has the measured choices.
  *
  * Every C element is the sum over p in increasing order within each K block (blocks added to C
- * in order), except in 1-row tiles, which sum four interleaved partial sums (p mod 4) to hide
- * the FMA latency. Which tile an element falls in depends on m alone, never on the thread split,
- * so results do not depend on the thread count. */
+ * in order; a one-row product with pre-packed B has one block), except in 1-row tiles, which sum
+ * four interleaved partial sums (p mod 4) to hide the FMA latency. Which tile an element falls in
+ * depends on m alone, never on the thread split, so results do not depend on the thread count. */
 #include "kernels/fast/gemm.h"
 
 #include <immintrin.h>
 #include <string.h>
 
-#define KC_MAX 512           /* depth of a block: the A sliver 12 x 512 floats = 24 KiB in L1 */
-#define NC_MAX 384           /* columns of a B block: 512 x 384 floats = 768 KiB in L2 */
-#define MIN_TASK_MACS 131072 /* smallest multiply-adds worth a task of their own */
-#define PACK_A_CHUNK 8       /* A panels packed per task */
+#define KC_MAX 512 /* depth of a block: the A sliver 12 x 512 floats = 24 KiB in L1 */
+#define NC_MAX 384 /* columns of a B block: 512 x 384 floats = 768 KiB in L2 */
+#define B_BLOCK_FLOATS (KC_MAX * NC_MAX) /* a shallower block has more columns, */
+#define NC_WIDE 2048                     /* up to 2048: a 12-row strip of C (96 KiB) stays in L2 */
+#define MIN_TASK_MACS 131072             /* smallest multiply-adds worth a task of their own */
+#define PACK_A_CHUNK 8                   /* A panels packed per task */
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -109,15 +113,15 @@ void kern_sgemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_
  * A either the sliver of a packed panel (lda == 0: A(i, p) = a[p * MR + i]) or read in place
  * from rows lda floats apart (A(i, p) = a[i * lda + p]: a row-major A needs no packing; its
  * 12 x kc sliver stays in L1 as a packed one would). load: C's old values are added. */
-typedef void (*UKernel)(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, int rows, int cols, bool load);
+typedef void (*UKernel)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        float *c, int64_t ldc, int rows, int cols, bool load);
 
-static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                       int64_t ldc, int rows, int cols, bool load) {
+static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                       float *c, int64_t ldc, int rows, int cols, bool load) {
     float acc[SGEMM_MR][SGEMM_NR];
     memset(acc, 0, sizeof acc);
     int64_t ars = lda ? lda : 1, aps = lda ? 1 : SGEMM_MR;
-    for (int64_t p = 0; p < kc; p++, b += SGEMM_NR)
+    for (int64_t p = 0; p < kc; p++, b += ldb)
         for (int i = 0; i < rows; i++) {
             float ai = a[i * ars + p * aps];
             for (int j = 0; j < SGEMM_NR; j++)
@@ -179,8 +183,8 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
     }
 
 FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
-                               int64_t lda, const float *b, float *c, int64_t ldc, int cols,
-                               bool load) {
+                               int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                               int cols, bool load) {
     A_PTRS();
     ROWS12(Z_PREFETCH) /* C is read only at the end: start bringing it in now */
     ROWS12(Z_DECL)
@@ -191,7 +195,7 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
         __m512 b0 = _mm512_loadu_ps(b), b1 = W == 2 ? _mm512_loadu_ps(b + 16) : b0;
         ROWS12(Z_STEP)
         A_NEXT();
-        b += SGEMM_NR;
+        b += ldb;
     }
     __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1);
     __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
@@ -202,23 +206,22 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
 #define ZR_STEP(q)                                                                                 \
     {                                                                                              \
         __m512 aq = _mm512_set1_ps(a[q * aps]);                                                    \
-        s##q##0 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * SGEMM_NR), s##q##0);                 \
-        if (W == 2)                                                                                \
-            s##q##1 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * SGEMM_NR + 16), s##q##1);        \
+        s##q##0 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * ldb), s##q##0);                      \
+        if (W == 2) s##q##1 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * ldb + 16), s##q##1);     \
     }
 FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float *a, const float *b,
-                              float *c, int cols, bool load) {
+                              int64_t ldb, float *c, int cols, bool load) {
     const int64_t aps = D ? 1 : SGEMM_MR;
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
            s30 = s00, s31 = s00;
     int64_t p = 0;
-    for (; p + 4 <= kc; p += 4, a += 4 * aps, b += 4 * SGEMM_NR) {
+    for (; p + 4 <= kc; p += 4, a += 4 * aps, b += 4 * ldb) {
         ZR_STEP(0)
         ZR_STEP(1)
         ZR_STEP(2)
         ZR_STEP(3)
     }
-    for (; p < kc; p++, a += aps, b += SGEMM_NR)
+    for (; p < kc; p++, a += aps, b += ldb)
         ZR_STEP(0)
     __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1);
     __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
@@ -232,15 +235,15 @@ FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float
     }
 }
 
-typedef void (*Tile)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                     int cols, bool load);
+typedef void (*Tile)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                     int64_t ldc, int cols, bool load);
 #define TILE_ARGS                                                                                  \
-    int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int cols,      \
-        bool load
+    int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,   \
+        int cols, bool load
 /* z_R_W_D: R rows, W vectors, D in place (1) or packed (0). */
 #define Z_FN(R, W, D)                                                                              \
     static FAST_AVX512 void z_##R##_##W##_##D(TILE_ARGS) {                                         \
-        z_tile(R, W, D, kc, a, lda, b, c, ldc, cols, load);                                        \
+        z_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load);                                   \
     }
 #define Z_FNS(R) Z_FN(R, 1, 0) Z_FN(R, 2, 0) Z_FN(R, 1, 1) Z_FN(R, 2, 1)
 Z_FNS(2)
@@ -257,7 +260,7 @@ Z_FNS(12)
 #define Z_ROW_FN(W, D)                                                                             \
     static FAST_AVX512 void z_1_##W##_##D(TILE_ARGS) {                                             \
         (void)lda, (void)ldc;                                                                      \
-        z_row(W, D, kc, a, b, c, cols, load);                                                      \
+        z_row(W, D, kc, a, b, ldb, c, cols, load);                                                 \
     }
 Z_ROW_FN(1, 0)
 Z_ROW_FN(2, 0)
@@ -268,9 +271,9 @@ Z_ROW_FN(2, 1)
 #define Z_ENTRIES(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)
 static const Tile z_tiles[SGEMM_MR][2][2] = {Z_ENTRIES(Z_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
-static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                       int64_t ldc, int rows, int cols, bool load) {
-    z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, c, ldc, cols, load);
+static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                       float *c, int64_t ldc, int rows, int cols, bool load) {
+    z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load);
 }
 
 /* AVX2: R rows (<= 6) of W 8-float vectors (<= 2), a quarter of the 12 x 32 tile. */
@@ -293,15 +296,15 @@ static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, 
     }
 
 FAST_AVX2 INLINE void y_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
-                             int64_t lda, const float *b, float *c, int64_t ldc, int cols,
-                             bool load) {
+                             int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                             int cols, bool load) {
     A_PTRS();
     ROWS6(Y_DECL)
     for (int64_t p = 0; p < kc; p++) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = W == 2 ? _mm256_loadu_ps(b + 8) : b0;
         ROWS6(Y_STEP)
         A_NEXT();
-        b += SGEMM_NR;
+        b += ldb;
     }
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
@@ -311,7 +314,7 @@ FAST_AVX2 INLINE void y_tile(const int R, const int W, const bool D, int64_t kc,
 
 #define Y_FN(R, W, D)                                                                              \
     static FAST_AVX2 void y_##R##_##W##_##D(TILE_ARGS) {                                           \
-        y_tile(R, W, D, kc, a, lda, b, c, ldc, cols, load);                                        \
+        y_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load);                                   \
     }
 #define Y_FNS(R) Y_FN(R, 1, 0) Y_FN(R, 2, 0) Y_FN(R, 1, 1) Y_FN(R, 2, 1)
 Y_FNS(1)
@@ -324,14 +327,15 @@ Y_FNS(6)
 #define Y_ROW_ENTRY(i) {{y_##i##_1_0, y_##i##_2_0}, {y_##i##_1_1, y_##i##_2_1}},
 static const Tile y_tiles[6][2][2] = {Y_ENTRIES(Y_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
-static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                     int rows, int cols, bool load) {
+static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                     int64_t ldc, int rows, int cols, bool load) {
     for (int i0 = 0; i0 < rows; i0 += 6) {
         int r = rows - i0 < 6 ? rows - i0 : 6;
         const float *ai = a + (lda ? i0 * lda : i0);
         for (int j0 = 0; j0 < cols; j0 += 16) {
             int w = cols - j0 < 16 ? cols - j0 : 16;
-            y_tiles[r - 1][lda != 0][w > 8](kc, ai, lda, b + j0, c + i0 * ldc + j0, ldc, w, load);
+            y_tiles[r - 1][lda != 0][w > 8](kc, ai, lda, b + j0, ldb, c + i0 * ldc + j0, ldc, w,
+                                            load);
         }
     }
 }
@@ -352,24 +356,38 @@ static UKernel pick_kernel(void) {
  * of NR, so tasks cover whole panels. */
 typedef struct Plan {
     int64_t kcs;              /* depth of a K block */
+    int64_t ncs;              /* columns of a B block: NC_MAX, more when kcs is small */
     int64_t parts_m, parts_n; /* parts per product */
     int64_t rows_part, cols_part;
     int64_t n_a; /* A items packed per call (0: none, A was packed before or is read in place) */
     int64_t lda; /* A read in place: its row stride (0: packed) */
     size_t a_item, b_item; /* floats per packed A / B item */
     size_t bbuf;           /* floats of each thread's B block buffer (0: B packed before) */
+    bool b_inplace;        /* B read in place (row-major), only a column tail packed into bbuf */
 } Plan;
 
 static int64_t item(int64_t t, int64_t mod) { return mod ? t % mod : t; }
 
+/* Rows of a product as the task-size rules count them: a one-row product (a GEMV) streams its
+ * B at memory speed, 4x slower a multiply-add than a compute-bound one, so it splits sooner
+ * (GRU's 1 x 768 x 256 step: 197K multiply-adds, under the 262K that kept it on one thread). */
+static double task_weight(const SGemm *g) { return g->m == 1 ? 4.0 : (double)g->m; }
+
 static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
     memset(pl, 0, sizeof *pl);
-    int64_t nkb = g->k > 0 ? cdiv(g->k, KC_MAX) : 1;
+    /* one row times pre-packed B: no K blocks (A's row stays in L1 anyway), so each B panel is
+     * one sequential stream */
+    int64_t nkb = g->k <= 0 || (g->m == 1 && g->b_packed) ? 1 : cdiv(g->k, KC_MAX);
     pl->kcs = g->k > 0 ? cdiv(g->k, nkb) : 0;
+    /* the B block keeps its L2 size: a 24-deep block (a 1x1 convolution of 24 channels) has
+     * 8000 columns, so a row strip's fused tail is one call where it was 21 (one per 384) */
+    pl->ncs = pl->kcs > 0 ? B_BLOCK_FLOATS / pl->kcs / SGEMM_NR * SGEMM_NR : NC_MAX;
+    if (pl->ncs < NC_MAX) pl->ncs = NC_MAX;
+    if (pl->ncs > NC_WIDE) pl->ncs = NC_WIDE;
     int64_t tiles_m = cdiv(g->m, SGEMM_MR), tiles_n = cdiv(g->n, SGEMM_NR);
     int64_t parts = 1;
     if (n_threads > 1 && g->batch < 2 * n_threads) {
-        double macs = (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1);
+        double macs = task_weight(g) * (double)g->n * (double)(g->k > 0 ? g->k : 1);
         parts = cdiv(2 * n_threads, g->batch);
         double most = macs / MIN_TASK_MACS;
         if ((double)parts > most) parts = most < 1 ? 1 : (int64_t)most;
@@ -390,8 +408,17 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
         pl->lda = g->a_rs > 0 ? g->a_rs : 1;
     else if (g->a_packed == NULL)
         pl->n_a = g->a_mod ? min64(g->a_mod, g->batch) : g->batch;
-    if (g->b_packed == NULL)
-        pl->bbuf = (size_t)(pl->kcs * min64(NC_MAX, cdiv(g->n, SGEMM_NR) * SGEMM_NR));
+    /* B read in place unless its slivers are both deep and reused by many row panels: packing
+     * costs a pass over B (1x1 convolutions of 16-192 channels: 10-30% of the product), in place
+     * each sliver is kc rows b_rs apart; measured (bench_gemm) equal or faster on every 1x1
+     * layer of MobileNetV2 and SqueezeNet, slower (92 vs 100 GFLOP/s) at 256 x 4096 x 256 with
+     * rows 16 KiB apart, which map to the same L1 sets */
+    pl->b_inplace = g->b_packed == NULL && g->pack_b == NULL && g->b_cs == 1 && g->b_rs > 0 &&
+                    (g->m <= 128 || pl->kcs <= 128);
+    if (pl->b_inplace)
+        pl->bbuf = (size_t)(pl->kcs * SGEMM_NR);
+    else if (g->b_packed == NULL)
+        pl->bbuf = (size_t)(pl->kcs * min64(pl->ncs, cdiv(g->n, SGEMM_NR) * SGEMM_NR));
 }
 
 size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads) {
@@ -406,6 +433,7 @@ typedef struct Run {
     const SGemm *g;
     Plan pl;
     UKernel uk;
+    bool backward; /* a GEMV walks its B panels last to first (gemv_task) */
     const float *a_packed;
     float *bbufs; /* thread w's buffer at bbufs + w * align16(pl.bbuf) */
     float *a_dst; /* pack phase: where A items go */
@@ -437,6 +465,28 @@ static void empty_depth(const SGemm *g, int64_t t, int64_t i0, int64_t i1, int64
                    j1 - j0);
 }
 
+/* One row times pre-packed B, columns [j0, j1) of product t: panel by panel, each over the whole
+ * depth (one K block), the fused tail once at the end. Every other call walks the panels last
+ * to first: a GEMV streams its B once per call, and B often is just too large for L2 (an LSTM
+ * step's 1 MiB of recurrent weights in a 1 MiB L2), where streaming it the same way each time
+ * makes LRU evict each line just before its next use; walked back and forth, the lines used
+ * last are used first again. The order of the panels changes no sum. */
+static void gemv_task(const Run *r, int64_t t, int64_t j0, int64_t j1) {
+    const SGemm *g = r->g;
+    const Plan *pl = &r->pl;
+    float *c = g->c + t * g->c_bs;
+    const float *ap = pl->lda ? g->a + item(t, g->a_mod) * g->a_bs
+                              : r->a_packed + (size_t)item(t, g->a_mod) * pl->a_item;
+    const float *bp = g->b_packed + (size_t)item(t, g->b_mod) * pl->b_item;
+    int64_t q0 = j0 / SGEMM_NR, q1 = cdiv(j1, SGEMM_NR);
+    for (int64_t i = 0; i < q1 - q0; i++) {
+        int64_t q = r->backward ? q1 - 1 - i : q0 + i;
+        r->uk(g->k, ap, pl->lda, bp + q * g->k * SGEMM_NR, SGEMM_NR, c + q * SGEMM_NR, g->ldc, 1,
+              (int)min64(SGEMM_NR, j1 - q * SGEMM_NR), g->accumulate);
+    }
+    if (g->epi) g->epi(g->epi_ctx, t, c + j0, g->ldc, 0, j0, 1, j1 - j0);
+}
+
 static void gemm_task(void *ctx, int64_t task, int worker) {
     const Run *r = ctx;
     const SGemm *g = r->g;
@@ -448,20 +498,35 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
         empty_depth(g, t, i0, i1, j0, j1);
         return;
     }
+    if (g->m == 1 && g->b_packed != NULL) {
+        gemv_task(r, t, j0, j1);
+        return;
+    }
     int64_t k = g->k, ldc = g->ldc;
     float *c = g->c + t * g->c_bs;
     const float *ap = pl->lda ? g->a + item(t, g->a_mod) * g->a_bs
                               : r->a_packed + (size_t)item(t, g->a_mod) * pl->a_item;
     const float *bp = g->b_packed ? g->b_packed + (size_t)item(t, g->b_mod) * pl->b_item : NULL;
     float *buf = r->bbufs + (size_t)worker * align16(pl->bbuf);
-    for (int64_t jc = j0; jc < j1; jc += NC_MAX) {
-        int64_t nc = min64(NC_MAX, j1 - jc);
+    for (int64_t jc = j0; jc < j1; jc += pl->ncs) {
+        int64_t nc = min64(pl->ncs, j1 - jc);
         for (int64_t pc = 0; pc < k; pc += pl->kcs) {
-            int64_t kc = min64(pl->kcs, k - pc), bstride;
+            int64_t kc = min64(pl->kcs, k - pc), bstride, ldb = SGEMM_NR;
+            int64_t full = nc; /* columns read where bb points (the rest from buf) */
             const float *bb;
             if (bp != NULL) {
                 bb = bp + (jc / SGEMM_NR) * k * SGEMM_NR + pc * SGEMM_NR;
                 bstride = k * SGEMM_NR;
+            } else if (pl->b_inplace) {
+                /* slivers are the rows' own 32-float pieces; a last partial one is packed (zero
+                 * past nc), so no load reaches past a row */
+                bb = g->b + item(t, g->b_mod) * g->b_bs + pc * g->b_rs + jc;
+                bstride = SGEMM_NR;
+                ldb = g->b_rs;
+                full = nc / SGEMM_NR * SGEMM_NR;
+                if (full < nc)
+                    pack_b_block(g->b + item(t, g->b_mod) * g->b_bs, g->b_rs, 1, pc, kc, jc + full,
+                                 nc - full, buf);
             } else {
                 if (g->pack_b)
                     g->pack_b(g->b_ctx, t, pc, kc, jc, nc, buf);
@@ -476,9 +541,14 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                 int rows = (int)min64(SGEMM_MR, i1 - ir);
                 const float *as = pl->lda ? ap + ir * pl->lda + pc : ap + ir * k + pc * SGEMM_MR;
                 float *cs = c + ir * ldc + jc;
-                for (int64_t jr = 0; jr < nc; jr += SGEMM_NR)
-                    r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, cs + jr, ldc, rows,
-                          (int)min64(SGEMM_NR, nc - jr), load);
+                for (int64_t jr = 0; jr < nc; jr += SGEMM_NR) {
+                    int cols = (int)min64(SGEMM_NR, nc - jr);
+                    if (jr < full)
+                        r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, cs + jr, ldc,
+                              rows, cols, load);
+                    else
+                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load);
+                }
                 if (last && g->epi) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
             }
         }
@@ -487,7 +557,9 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
 
 void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
     if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return;
+    static _Atomic unsigned gemv_calls; /* alternates the GEMVs' direction (gemv_task) */
     Run r = {.g = g, .uk = pick_kernel(), .a_packed = g->a_packed};
+    if (g->m == 1 && g->b_packed != NULL) r.backward = (gemv_calls++ & 1) != 0;
     int n_threads = sup_pool_threads(pool);
     plan_gemm(g, n_threads, &r.pl);
     float *s = scratch;
@@ -500,7 +572,7 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
     }
     r.bbufs = s + align16((size_t)r.pl.n_a * r.pl.a_item);
     int64_t n_tasks = g->batch * r.pl.parts_m * r.pl.parts_n;
-    double macs = (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
+    double macs = (double)g->batch * task_weight(g) * (double)g->n * (double)g->k;
     sup_pool_run(macs >= 2.0 * MIN_TASK_MACS ? pool : NULL, n_tasks, gemm_task, &r);
 }
 

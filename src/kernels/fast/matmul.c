@@ -40,7 +40,7 @@ static int matmul_fast(KCall *kc, uint32_t op, bool ta, bool tb) {
     memcpy(shape, a->shape, n * sizeof(int64_t));
     shape[n - 1] = units;
     if (ta) shape[n - 2] = a->shape[n - 1];
-    DLTensor *o = k_out(kc, 0, RLY_DTYPE_F32, n, shape);
+    DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, n, shape);     /* C = A B: all written */
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     SGemm g = {.n = units,
                .k = ka,
@@ -86,7 +86,7 @@ int kern_fast_batch_matmul(KCall *kc) {
     if ((bx != by && bx != 1 && by != 1) || xk != yk)
         return kern_ref_lookup(OP_ID_NN_BATCH_MATMUL)(kc);
     int64_t batch = bx == 1 ? by : bx, shape[3] = {batch, xi, yj};
-    DLTensor *o = k_out(kc, 0, RLY_DTYPE_F32, 3, shape);
+    DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 3, shape);     /* C = A B: all written */
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     SGemm g = {.m = xi,
                .n = yj,

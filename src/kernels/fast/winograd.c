@@ -177,54 +177,76 @@ static void in_task(void *ctx, int64_t task, int worker) {
         o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8), s34, s12), m[5]);                  \
     } while (0)
 
-/* One (image, output channel): 16 tiles at a time, rows interleaved into the output plane. */
+/* One (image, output channel): 16 tiles at a time, consecutive in the image's row-major tile
+ * order, so a vector may span tile rows (a 13x13 output has 4 tiles a row: one vector serves 4
+ * rows where it served one). Each 4x4 result row is interleaved into 64 output-ordered floats
+ * (four vectors) and stored by masked stores, one per vector and run of lanes in one tile row. */
 static FAST_AVX512 void out_plane(const WRun *r, int64_t n, int64_t oc) {
     const Conv *c = r->c;
     float *o = r->out + (n * c->cout + oc) * c->oh * c->ow;
     const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i hi =
         _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    size_t mstride = (size_t)(c->cout * r->tiles);
-    for (int64_t ty = 0; ty < r->th; ty++)
-        for (int64_t tx0 = 0; tx0 < r->tw; tx0 += LANES) {
-            int nl = (int)min64(LANES, r->tw - tx0);
-            __mmask16 live = (__mmask16)((1u << nl) - 1);
-            const float *src = r->m + oc * r->tiles + (n * r->th + ty) * r->tw + tx0;
-            __m512 f[WT][4]; /* f[i][j]: rows of the 6x6 block transformed */
-            for (int i = 0; i < WT; i++) {
-                __m512 mv[WT];
-                for (int j = 0; j < WT; j++)
-                    mv[j] = _mm512_maskz_loadu_ps(live, src + (size_t)(i * WT + j) * mstride);
-                AT6(mv, f[i]);
-            }
-            int64_t x0 = 4 * tx0, nx = min64(c->ow - x0, 4 * (int64_t)nl); /* columns to write */
-            /* then over columns: Y[a][b] = sum_i A^T[a][i] f[i][b] */
-            __m512 Y[4][4];
-            for (int b = 0; b < 4; b++) {
-                __m512 colb[WT], yb[4];
-                for (int i = 0; i < WT; i++)
-                    colb[i] = f[i][b];
-                AT6(colb, yb);
-                for (int a = 0; a < 4; a++)
-                    Y[a][b] = yb[a];
-            }
-            for (int a = 0; a < 4 && 4 * ty + a < c->oh; a++) {
-                /* out[4 l + b] = Y[a][b][l]: interleave (Y0, Y2) and (Y1, Y3), then the pairs */
-                __m512 p_lo = _mm512_permutex2var_ps(Y[a][0], lo, Y[a][2]);
-                __m512 p_hi = _mm512_permutex2var_ps(Y[a][0], hi, Y[a][2]);
-                __m512 q_lo = _mm512_permutex2var_ps(Y[a][1], lo, Y[a][3]);
-                __m512 q_hi = _mm512_permutex2var_ps(Y[a][1], hi, Y[a][3]);
-                __m512 rr[4] = {
-                    _mm512_permutex2var_ps(p_lo, lo, q_lo), _mm512_permutex2var_ps(p_lo, hi, q_lo),
-                    _mm512_permutex2var_ps(p_hi, lo, q_hi), _mm512_permutex2var_ps(p_hi, hi, q_hi)};
-                float *dst = o + (4 * ty + a) * c->ow + x0;
-                for (int q = 0; q < 4 && 16 * q < nx; q++) {
-                    int64_t left = nx - 16 * q;
-                    __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
-                    _mm512_mask_storeu_ps(dst + 16 * q, m, rr[q]);
+    size_t mstride = (size_t)r->tiles; /* M[oc][alpha][tile] */
+    int64_t per_image = r->th * r->tw;
+    int64_t ty0 = 0, tx0 = 0; /* the first tile of the vector */
+    for (int64_t t0 = 0; t0 < per_image; t0 += LANES) {
+        int nl = (int)min64(LANES, per_image - t0);
+        /* runs of lanes in one tile row: lanes [at[k], at[k + 1]) are tiles (ty[k], tx[k] ..) */
+        int at[LANES + 1], n_runs = 0;
+        int64_t rty[LANES], rtx[LANES];
+        for (int l = 0; l < nl; n_runs++) {
+            at[n_runs] = l, rty[n_runs] = ty0, rtx[n_runs] = tx0;
+            int len = (int)min64(nl - l, r->tw - tx0);
+            l += len, tx0 += len;
+            if (tx0 == r->tw) tx0 = 0, ty0++;
+        }
+        at[n_runs] = nl;
+        __mmask16 live = (__mmask16)((1u << nl) - 1);
+        const float *src = r->m + oc * WN * r->tiles + n * per_image + t0;
+        __m512 f[WT][4]; /* f[i][j]: rows of the 6x6 block transformed */
+        for (int i = 0; i < WT; i++) {
+            __m512 mv[WT];
+            for (int j = 0; j < WT; j++)
+                mv[j] = _mm512_maskz_loadu_ps(live, src + (size_t)(i * WT + j) * mstride);
+            AT6(mv, f[i]);
+        }
+        /* then over columns: Y[a][b] = sum_i A^T[a][i] f[i][b] */
+        __m512 Y[4][4];
+        for (int b = 0; b < 4; b++) {
+            __m512 colb[WT], yb[4];
+            for (int i = 0; i < WT; i++)
+                colb[i] = f[i][b];
+            AT6(colb, yb);
+            for (int a = 0; a < 4; a++)
+                Y[a][b] = yb[a];
+        }
+        for (int a = 0; a < 4; a++) {
+            /* rr[q][i]: float 16 q + i = 4 l + b of the row is Y[a][b][l] (interleave (Y0, Y2)
+             * and (Y1, Y3), then the pairs) */
+            __m512 p_lo = _mm512_permutex2var_ps(Y[a][0], lo, Y[a][2]);
+            __m512 p_hi = _mm512_permutex2var_ps(Y[a][0], hi, Y[a][2]);
+            __m512 q_lo = _mm512_permutex2var_ps(Y[a][1], lo, Y[a][3]);
+            __m512 q_hi = _mm512_permutex2var_ps(Y[a][1], hi, Y[a][3]);
+            __m512 rr[4] = {
+                _mm512_permutex2var_ps(p_lo, lo, q_lo), _mm512_permutex2var_ps(p_lo, hi, q_lo),
+                _mm512_permutex2var_ps(p_hi, lo, q_hi), _mm512_permutex2var_ps(p_hi, hi, q_hi)};
+            for (int k = 0; k < n_runs; k++) {
+                int64_t y = 4 * rty[k] + a;
+                if (y >= c->oh) continue;
+                /* floats [f0, f1) of the row go to dst[f - f0], cropped at the plane's edge */
+                int64_t f0 = 4 * at[k],
+                        f1 = f0 + min64(4 * (int64_t)(at[k + 1] - at[k]), c->ow - 4 * rtx[k]);
+                float *dst = o + y * c->ow + 4 * rtx[k] - f0; /* float f at dst + f */
+                for (int64_t q = f0 / 16; q * 16 < f1; q++) {
+                    int64_t b0 = f0 - 16 * q, b1 = f1 - 16 * q; /* lanes [b0, b1) of rr[q] */
+                    uint32_t m = (b1 >= 16 ? 0xffffu : (1u << b1) - 1) &
+                                 (b0 <= 0 ? 0xffffu : ~((1u << b0) - 1));
+                    _mm512_mask_storeu_ps(dst + 16 * q, (__mmask16)m, rr[q]);
                 }
             }
         }
+    }
     if (r->epi != NULL)
         r->epi->apply(r->epi->ctx, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
 }
@@ -255,8 +277,11 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
                .batch = WN,
                .a = k_ptr(k_arg(kc, 1)),
                .a_packed = u,
-               .ldc = r.tiles,
-               .c_bs = c->cout * r.tiles};
+               /* M_alpha(oc, tile) at m[(oc * 36 + alpha) * tiles + tile]: an output channel's 36
+                * rows are one stream for the output transform (36 streams 4.5 MiB apart at 64
+                * channels of 56x56 made it a third slower) */
+               .ldc = WN * r.tiles,
+               .c_bs = r.tiles};
     float *scratch_u = NULL;
     if (u == NULL) {
         if ((scratch_u = k_scratch_n(kc, (int64_t)(WN * u_item), sizeof(float))) == NULL) return -1;
