@@ -90,7 +90,7 @@ static _Atomic uint64_t n_scratch_mallocs;
 
 uint64_t k_scratch_mallocs(void) { return n_scratch_mallocs; }
 
-void *k_scratch(KCall *kc, size_t bytes) {
+static void *scratch(KCall *kc, size_t bytes, bool zero) {
     if (bytes == 0) bytes = 1;
     if (bytes > SIZE_MAX / 2) {
         k_error(kc, "out of memory (scratch of %zu bytes)", bytes);
@@ -102,7 +102,7 @@ void *k_scratch(KCall *kc, size_t bytes) {
     if (kc->ws != NULL && kc->ws_used <= kc->ws_cap && n <= kc->ws_cap - kc->ws_used) {
         void *p = kc->ws + kc->ws_used;
         kc->ws_used += n;
-        memset(p, 0, bytes);
+        if (zero) memset(p, 0, bytes);
         return p;
     }
     /* a block: one aligned header holding the list link, then the scratch */
@@ -114,9 +114,12 @@ void *k_scratch(KCall *kc, size_t bytes) {
     n_scratch_mallocs++;
     memcpy(blk, &kc->heap, sizeof kc->heap);
     kc->heap = blk;
-    memset(blk + K_SCRATCH_ALIGN, 0, bytes);
+    if (zero) memset(blk + K_SCRATCH_ALIGN, 0, bytes);
     return blk + K_SCRATCH_ALIGN;
 }
+
+void *k_scratch(KCall *kc, size_t bytes) { return scratch(kc, bytes, true); }
+void *k_scratch_raw(KCall *kc, size_t bytes) { return scratch(kc, bytes, false); }
 
 void *k_scratch_n(KCall *kc, int64_t count, size_t size) {
     if (count < 0 || size == 0 || (uint64_t)count > (SIZE_MAX / 2) / size) {
@@ -206,8 +209,7 @@ const KAttr *k_attr(const KCall *kc, const char *name) {
 
 /* v as an int64 when it is an integer in range (no undefined conversion). */
 static bool float_int(double v, int64_t *out) {
-    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != trunc(v))
-        return false;
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != trunc(v)) return false;
     *out = (int64_t)v;
     return true;
 }

@@ -197,6 +197,9 @@ DLTensor *k_out_raw(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const in
  * caller's k_call_release (a kernel never frees it). Taken from the caller's workspace where it
  * fits, else malloc'd (counted by k_scratch_mallocs). NULL with an error on out of memory. */
 void *k_scratch(KCall *kc, size_t bytes);
+/* k_scratch without the zero fill: the bytes are undefined (a kernel that writes before it reads).
+ */
+void *k_scratch_raw(KCall *kc, size_t bytes);
 /* count elements of `size` bytes (at least one byte): NULL with an error when count is negative
  * or the product overflows. */
 void *k_scratch_n(KCall *kc, int64_t count, size_t size);

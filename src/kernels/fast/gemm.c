@@ -580,7 +580,7 @@ int kern_sgemm(KCall *kc, const SGemm *g) {
     SupPool *pool = kc->pool;
     size_t bytes = kern_sgemm_scratch_bytes(g, sup_pool_threads(pool));
     void *scratch = NULL;
-    if (bytes > 0 && (scratch = k_scratch(kc, bytes)) == NULL) return -1;
+    if (bytes > 0 && (scratch = k_scratch_raw(kc, bytes)) == NULL) return -1; /* contents ignored */
     kern_sgemm_run(g, pool, scratch);
     return 0;
 }

@@ -295,7 +295,7 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     g.b_packed = r.v;
     g.c = r.m;
     size_t bytes = kern_sgemm_scratch_bytes(&g, k_threads(kc));
-    void *gs = bytes ? k_scratch(kc, bytes) : NULL;
+    void *gs = bytes ? k_scratch_raw(kc, bytes) : NULL; /* kern_sgemm_run ignores its contents */
     if (bytes && gs == NULL) return -1;
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
     k_parallel(kc, c->batch * c->cin, in_task, &r);
