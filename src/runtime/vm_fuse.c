@@ -37,7 +37,7 @@ static bool build(const VmPacked *p, VmFuse *f, FxProgram *prog) {
         const VmNode *n = &p->nodes[k];
         if (n->kind != VM_NODE_CALL) continue;
         FxStep st;
-        uint32_t arity;
+        uint32_t arity = 0;
         if (prog->n_steps == FX_MAX_STEPS ||
             !fx_step_of(n->op_id, n->attrs, n->n_attrs, &st, &arity))
             ok = false;

@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "kernels/fast/fast.h"
 #include "kernels/kernel.h"
 #include "ops/ops.h"
 
@@ -610,7 +611,9 @@ static void gen_inputs(Src *s, const OpDef *op, FzCall *c) {
 /* ---- explicit recipes ---------------------------------------------------------------------------
  * After the operator id, the byte 'X' selects a recipe that spells the call out (the seeds written
  * from the relation suite are such; mutating one byte changes one field):
- *   u8 results: bit 0 out_tuple, bits 1.. n_out - 1 (modulo MAX_OUT)
+ *   u8 results: bit 0 out_tuple, bits 1-3 n_out - 1 (modulo MAX_OUT); bit 4 set: tensor number
+ *     bits 5-7 is made empty with a huge dim (one dim 0, another as large as the shape limit
+ *     lets it be), which keeps the recipe's ranks and the other dims;
  *   u8 n_rows, then per row: u8 name (a schema row's index, else a junk name), u8 kind,
  *     u8 n (list length), u8 arrays (bit 0 ints, 1 floats, 2 strs; the kind's own is implied),
  *     i64 i, f64 f, str s, then n x i64 ints, n x f64 floats, n x str strs (those present);
@@ -702,7 +705,19 @@ static void normalize_shape(Shape *sh) {
     bound_shape(sh);
 }
 
-static void read_inputs(Src *s, FzCall *c) {
+/* The transformation of results bit 4: a dim 0, and the next one as large as the limit allows. */
+static void empty_huge(Shape *sh) {
+    if (sh->ndim == 0) return;
+    uint32_t z = sh->ndim - 1, h = sh->ndim > 1 ? 0 : z;
+    sh->dims[z] = 0;
+    if (h == z) return;
+    int64_t rest = 1;
+    for (uint32_t d = 0; d < sh->ndim; d++)
+        if (d != h && sh->dims[d] != 0) rest = sup_dim_mul_sat(rest, sh->dims[d]);
+    sh->dims[h] = SUP_DIM_MAX / rest;
+}
+
+static void read_inputs(Src *s, FzCall *c, int empty_at) {
     Tensors *ts = &c->in;
     ts->n = 0;
     c->n_args = take(s) % (MAX_ARGS + 1);
@@ -719,6 +734,7 @@ static void read_inputs(Src *s, FzCall *c) {
             for (uint32_t d = 0; d < sh.ndim; d++)
                 sh.dims[d] = (int64_t)take64(s);
             normalize_shape(&sh);
+            if ((int)ts->n == empty_at) empty_huge(&sh);
             uint32_t mode = take(s) % 5;
             uint64_t seed = take(s) | (uint64_t)take(s) << 8 | (uint64_t)take(s) << 16 |
                             (uint64_t)take(s) << 24;
@@ -731,13 +747,15 @@ static void read_inputs(Src *s, FzCall *c) {
 /* ---- running a recipe ---------------------------------------------------------------------------
  */
 
-/* Run one recipe; returns the kernel's result (after k_call_result). The error message, when
+/* Run one recipe on the reference kernel (fast false) or on the operator's fast kernel
+ * (src/kernels/fast, which an executable binds first; it hands what it does not cover to the
+ * reference kernel); returns the kernel's result (after k_call_result). The error message, when
  * any, is in err. */
-static int run_recipe(const uint8_t *data, size_t size, char *err, size_t err_cap) {
+static int run_with(const uint8_t *data, size_t size, char *err, size_t err_cap, bool fast) {
     Src s = {data, size, 0};
     uint32_t id = take16(&s) % OP_ID_COUNT;
     const OpDef *op = op_at(id);
-    KernelFn fn = kern_ref_lookup(id);
+    KernelFn fn = fast ? kern_fast_lookup(id) : kern_ref_lookup(id);
     static FzAttrs at; /* large: not on the stack */
     static FzCall c;
     memset(&c, 0, sizeof c);
@@ -746,9 +764,9 @@ static int run_recipe(const uint8_t *data, size_t size, char *err, size_t err_ca
         s.i = 3;
         uint32_t res = take(&s);
         c.out_tuple = res & 1;
-        c.n_out = c.out_tuple ? 1 + (res >> 1) % MAX_OUT : 1;
+        c.n_out = c.out_tuple ? 1 + ((res >> 1) & 7) % MAX_OUT : 1;
         read_attrs(&s, op, &at);
-        read_inputs(&s, &c);
+        read_inputs(&s, &c, (res & 0x10) ? (int)(res >> 5) : -1);
     } else {
         gen_attrs(&s, op, &at);
         gen_inputs(&s, op, &c);
@@ -757,7 +775,7 @@ static int run_recipe(const uint8_t *data, size_t size, char *err, size_t err_ca
     err[0] = '\0';
     KCall kc = {
         .op = op->name,
-        .attrs = at.rows,
+        .attrs = at.n ? at.rows : NULL, /* as a VM node without attributes has it */
         .n_attrs = at.n,
         .n_args = c.n_args,
         .arg_start = c.arg_start,
@@ -787,6 +805,18 @@ static int run_recipe(const uint8_t *data, size_t size, char *err, size_t err_ca
         free_tensor(&c.in.t[i]);
     for (uint32_t i = 0; i < MAX_OUT; i++)
         if (c.out[i] != NULL) free_tensor(&c.out_t[i]);
+    return rc;
+}
+
+/* Run one recipe on the reference kernel, then on the fast kernel when the operator has one;
+ * returns the reference kernel's result, its message in err. */
+static int run_recipe(const uint8_t *data, size_t size, char *err, size_t err_cap) {
+    int rc = run_with(data, size, err, err_cap, false);
+    Src s = {data, size, 0};
+    if (kern_fast_lookup(take16(&s) % OP_ID_COUNT) != NULL) {
+        char ferr[1024];
+        run_with(data, size, ferr, sizeof ferr, true);
+    }
     return rc;
 }
 
@@ -896,8 +926,9 @@ static char **list_dir(const char *dir, size_t *n) {
     return v;
 }
 
-/* Every file of dir and `mutants` mutations of each (1 to 4 bytes past the operator id set to
- * random values, sometimes the recipe cut short). */
+/* Every file of dir and `mutants` mutations of each: 1 to 4 bytes past the operator id set to
+ * random values, sometimes the recipe cut short, and for a third of the explicit ones a tensor
+ * made empty with a huge dim (results bit 4). */
 static int run_mutants(const char *dir, int mutants, uint64_t seed, Tally *t) {
     size_t n;
     char **files = list_dir(dir, &n);
@@ -924,6 +955,8 @@ static int run_mutants(const char *dir, int mutants, uint64_t seed, Tally *t) {
             for (uint32_t q = 0; q < changes; q++)
                 m[3 + prng_next(&x) % (len - 3)] = (uint8_t)(prng_next(&x) >> 40);
             if (prng_next(&x) % 8 == 0) mlen = 3 + prng_next(&x) % (len - 3);
+            if (data[2] == EXPLICIT && prng_next(&x) % 3 == 0) /* a tensor emptied, dims huge */
+                m[3] = (uint8_t)((m[3] & 0x0f) | 0x10 | (prng_next(&x) % 4) << 5);
             char what[64];
             snprintf(what, sizeof what, "mutant %d of a seed", k);
             run_one(m, mlen, what, t);
@@ -1138,6 +1171,66 @@ static int write_seeds(const char *rel_dir, const char *out_dir, int per_op, uin
     return 0;
 }
 
+/* ---- the messages of attribute problems ---- */
+
+/* An explicit recipe for op with at most one row (row: schema row `name` of kind `kind`, a
+ * string attribute's text `str`) and float32 tensors of the given shapes (rank 4 or 2). */
+static size_t message_recipe(const char *op_name, int kind, uint32_t name, const char *str,
+                             uint32_t n_args, const int64_t (*shapes)[4], const uint32_t *ranks,
+                             Out *o) {
+    const OpDef *op = op_lookup(op_name, strlen(op_name));
+    o->n = 0;
+    put8(o, op->id), put8(o, op->id >> 8), put8(o, EXPLICIT), put8(o, 0);
+    put8(o, kind < 0 ? 0 : 1);
+    if (kind >= 0) {
+        put8(o, name), put8(o, (uint32_t)kind), put8(o, 0), put8(o, 0);
+        put64(o, 0), put_f64(o, 0), put_str(o, str);
+    }
+    put8(o, n_args);
+    for (uint32_t a = 0; a < n_args; a++) {
+        put8(o, 1), put8(o, RLY_DTYPE_F32), put8(o, ranks[a]);
+        for (uint32_t d = 0; d < ranks[a]; d++)
+            put64(o, (uint64_t)shapes[a][d]);
+        put8(o, 4), put8(o, 1), put8(o, 0), put8(o, 0), put8(o, 0);
+    }
+    return o->n;
+}
+
+/* A row of a kind an accessor cannot read, and a missing row, fail the call with a message
+ * naming the attribute, even when the kernel itself succeeds on the neutral value. */
+static void check_messages(Tally *t) {
+    static const int64_t conv_shapes[2][4] = {{1, 1, 3, 3}, {1, 1, 1, 1}},
+                         sm_shape[1][4] = {{2, 3}};
+    static const uint32_t conv_ranks[2] = {4, 4}, sm_ranks[1] = {2};
+    static const struct {
+        const char *op;
+        int kind; /* -1: no row at all */
+        uint32_t n_args;
+        const char *want;
+    } cases[] = {
+        {"nn.conv2d", KA_STR, 2, "attribute 'strides': expected a list of integers"},
+        {"nn.conv2d", -1, 2, "attribute 'strides': missing"},
+        {"nn.softmax", KA_STR, 1, "attribute 'axis': expected an integer"},
+        {"nn.softmax", KA_FLOATS, 1, "attribute 'axis': expected an integer"},
+    };
+    Out o = {0};
+    char err[1024];
+    for (size_t i = 0; i < RLY_ARRAY_LEN(cases); i++) {
+        bool conv = cases[i].n_args == 2;
+        size_t len =
+            message_recipe(cases[i].op, cases[i].kind, 0, "x", cases[i].n_args,
+                           conv ? conv_shapes : sm_shape, conv ? conv_ranks : sm_ranks, &o);
+        int rc = run_recipe(o.p, len, err, sizeof err);
+        t->ok += rc == 0, t->err += rc != 0;
+        if (rc != -1 || strcmp(err, cases[i].want) != 0) {
+            fprintf(stderr, "fuzz_kernels_smoke: FAIL: %s: got %d \"%s\", want -1 \"%s\"\n",
+                    cases[i].op, rc, err, cases[i].want);
+            fuzz_n_failures++;
+        }
+    }
+    free(o.p);
+}
+
 int main(int argc, char **argv) {
     uint64_t seed = 0x6b667a7a5eedull;
     if (getenv("RLY_SEED")) seed = strtoull(getenv("RLY_SEED"), NULL, 0);
@@ -1160,6 +1253,7 @@ int main(int argc, char **argv) {
     uint64_t x = seed | 1;
     uint8_t buf[320];
     Tally t = {0, 0, 0, ""};
+    check_messages(&t);
     const char *only = getenv("RLY_FUZZ_OP"); /* one operator, to reproduce a failure */
     for (uint32_t id = 0; id < OP_ID_COUNT; id++) {
         const char *name = sup_op_name(id);

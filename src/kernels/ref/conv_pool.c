@@ -646,7 +646,8 @@ static int k_dilate(KCall *kc) {
         if (st[i] < 1) return k_error(kc, "strides values must be positive");
         int64_t d = x->shape[i];
         shape[i] = d;
-        if (d > 1 && (!sup_dim_mul(d - 1, st[i], &shape[i]) || !sup_dim_add(shape[i], 1, &shape[i])))
+        if (d > 1 &&
+            (!sup_dim_mul(d - 1, st[i], &shape[i]) || !sup_dim_add(shape[i], 1, &shape[i])))
             return k_error(kc, "strides %lld make axis %u too large (over 2^62)", (long long)st[i],
                            i);
     }

@@ -171,7 +171,7 @@ static int call_static(KCall *kc, uint32_t op, const uint32_t *args, uint32_t n_
         tuple[i] = kc->arg_tuple[args[i]];
     }
     Lowered all = *l; /* the lowered rows, then the call's (lower_init bounded their count) */
-    memcpy(all.attrs + all.n_attrs, kc->attrs, kc->n_attrs * sizeof(KAttr));
+    if (kc->n_attrs > 0) memcpy(all.attrs + all.n_attrs, kc->attrs, kc->n_attrs * sizeof(KAttr));
     all.n_attrs += kc->n_attrs;
     KCall sub = *kc;
     sub.attrs = all.attrs;

@@ -333,7 +333,7 @@ static int affine_grid(KCall *kc) {
     int64_t shape[4] = {b, 2, h, w};
     rly_dtype dt = k_dtype(theta);
     DLTensor *y = k_out(kc, 0, dt, 4, shape);
-    if (y == NULL) return -1;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* h or w may be huge */
     double ys = h > 1 ? (2.0 - 1e-7) / (double)(h - 1) : 0.0;
     double xs = w > 1 ? (2.0 - 1e-7) / (double)(w - 1) : 0.0;
     const void *tp = k_ptr(theta);
@@ -437,19 +437,25 @@ static int grid_sample(KCall *kc) {
     DLTensor *y = k_out(kc, 0, g.dt, ndim, shape);
     if (y == NULL) return -1;
     int64_t n_out = k_numel(y);
+    /* An empty input (its dims perhaps huge) makes every sample fall outside: all zeros. */
+    if (n_out == 0 || k_numel(x) == 0) return 0;
     rly_dtype g_dt = k_dtype(grid);
     const void *gp = k_ptr(grid);
     void *yp = k_ptr(y);
     int64_t idx[K_MAX_DIMS] = {0};
     for (int64_t i = 0; i < n_out; i++, k_next(idx, ndim, shape)) {
+        /* the input offset of the other axes only: an output position on a spatial axis (a
+         * grid extent) times an input stride need not fit in int64 */
         int64_t base = 0, gat = idx[an] * g_stride[0];
-        for (uint32_t d = 0; d < ndim; d++)
-            base += idx[d] * in_stride[d];
-        double c[3]; /* source coordinates, outermost axis first */
-        for (uint32_t d = 0; d < g.n_sp; d++) {
-            base -= idx[sp_axis[d]] * in_stride[sp_axis[d]];
-            gat += idx[sp_axis[d]] * g_stride[2 + d];
+        for (uint32_t d = 0; d < ndim; d++) {
+            bool on_sp = false;
+            for (uint32_t e = 0; e < g.n_sp; e++)
+                on_sp = on_sp || (int)d == sp_axis[e];
+            if (!on_sp) base += idx[d] * in_stride[d];
         }
+        double c[3]; /* source coordinates, outermost axis first */
+        for (uint32_t d = 0; d < g.n_sp; d++)
+            gat += idx[sp_axis[d]] * g_stride[2 + d];
         for (uint32_t d = 0; d < g.n_sp; d++) {
             /* grid channel 0 is x (the innermost axis), 1 is y, 2 is z */
             double v = k_loadf(gp, g_dt, gat + (int64_t)(g.n_sp - 1 - d) * g_stride[1]);
@@ -570,7 +576,7 @@ static int dilation2d(KCall *kc) {
     rly_dtype x_dt = k_dtype(x), w_dt = k_dtype(w), out_dt;
     if (!k_dtype_attr(kc, "out_dtype", x_dt, &out_dt)) return -1;
     DLTensor *y = k_out(kc, 0, out_dt, 4, shape);
-    if (y == NULL) return -1;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* n or c may be huge */
     int64_t xs[4], ws[3], ys[4];
     k_strides(4, x->shape, xs);
     k_strides(3, w->shape, ws);

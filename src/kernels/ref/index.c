@@ -367,6 +367,7 @@ static int scatter_nd_ref(KCall *kc) {
     rly_dtype dt = k_dtype(x);
     DLTensor *o = out_copy(kc, x);
     if (o == NULL) return -1;
+    if (k_numel(upd) == 0) return 0; /* no update; the index rows may be huge in number */
     int64_t ny = k_shape_numel(ny_dims, ind->shape + 1), nz = k_shape_numel(nz_dims, shape + m);
     for (int64_t y = 0; y < ny; y++) {
         int64_t off = 0;
@@ -971,7 +972,9 @@ static int sparse_to_dense_ref(KCall *kc) {
     size_t es = sup_dtype_size(dt);
     int64_t total = k_shape_numel(n, shape);
     fill_elems(k_ptr(o), k_ptr(dflt), es, total);
-    for (int64_t j = 0; j < count; j++) {
+    /* Without columns (a 0-d output) every index row addresses the one element and the last
+     * wins: only that one is applied, however many rows an empty sparse_indices claims. */
+    for (int64_t j = n == 0 && count > 0 ? count - 1 : 0; j < count; j++) {
         int64_t off = 0;
         bool in = true;
         for (uint32_t d = 0; d < n && in; d++) {

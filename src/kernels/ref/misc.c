@@ -150,7 +150,7 @@ static int k_tfidf(KCall *kc) {
     shape[nd - 1] = cols;
     if (nd == 2) shape[0] = rows;
     DLTensor *y = k_out(kc, 0, RLY_DTYPE_F32, nd, shape);
-    if (y == NULL) return -1;
+    if (y == NULL || k_numel(y) == 0) return y == NULL ? -1 : 0; /* rows may be huge */
     float *out = k_ptr(y);
     if (rows > 0 && cols > 0) memset(out, 0, sizeof(float) * (size_t)(rows * cols));
     for (int64_t r = 0; r < rows; r++) {

@@ -797,7 +797,7 @@ static int k_fifo_buffer(KCall *kc) {
     if (dn >= bn) return k_error(kc, "the buffer must hold more entries than data on the axis");
     rly_dtype dt = k_dtype(buf);
     DLTensor *o = k_out(kc, 0, dt, (uint32_t)buf->ndim, buf->shape);
-    if (o == NULL) return -1;
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* outer may be huge */
     int64_t outer = k_shape_numel((uint32_t)axis, buf->shape);
     int64_t inner = k_shape_numel((uint32_t)(buf->ndim - axis - 1), buf->shape + axis + 1);
     size_t es = sup_dtype_size(dt);

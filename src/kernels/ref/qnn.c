@@ -388,8 +388,8 @@ static int qnn_conv2d(KCall *kc) {
         for (int64_t ic = 0; ic < c; ic++)
             for (int64_t iy = 0; iy < h; iy++)
                 for (int64_t ix = 0; ix < wd; ix++)
-                    xb[at++] = (uint64_t)k_loadi(xp, x_dt, b * xs[xn] + ic * xs[xc] +
-                                                               iy * xs[xh] + ix * xs[xw]) -
+                    xb[at++] = (uint64_t)k_loadi(
+                                   xp, x_dt, b * xs[xn] + ic * xs[xc] + iy * xs[xh] + ix * xs[xw]) -
                                (uint64_t)zx;
     at = 0;
     for (int64_t oc = 0; oc < out_c; oc++)
@@ -458,7 +458,8 @@ static int qnn_dense(KCall *kc) {
     if (wb == NULL || xr == NULL) return -1;
     for (int64_t u = 0; u < units; u++)
         for (int64_t j = 0; j < k; j++)
-            wb[u * k + j] = (uint64_t)k_loadi(wp, w_dt, u * k + j) - (uint64_t)(int64_t)qp_zp(&kzp, u);
+            wb[u * k + j] =
+                (uint64_t)k_loadi(wp, w_dt, u * k + j) - (uint64_t)(int64_t)qp_zp(&kzp, u);
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t j = 0; j < k; j++)
             xr[j] = (uint64_t)k_loadi(xp, x_dt, r * k + j) - (uint64_t)zx;

@@ -710,7 +710,8 @@ static int layout_transform_ref(KCall *kc) {
     if (rank(x) != src.n)
         return k_error(kc, "data has rank %u but src_layout has %u axes", rank(x), src.n);
     int64_t full[26] = {0}; /* the extent of each primal axis */
-    for (uint32_t i = 0; i < src.n; i++) /* first the blocks: then dim x block is a sub-product */
+    /* the blocks first: then each dim times its block is a sub-product of the shape */
+    for (uint32_t i = 0; i < src.n; i++)
         if (src.factor[i] && dim(x, i) != src.factor[i])
             return k_error(kc, "axis %u of data has size %lld but src_layout says %lld", i,
                            (long long)dim(x, i), (long long)src.factor[i]);

@@ -166,6 +166,7 @@ int kern_vision_roi_pool(KCall *kc) {
     DLTensor *y = roi_setup(kc, &d);
     if (y == NULL) return -1;
     int64_t ph_n = d.ph_n, pw_n = d.pw_n;
+    if (k_numel(y) == 0) return 0; /* the bins (attributes) may be many */
     void *yp = k_ptr(y);
     for (int64_t r = 0; r < d.n_roi; r++) {
         int64_t b;

@@ -345,6 +345,7 @@ int kern_vision_regular_nms(KCall *kc) {
     if (b_n == 0) return 0; /* no batch; the box count may be huge */
     rly_dtype b_dt = k_dtype(boxes), s_dt = k_dtype(scores);
     int64_t offset = c_all - n_cls, cap = max_det + n;
+    if (n == 0) n_cls = 0; /* no box: nothing to select (the classes may be many) */
     int64_t *keep = vr_alloc(kc, n, sizeof(int64_t)), *order = vr_alloc(kc, cap, sizeof(int64_t));
     int64_t *tmp = vr_alloc(kc, cap, sizeof(int64_t)), *sel = vr_alloc(kc, n, sizeof(int64_t));
     int64_t *m_box = vr_alloc(kc, cap, sizeof(int64_t)),
