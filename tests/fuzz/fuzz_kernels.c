@@ -836,6 +836,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #include <unistd.h>
 
 #include "rly/rly.h"
+#include "../rel_case.h"
 
 static const char *running_op = "";
 static void on_alarm(int sig) {
@@ -1059,27 +1060,6 @@ static bool encode_call(const OpDef *op, Call *c, const KAttr *rows, uint64_t *x
     return true;
 }
 
-/* Splits "a, b=[1, 2], c" at the top-level commas (in place). */
-static int split_items(char *s, char **items, int max) {
-    int n = 0, depth = 0;
-    bool quoted = false;
-    char *start = s;
-    for (char *p = s;; p++) {
-        if (*p == '"') quoted = !quoted;
-        if (!quoted && (*p == '(' || *p == '[')) depth++;
-        if (!quoted && (*p == ')' || *p == ']')) depth--;
-        if (*p == '\0' || (!quoted && depth == 0 && *p == ',')) {
-            bool end = *p == '\0';
-            *p = '\0';
-            while (*start == ' ')
-                start++;
-            if (*start && n < max) items[n++] = start;
-            if (end) return n;
-            start = p + 1;
-        }
-    }
-}
-
 /* Writes a seed per accepted case "op(ARGS) -> TYPE" of the relation files in rel_dir (small
  * static tensors only) and per_op random recipes per operator into out_dir. */
 static int write_seeds(const char *rel_dir, const char *out_dir, int per_op, uint64_t seed) {
@@ -1091,27 +1071,8 @@ static int write_seeds(const char *rel_dir, const char *out_dir, int per_op, uin
         FILE *in = fopen(files[f], "r");
         char line[4096];
         while (in != NULL && fgets(line, sizeof line, in)) {
-            char *arrow = strstr(line, " -> "), *open = strchr(line, '(');
-            if (line[0] == '#' || arrow == NULL || open == NULL || open > arrow) continue;
-            *arrow = '\0';
-            char *close = strrchr(line, ')');
-            if (close == NULL || close < open) continue;
-            *open = '\0', *close = '\0';
-            char *items[64];
-            int n = split_items(open + 1, items, 64);
-            StrBuf params = {0}, args = {0}, text = {0};
-            int n_params = 0;
-            for (int i = 0; i < n; i++) {
-                size_t id = strspn(items[i], "abcdefghijklmnopqrstuvwxyz_0123456789");
-                if (id > 0 && items[i][id] == '=') {
-                    sb_printf(&args, "%s%s", args.len ? ", " : "", items[i]);
-                    continue;
-                }
-                sb_printf(&params, "%s%%a%d: %s", n_params ? ", " : "", n_params, items[i]);
-                sb_printf(&args, "%s%%a%d", args.len ? ", " : "", n_params++);
-            }
-            sb_printf(&text, "#[version = \"0.0.5\"]\ndef @main(%s) {\n  %s(%s)\n}\n",
-                      params.len ? sb_cstr(&params) : "", line, args.len ? sb_cstr(&args) : "");
+            StrBuf text = {0};
+            if (!rel_case_program(line, &text)) continue;
             rly_ctx *ctx;
             rly_ctx_new(&ctx);
             rly_module *m = NULL;
@@ -1145,8 +1106,6 @@ static int write_seeds(const char *rel_dir, const char *out_dir, int per_op, uin
                 arena_free(&arena);
             }
             rly_ctx_free(ctx);
-            sb_free(&params);
-            sb_free(&args);
             sb_free(&text);
         }
         if (in) fclose(in);

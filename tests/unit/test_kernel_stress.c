@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../rel_case.h"
 #include "ops/ops.h"
 #include "rly/rly.h"
 
@@ -252,26 +253,6 @@ static bool input_too_large(const char *e) {
            (strstr(e, "too large") != NULL || strstr(e, "limit") != NULL);
 }
 
-static int split_top(char *s, char **items, int max) {
-    int n = 0, depth = 0;
-    bool quoted = false;
-    char *start = s;
-    for (char *p = s;; p++) {
-        if (*p == '"') quoted = !quoted;
-        if (!quoted && (*p == '(' || *p == '[')) depth++;
-        if (!quoted && (*p == ')' || *p == ']')) depth--;
-        if (*p == '\0' || (!quoted && depth == 0 && *p == ',')) {
-            bool end = *p == '\0';
-            *p = '\0';
-            while (*start == ' ')
-                start++;
-            if (*start && n < max) items[n++] = start;
-            if (end) return n;
-            start = p + 1;
-        }
-    }
-}
-
 static void run_cases(const char *path) {
     FILE *f = fopen(path, "r");
     CHECK(f != NULL, "cannot open %s", path);
@@ -280,29 +261,8 @@ static void run_cases(const char *path) {
     int lineno = 0, n_cases = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        char *arrow = strstr(line, " -> ");
-        if (line[0] == '#' || arrow == NULL) continue;
-        *arrow = '\0';
-        char *open = strchr(line, '('), *close = strrchr(line, ')');
-        if (open == NULL || close == NULL || close < open) continue;
-        *open = '\0';
-        *close = '\0';
-        char *items[64];
-        int n = split_top(open + 1, items, 64);
-        StrBuf params = {0}, args = {0}, text = {0};
-        int n_params = 0;
-        for (int i = 0; i < n; i++) {
-            size_t id = strspn(items[i], "abcdefghijklmnopqrstuvwxyz_0123456789");
-            if (id > 0 && items[i][id] == '=') { /* an attribute */
-                sb_printf(&args, "%s%s", args.len ? ", " : "", items[i]);
-                continue;
-            }
-            sb_printf(&params, "%s%%a%d: %s", n_params ? ", " : "", n_params, items[i]);
-            sb_printf(&args, "%s%%a%d", args.len ? ", " : "", n_params);
-            n_params++;
-        }
-        sb_printf(&text, HDR "def @main(%s) {\n  %s(%s)\n}\n", sb_cstr(&params), line,
-                  sb_cstr(&args));
+        StrBuf text = {0};
+        if (!rel_case_program(line, &text)) continue;
         rly_ctx *ctx;
         rly_ctx_new(&ctx);
         rly_module *m = NULL;
@@ -327,8 +287,6 @@ static void run_cases(const char *path) {
             free(out);
         }
         rly_ctx_free(ctx);
-        sb_free(&params);
-        sb_free(&args);
         sb_free(&text);
     }
     fclose(f);

@@ -449,6 +449,19 @@ static FAST_AVX512 void dw_rows_avx512(const Conv *c, int64_t pws, const float *
         copy_avx512(o, g, c->ow);
 }
 
+/* Output rows oy0 .. oy0 + 3 (those inside the plane), columns ox0 .. ox0 + 15 masked at the
+ * right edge, from the four accumulators of a 3x3 depthwise tile. */
+static inline FAST_AVX512 void dw3_store4(const Conv *c, float *o, int64_t oy0, int64_t ox0,
+                                          __m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    int64_t left = c->ow - ox0;
+    __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+    float *dst = o + oy0 * c->ow + ox0;
+    _mm512_mask_storeu_ps(dst, m, a0);
+    if (oy0 + 1 < c->oh) _mm512_mask_storeu_ps(dst + c->ow, m, a1);
+    if (oy0 + 2 < c->oh) _mm512_mask_storeu_ps(dst + 2 * c->ow, m, a2);
+    if (oy0 + 3 < c->oh) _mm512_mask_storeu_ps(dst + 3 * c->ow, m, a3);
+}
+
 /* 3x3 depthwise, stride S (1 or 2), dilation 1, AVX-512, straight from the input plane x (no
  * copy, no grid): four output rows by 16 columns at a time; each input row is loaded once per
  * column chunk (three column-shifted vectors, lanes outside the plane masked to zero: that is the
@@ -522,13 +535,7 @@ dw3_plane(const int S, const Conv *c, const float *x, const float *wk, float *o)
             DW3_ROW(6);
             DW3_ROW(7);
             DW3_ROW(8);
-            int64_t left = c->ow - ox0;
-            __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
-            float *dst = o + oy0 * c->ow + ox0;
-            _mm512_mask_storeu_ps(dst, m, a0);
-            if (oy0 + 1 < c->oh) _mm512_mask_storeu_ps(dst + c->ow, m, a1);
-            if (oy0 + 2 < c->oh) _mm512_mask_storeu_ps(dst + 2 * c->ow, m, a2);
-            if (oy0 + 3 < c->oh) _mm512_mask_storeu_ps(dst + 3 * c->ow, m, a3);
+            dw3_store4(c, o, oy0, ox0, a0, a1, a2, a3);
         }
     }
 }
@@ -580,13 +587,7 @@ static FAST_AVX512 void dw3_phase2(const DwRun *r, const float *buf, const float
             DWP_ROW(6);
             DWP_ROW(7);
             DWP_ROW(8);
-            int64_t left = c->ow - ox0;
-            __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
-            float *dst = o + oy0 * c->ow + ox0;
-            _mm512_mask_storeu_ps(dst, m, a0);
-            if (oy0 + 1 < c->oh) _mm512_mask_storeu_ps(dst + c->ow, m, a1);
-            if (oy0 + 2 < c->oh) _mm512_mask_storeu_ps(dst + 2 * c->ow, m, a2);
-            if (oy0 + 3 < c->oh) _mm512_mask_storeu_ps(dst + 3 * c->ow, m, a3);
+            dw3_store4(c, o, oy0, ox0, a0, a1, a2, a3);
         }
     }
 }

@@ -87,8 +87,8 @@ typedef struct FxBound {
     int64_t total;
     void (*fn)(void); /* the step loop of the instruction-set level */
 } FxBound;
-void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *out,
-             uint32_t ndim, const int64_t *shape);
+void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *out, uint32_t ndim,
+             const int64_t *shape);
 /* Elements [lo, lo + n) of the result (row-major flat indices). */
 void fx_range(const FxBound *b, int64_t lo, int64_t n);
 
