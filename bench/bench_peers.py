@@ -12,7 +12,9 @@ would take the second core from rly's). Each figure is
 the median over rounds of the round's median; the ratio is rly / onnxruntime (< 1: rly is faster),
 closed by the geometric mean per thread count. With memory on, each model also runs once more in a
 fresh process per runtime (`rly run --output` and an onnxruntime script that loads, runs and saves),
-and their peak RSS (getrusage of the child) is printed side by side.
+and their peak RSS (getrusage of the child) is printed side by side; rly twice: running the
+.onnx (compiled in memory) and running the .rlyx that `rly compile` wrote (the deployed form,
+its weights prepacked in the file; compile time and memory excluded).
 
 Figures move by +-50% between runs on these shared machines: compare ratios from one run only."""
 import math
@@ -137,8 +139,9 @@ def main():
                                                       os.uname().machine))
     if memory:
         print()
-        print("| model | onnxruntime peak RSS | rly run peak RSS | rly / ort |")
-        print("|---|---:|---:|---:|")
+        print("| model | onnxruntime peak RSS | rly run .onnx | rly / ort | rly run .rlyx | "
+              "rly / ort |")
+        print("|---|---:|---:|---:|---:|---:|")
         with tempfile.TemporaryDirectory() as tmp:
             script = os.path.join(tmp, "ort_once.py")
             with open(script, "w") as f:
@@ -149,7 +152,14 @@ def main():
                 o = child_peak_rss([sys.executable, script, path, inputs, out])
                 r = child_peak_rss([rly, "run", path, "--inputs", inputs, "--threads", "1",
                                     "--output", out])
-                print("| %s | %.0f MB | %.0f MB | %.2fx |" % (n, o / 1e6, r / 1e6, r / o))
+                # deployed: compiled once by `rly compile` (weights prepacked in the file)
+                exe = os.path.join(tmp, n + ".rlyx")
+                subprocess.run([rly, "compile", path, "-o", exe], check=True)
+                x = child_peak_rss([rly, "run", exe, "--inputs", inputs, "--threads", "1",
+                                    "--output", out])
+                os.unlink(exe)
+                print("| %s | %.0f MB | %.0f MB | %.2fx | %.0f MB | %.2fx |"
+                      % (n, o / 1e6, r / 1e6, r / o, x / 1e6, x / o))
 
 
 if __name__ == "__main__":

@@ -181,8 +181,20 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
 RLY_API rly_status rly_module_compile(rly_module *mod, int opt_level, const char *entry,
                                       rly_executable **out);
 /* Write exe to path (an .rlyx file), whole or not at all. An executable that calls a
- * user-registered operator (rly_op_register) cannot be saved: RLY_STATUS_ERROR. */
+ * user-registered operator (rly_op_register) cannot be saved: RLY_STATUS_ERROR. Before writing,
+ * the kernels prepare what they derive from the constants (weights packed in the layout of the
+ * matrix-product kernels, Winograd-transformed filters), by running the entry once on
+ * zero-filled inputs (at most 10 s; skipped when an input is not a tensor of static shape), and
+ * the file holds those forms next to the constants, so that a loaded executable packs nothing:
+ * rly_executable_save_with(exe, path, 0). */
 RLY_API rly_status rly_executable_save(const rly_executable *exe, const char *path);
+/* Flags of rly_executable_save_with. */
+enum {
+    RLY_SAVE_NO_PREPACK = 1, /* write the constants only (a smaller file; kernels pack at first
+                                use, once per loaded executable) */
+};
+RLY_API rly_status rly_executable_save_with(const rly_executable *exe, const char *path,
+                                            unsigned flags);
 
 /* What rly_executable_describe prints. */
 typedef enum rly_describe {

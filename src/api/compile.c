@@ -2,6 +2,7 @@
  * compiler of src/backend), rly_executable_save, and rly_executable_describe, which counts an
  * executable's parts (`rly compile --stats`) and shows its bytecode (`--disasm`, be_disasm). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -33,11 +34,22 @@ RLY_API rly_status rly_module_compile(rly_module *mod, int opt_level, const char
     return st;
 }
 
+#define PREPARE_SECONDS 10.0
+
 RLY_API rly_status rly_executable_save(const rly_executable *exe, const char *path) {
+    return rly_executable_save_with(exe, path, 0);
+}
+
+RLY_API rly_status rly_executable_save_with(const rly_executable *exe, const char *path,
+                                            unsigned flags) {
     if (exe == NULL || path == NULL)
         return api_fail(RLY_STATUS_INVALID, "rly_executable_save: NULL argument");
+    if (flags & ~(unsigned)RLY_SAVE_NO_PREPACK)
+        return api_fail(RLY_STATUS_INVALID, "rly_executable_save_with: unknown flags 0x%x", flags);
     char err[1024] = "";
-    if (!vm_exec_save(exe->exe, path, err, sizeof err))
+    if (!(flags & RLY_SAVE_NO_PREPACK)) /* not possible (a `?` input): packed at first use */
+        (void)vm_exec_prepare(exe->exe, PREPARE_SECONDS, err, sizeof err);
+    if (!vm_exec_save_with(exe->exe, path, !(flags & RLY_SAVE_NO_PREPACK), err, sizeof err))
         return api_fail(RLY_STATUS_ERROR, "%s", err[0] ? err : "cannot save the executable");
     return RLY_STATUS_OK;
 }
@@ -117,6 +129,13 @@ static void stats(const VmExec *e, StrBuf *sb) {
     sb_printf(sb, "packed functions: %u (%llu operator calls in %llu nodes)\n", e->n_packed,
               (unsigned long long)n_calls, (unsigned long long)n_nodes);
     sb_printf(sb, "constants: %u (%llu bytes)\n", e->n_consts, (unsigned long long)const_bytes);
+    size_t n_prep = 0;
+    uint64_t prep_bytes = 0;
+    KPrepItem *items = k_prep_cache_list(e->prep, &n_prep);
+    for (size_t i = 0; i < n_prep; i++)
+        prep_bytes += items[i].bytes;
+    free(items);
+    sb_printf(sb, "prepared constants: %zu (%llu bytes)\n", n_prep, (unsigned long long)prep_bytes);
     sb_printf(sb, "constructors: %u\n", e->n_ctors);
     sb_printf(sb, "inputs: %u, outputs: %u\n", e->n_inputs, e->n_outputs);
     (void)n_storage, (void)storage_bytes; /* VM_ALLOC_STORAGE stays reserved: plans are tables */

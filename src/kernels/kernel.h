@@ -179,6 +179,26 @@ void k_prep_cache_clear(KPrepCache *c);         /* drop every entry; NULL is a n
 typedef void (*KPrepFill)(void *dst, const DLTensor *src, const void *arg);
 const void *k_prepared(KCall *kc, uint32_t in, uint64_t key, size_t bytes, KPrepFill fill,
                        const void *arg);
+/* Prepared data may come from an executable file (k_prep_cache_seed): a kernel relies only on
+ * having `bytes` readable bytes (and zeros up to the next multiple of 64 for a blob it filled
+ * itself), never on their values for memory safety (no indices or sizes inside a blob). */
+
+/* One entry of a cache: what k_prepared was asked for (data, key, bytes) and the bytes. */
+typedef struct KPrepItem {
+    const void *data;
+    uint64_t key;
+    size_t bytes;
+    const void *blob;
+} KPrepItem;
+/* Enter an entry whose bytes the caller keeps alive as long as the cache (an executable file's
+ * mapping): k_prepared then returns it without filling. bytes > 0; false when the entry exists
+ * already or memory runs out. */
+bool k_prep_cache_seed(KPrepCache *c, const KPrepItem *it);
+/* Every entry, sorted by (data address, key, bytes); *n of them, in a malloc'ed array the caller
+ * frees (never NULL when c is not). */
+KPrepItem *k_prep_cache_list(KPrepCache *c, size_t *n);
+/* Entries made by kernels' fills (not seeded) since the cache was made or cleared. */
+size_t k_prep_cache_fills(const KPrepCache *c);
 
 /* Fail the call: writes the message (printf format) and returns -1. */
 int k_error(KCall *kc, const char *fmt, ...) RLY_PRINTF(2, 3);

@@ -51,6 +51,15 @@
  *                   tensors whose bytes are DATA[offset, offset + nbytes): offset a multiple
  *                   of 64, going up, not overlapping; nbytes = elements x element size
  *   9 DATA          the constants' bytes (row-major, little-endian)
+ *  10 PREP          (version 2) u32 n | n x { u32 const | u32 0 | u64 key | u64 offset |
+ *                   u64 nbytes }: what kernels derived from constant `const` under `key`
+ *                   (packed weights, kernel.h k_prepared): PREP_DATA[offset, offset + nbytes),
+ *                   nbytes > 0, offset a multiple of 64, going up, each entry's bytes and their
+ *                   zero padding to a multiple of 64 inside PREP_DATA and not overlapping;
+ *                   sorted by (const, key, nbytes), no two alike
+ *  11 PREP_DATA     (version 2) the prepared bytes (64-byte aligned)
+ *
+ * Version 1 files (no PREP, PREP_DATA) still load: their kernels prepare at first use.
  *
  * What is not saved: VmNode.fn (vm_exec_bind binds kernels after loading), the arena and the
  * mapping. An executable with a user-registered operator (op_id >= OP_ID_COUNT) cannot be
@@ -80,7 +89,8 @@
 #define STR_NONE UINT32_MAX
 #define CONST_ALIGN 64u
 #define SECTION_ALIGN 8u
-#define MAX_SECTIONS 64u /* a table longer than this is hostile (version 1 has 9 kinds) */
+#define MAX_SECTIONS 64u /* a table longer than this is hostile (version 2 has 11 kinds) */
+#define PREP_ENTRY_BYTES 32u
 #define ATTR_ARRAYS_ALL 7u
 
 typedef enum SecKind {
@@ -93,16 +103,29 @@ typedef enum SecKind {
     SEC_ENTRY,
     SEC_CONSTS,
     SEC_DATA,
+    SEC_PREP,
+    SEC_PREP_DATA,
     SEC_END /* one past the last kind */
 } SecKind;
 
 static const char *const sec_names[SEC_END] = {
-    [SEC_STRINGS] = "strings", [SEC_STRING_BYTES] = "string bytes",
-    [SEC_STRS] = "strs",       [SEC_CTORS] = "constructors",
-    [SEC_PACKED] = "packed",   [SEC_FUNCS] = "functions",
-    [SEC_ENTRY] = "entry",     [SEC_CONSTS] = "constants",
+    [SEC_STRINGS] = "strings",
+    [SEC_STRING_BYTES] = "string bytes",
+    [SEC_STRS] = "strs",
+    [SEC_CTORS] = "constructors",
+    [SEC_PACKED] = "packed",
+    [SEC_FUNCS] = "functions",
+    [SEC_ENTRY] = "entry",
+    [SEC_CONSTS] = "constants",
     [SEC_DATA] = "data",
+    [SEC_PREP] = "prepared",
+    [SEC_PREP_DATA] = "prepared data",
 };
+
+/* Sections whose bytes are 64-byte aligned (read in place as tensors or packed weights). */
+static bool sec_aligned64(uint32_t k) { return k == SEC_DATA || k == SEC_PREP_DATA; }
+
+static uint64_t round64(uint64_t n) { return (n + CONST_ALIGN - 1) / CONST_ALIGN * CONST_ALIGN; }
 
 static bool host_little_endian(void) {
     const uint16_t one = 1;
@@ -151,6 +174,10 @@ typedef struct Enc {
     uint32_t n_strings;
     uint64_t data_len;         /* DATA's length */
     const uint64_t *const_off; /* each constant's offset in DATA */
+    VmPrep *preps;             /* PREP's entries (blob: the bytes to write) */
+    uint32_t n_preps;
+    uint64_t prep_len;
+    bool no_preps; /* write an empty PREP */
     bool failed;
     char msg[256];
 } Enc;
@@ -395,6 +422,87 @@ static void enc_consts(Enc *e, const VmExec *x, uint64_t *off) {
     e->data_len = pos;
 }
 
+typedef struct ConstAt {
+    uintptr_t p; /* the constant's data address */
+    uint32_t i;
+} ConstAt;
+
+static int const_at_cmp(const void *pa, const void *pb) {
+    const ConstAt *a = pa, *b = pb;
+    if (a->p != b->p) return a->p < b->p ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static int prep_cmp(const void *pa, const void *pb) {
+    const VmPrep *a = pa, *b = pb;
+    if (a->konst != b->konst) return a->konst < b->konst ? -1 : 1;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return a->bytes < b->bytes ? -1 : a->bytes > b->bytes;
+}
+
+/* The prepared constants of x: its cache's entries whose address is a constant's (the lowest
+ * index of a constant listed twice), or, without a cache (decoded and not bound), the ones it
+ * was decoded with; sorted by (constant, key, bytes). *n of them, malloc'ed. */
+static VmPrep *prep_list(const VmExec *x, uint32_t *n_out) {
+    *n_out = 0;
+    if (x->prep == NULL) {
+        VmPrep *l = sup_calloc(x->n_preps ? x->n_preps : 1, sizeof *l);
+        if (x->n_preps) memcpy(l, x->preps, x->n_preps * sizeof *l);
+        *n_out = x->n_preps;
+        return l;
+    }
+    size_t n_items = 0;
+    KPrepItem *items = k_prep_cache_list(x->prep, &n_items);
+    ConstAt *at = sup_calloc(x->n_consts ? x->n_consts : 1, sizeof *at);
+    uint32_t n_at = 0;
+    for (uint32_t i = 0; i < x->n_consts; i++) {
+        const void *p = rt_tensor_data(RT_TENSOR(x->consts[i]));
+        if (p != NULL) at[n_at++] = (ConstAt){(uintptr_t)p, i};
+    }
+    qsort(at, n_at, sizeof *at, const_at_cmp);
+    VmPrep *l = sup_calloc(n_items ? n_items : 1, sizeof *l);
+    uint32_t n = 0;
+    for (size_t k = 0; k < n_items && n < UINT32_MAX; k++) {
+        uintptr_t p = (uintptr_t)items[k].data;
+        uint32_t lo = 0, hi = n_at; /* the first at[] with address >= p */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (at[mid].p < p)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n_at && at[lo].p == p && items[k].bytes > 0)
+            l[n++] = (VmPrep){at[lo].i, items[k].key, items[k].bytes, items[k].blob};
+    }
+    free(at);
+    free(items);
+    qsort(l, n, sizeof *l, prep_cmp);
+    *n_out = n;
+    return l;
+}
+
+/* PREP, and PREP_DATA's layout (each entry 64-aligned and padded to 64 bytes with zeros). */
+static void enc_preps(Enc *e, const VmExec *x) {
+    StrBuf *b = &e->sec[SEC_PREP];
+    if (e->no_preps)
+        e->preps = sup_calloc(1, sizeof *e->preps);
+    else
+        e->preps = prep_list(x, &e->n_preps);
+    put_u32(b, e->n_preps);
+    uint64_t pos = 0;
+    for (uint32_t i = 0; i < e->n_preps; i++) {
+        const VmPrep *p = &e->preps[i];
+        put_u32(b, p->konst);
+        put_u32(b, 0);
+        put_u64(b, p->key);
+        put_u64(b, pos);
+        put_u64(b, p->bytes);
+        pos += round64(p->bytes);
+    }
+    e->prep_len = pos;
+}
+
 /* Encode every section but DATA (whose layout goes to off, n_consts entries). */
 static bool enc_build(Enc *e, const VmExec *x, uint64_t *off) {
     if (!host_little_endian()) {
@@ -418,6 +526,7 @@ static bool enc_build(Enc *e, const VmExec *x, uint64_t *off) {
     enc_funcs(e, x);
     enc_entry(e, x);
     enc_consts(e, x, off);
+    if (!e->failed) enc_preps(e, x);
     put_u32(&e->sec[SEC_STRINGS], e->n_strings);
     sb_putn(&e->sec[SEC_STRINGS], e->str_entries.data, e->str_entries.len);
     return !e->failed;
@@ -428,6 +537,7 @@ static void enc_free(Enc *e) {
         sb_free(&e->sec[k]);
     sb_free(&e->str_entries);
     strmap_free(&e->ids);
+    free(e->preps);
 }
 
 /* Where the image goes: a file being written, or memory. */
@@ -455,9 +565,9 @@ static void sink_pad(Sink *s, uint64_t to) {
 }
 
 /* The sections in the order they are written. */
-static const SecKind file_order[] = {SEC_STRINGS, SEC_STRING_BYTES, SEC_STRS,
-                                     SEC_CTORS,   SEC_PACKED,       SEC_FUNCS,
-                                     SEC_ENTRY,   SEC_CONSTS,       SEC_DATA};
+static const SecKind file_order[] = {SEC_STRINGS, SEC_STRING_BYTES, SEC_STRS,     SEC_CTORS,
+                                     SEC_PACKED,  SEC_FUNCS,        SEC_ENTRY,    SEC_CONSTS,
+                                     SEC_DATA,    SEC_PREP,         SEC_PREP_DATA};
 _Static_assert(RLY_ARRAY_LEN(file_order) == SEC_END - 1, "every section kind is written");
 
 static void enc_emit(Enc *e, const VmExec *x, const uint64_t *off, Sink *s) {
@@ -466,10 +576,10 @@ static void enc_emit(Enc *e, const VmExec *x, const uint64_t *off, Sink *s) {
     uint64_t pos = HEADER_BYTES + (uint64_t)n_sec * SECTION_ENTRY_BYTES;
     for (uint32_t i = 0; i < n_sec; i++) {
         SecKind k = file_order[i];
-        uint64_t align = k == SEC_DATA ? CONST_ALIGN : SECTION_ALIGN;
+        uint64_t align = sec_aligned64(k) ? CONST_ALIGN : SECTION_ALIGN;
         pos = (pos + align - 1) / align * align;
         sec_off[k] = pos;
-        sec_len[k] = k == SEC_DATA ? e->data_len : e->sec[k].len;
+        sec_len[k] = k == SEC_DATA ? e->data_len : k == SEC_PREP_DATA ? e->prep_len : e->sec[k].len;
         pos += sec_len[k];
     }
     StrBuf head = {0};
@@ -488,6 +598,15 @@ static void enc_emit(Enc *e, const VmExec *x, const uint64_t *off, Sink *s) {
     for (uint32_t i = 0; i < n_sec; i++) {
         SecKind k = file_order[i];
         sink_pad(s, sec_off[k]);
+        if (k == SEC_PREP_DATA) {
+            uint64_t at = sec_off[k];
+            for (uint32_t j = 0; j < e->n_preps; j++) {
+                sink_pad(s, at);
+                sink_put(s, e->preps[j].blob, (size_t)e->preps[j].bytes);
+                at += round64(e->preps[j].bytes);
+            }
+            continue;
+        }
         if (k != SEC_DATA) {
             sink_put(s, e->sec[k].data, e->sec[k].len);
             continue;
@@ -519,7 +638,11 @@ bool rt_exec_encode(const VmExec *exe, StrBuf *out, char *err, size_t cap) {
 }
 
 bool vm_exec_save(const VmExec *exe, const char *path, char *err, size_t cap) {
-    Enc e = {0};
+    return vm_exec_save_with(exe, path, true, err, cap);
+}
+
+bool vm_exec_save_with(const VmExec *exe, const char *path, bool preps, char *err, size_t cap) {
+    Enc e = {.no_preps = !preps};
     uint64_t *off = sup_calloc(exe->n_consts ? exe->n_consts : 1, sizeof *off);
     bool ok = enc_build(&e, exe, off);
     if (!ok) snprintf(err, cap, "cannot save %s: %s", path, e.msg);
@@ -548,6 +671,7 @@ typedef struct Dec {
     const char **strings;
     uint64_t sec_off[SEC_END], sec_len[SEC_END];
     uint32_t sec_index[SEC_END]; /* the section's row in the table, for messages */
+    uint32_t version;
     /* Where decoding is, for messages (formatted only on failure): item i [, sub j]. */
     const char *item, *sub;
     uint32_t i, j;
@@ -717,10 +841,13 @@ static bool dec_header(Dec *d) {
         return false;
     }
     uint32_t version = le32(d->base + 4), flags = le32(d->base + 8), n = le32(d->base + 12);
-    if (version != RT_EXEC_VERSION) {
-        dec_fail_file(d, "version %u, this build reads version %u", version, RT_EXEC_VERSION);
+    if (version != RT_EXEC_VERSION && version != 1) {
+        dec_fail_file(d, "version %u, this build reads versions 1 to %u", version, RT_EXEC_VERSION);
         return false;
     }
+    d->version = version;
+    /* version 1 has no prepared constants */
+    int n_kinds = version == 1 ? SEC_PREP : SEC_END;
     if (flags != 0) {
         dec_fail_file(d, "unknown flags 0x%x", flags);
         return false;
@@ -739,7 +866,7 @@ static bool dec_header(Dec *d) {
         const uint8_t *row = d->base + HEADER_BYTES + (size_t)s * SECTION_ENTRY_BYTES;
         uint32_t kind = le32(row), zero = le32(row + 4);
         uint64_t off = le64(row + 8), len = le64(row + 16);
-        if (kind == 0 || kind >= SEC_END) {
+        if (kind == 0 || kind >= (uint32_t)n_kinds) {
             dec_fail_file(d, "section %u has unknown kind %u", s, kind);
             return false;
         }
@@ -748,7 +875,7 @@ static bool dec_header(Dec *d) {
             dec_fail_file(d, "section %u (%s) repeats section %u", s, name, d->sec_index[kind]);
             return false;
         }
-        uint64_t align = kind == SEC_DATA ? CONST_ALIGN : SECTION_ALIGN;
+        uint64_t align = sec_aligned64(kind) ? CONST_ALIGN : SECTION_ALIGN;
         if (zero != 0) {
             dec_fail_file(d, "section %u (%s) has a nonzero reserved word", s, name);
             return false;
@@ -774,7 +901,7 @@ static bool dec_header(Dec *d) {
         seen[kind] = true;
         d->sec_off[kind] = off, d->sec_len[kind] = len, d->sec_index[kind] = s;
     }
-    for (int k = 1; k < SEC_END; k++)
+    for (int k = 1; k < n_kinds; k++)
         if (!seen[k]) {
             dec_fail_file(d, "the %s section is missing", sec_names[k]);
             return false;
@@ -1174,6 +1301,72 @@ static bool dec_consts(Dec *d) {
     return rd_end(&r);
 }
 
+/* PREP: each entry checked against PREP_DATA and the constants (decoded before). */
+static bool dec_preps(Dec *d) {
+    if (d->version == 1) return true;
+    Rd r = rd_open(d, SEC_PREP);
+    VmExec *x = d->exe;
+    const uint8_t *data = d->base + d->sec_off[SEC_PREP_DATA];
+    uint64_t data_len = d->sec_len[SEC_PREP_DATA];
+    bool in_place = (uintptr_t)data % CONST_ALIGN == 0;
+    uint32_t n = rd_u32(&r);
+    if (!rd_count(&r, n, PREP_ENTRY_BYTES, "prepared constants")) return false;
+    VmPrep *preps = dec_array(d, n, sizeof *preps);
+    uint64_t prev_end = 0;
+    for (uint32_t i = 0; i < n && !d->failed; i++) {
+        set_where(d, "prepared constant", i, NULL, 0);
+        uint32_t konst = rd_u32(&r), zero = rd_u32(&r);
+        uint64_t key = rd_u64(&r), off = rd_u64(&r), nbytes = rd_u64(&r);
+        if (d->failed) break;
+        if (zero != 0) {
+            dec_fail(d, "has a nonzero reserved word");
+            break;
+        }
+        if (konst >= x->n_consts) {
+            dec_fail(d, "names constant %u (%u constants)", konst, x->n_consts);
+            break;
+        }
+        if (nbytes == 0 || nbytes > UINT64_MAX - CONST_ALIGN) {
+            dec_fail(d, "has %llu bytes", (unsigned long long)nbytes);
+            break;
+        }
+        if (i > 0) {
+            VmPrep cur = {konst, key, nbytes, NULL};
+            if (prep_cmp(&preps[i - 1], &cur) >= 0) {
+                dec_fail(d, "is not after the one before it (by constant, key, bytes)");
+                break;
+            }
+        }
+        if (off % CONST_ALIGN != 0) {
+            dec_fail(d, "its bytes are not %u-byte aligned", CONST_ALIGN);
+            break;
+        }
+        if (off < prev_end) {
+            dec_fail(d, "its bytes overlap the entry before it");
+            break;
+        }
+        if (off > data_len || round64(nbytes) > data_len - off) {
+            dec_fail(d,
+                     "its bytes (padded to 64) extend past the end of section %u (prepared "
+                     "data)",
+                     d->sec_index[SEC_PREP_DATA]);
+            break;
+        }
+        prev_end = off + round64(nbytes);
+        const void *bytes = data + off;
+        if (!in_place) {
+            char *copy = arena_alloc(&x->arena, (size_t)round64(nbytes) + CONST_ALIGN - 1);
+            copy += (CONST_ALIGN - (uintptr_t)copy % CONST_ALIGN) % CONST_ALIGN;
+            memcpy(copy, bytes, (size_t)round64(nbytes));
+            bytes = copy;
+        }
+        preps[i] = (VmPrep){konst, key, nbytes, bytes};
+    }
+    if (d->failed) return false;
+    x->n_preps = n, x->preps = preps;
+    return rd_end(&r);
+}
+
 /* Decode an image. Owns `mapping` (the file's mmap, or NULL): it becomes the result's, or is
  * unmapped on failure. The message goes to err as "<prefix>: <what>". */
 static VmExec *decode_image(const uint8_t *data, size_t len, void *mapping, unsigned flags,
@@ -1190,7 +1383,7 @@ static VmExec *decode_image(const uint8_t *data, size_t len, void *mapping, unsi
         mapping = NULL;
         d.exe = x;
         (void)(dec_strings(&d) && dec_strs(&d) && dec_ctors(&d) && dec_consts(&d) &&
-               dec_packed(&d) && dec_funcs(&d) && dec_entry(&d));
+               dec_preps(&d) && dec_packed(&d) && dec_funcs(&d) && dec_entry(&d));
     }
     if (!d.failed && (flags & RT_EXEC_CHECK)) {
         char why[512];
@@ -1255,6 +1448,7 @@ void rt_exec_release(VmExec *exe) {
     if (exe == NULL) return;
     for (uint32_t i = 0; exe->consts != NULL && i < exe->n_consts; i++)
         rt_value_free_immortal(exe->consts[i]);
+    k_prep_cache_free(exe->prep);
     arena_free(&exe->arena);
     if (exe->mapping != NULL) munmap(exe->mapping, exe->mapping_len);
     free(exe);
@@ -1385,6 +1579,20 @@ static bool equal_packed(const VmExec *a, const VmExec *b, char *why, size_t cap
     return true;
 }
 
+static bool equal_preps(const VmExec *a, const VmExec *b, char *why, size_t cap) {
+    uint32_t na, nb;
+    VmPrep *pa = prep_list(a, &na), *pb = prep_list(b, &nb);
+    bool same = na == nb;
+    if (!same) differ(why, cap, "%u and %u prepared constants", na, nb);
+    for (uint32_t i = 0; same && i < na; i++)
+        if (pa[i].konst != pb[i].konst || pa[i].key != pb[i].key || pa[i].bytes != pb[i].bytes ||
+            memcmp(pa[i].blob, pb[i].blob, (size_t)pa[i].bytes) != 0)
+            same = differ(why, cap, "prepared constant %u differs", i);
+    free(pa);
+    free(pb);
+    return same;
+}
+
 bool rt_exec_equal(const VmExec *a, const VmExec *b, char *why, size_t cap) {
     if (a->n_funcs != b->n_funcs || a->n_packed != b->n_packed || a->n_consts != b->n_consts ||
         a->n_ctors != b->n_ctors || a->n_strs != b->n_strs || a->entry != b->entry ||
@@ -1409,5 +1617,6 @@ bool rt_exec_equal(const VmExec *a, const VmExec *b, char *why, size_t cap) {
         if (!same_str(a->out_names[i], b->out_names[i]) ||
             !same_type(&a->out_types[i], &b->out_types[i]))
             return differ(why, cap, "output %u differs", i);
-    return equal_packed(a, b, why, cap) && equal_funcs(a, b, why, cap);
+    return equal_packed(a, b, why, cap) && equal_funcs(a, b, why, cap) &&
+           equal_preps(a, b, why, cap);
 }

@@ -12,7 +12,7 @@
 #include "runtime/vm.h"
 #include "support/support.h"
 
-#define RT_EXEC_VERSION 1u /* the one version this build reads and writes */
+#define RT_EXEC_VERSION 2u /* the version this build writes (it reads 1 and 2) */
 
 /* Flags of rt_exec_decode / rt_exec_load_file. */
 enum {

@@ -258,6 +258,15 @@ typedef struct VmCtor {
     uint32_t arity;
 } VmCtor;
 
+/* A prepared constant of an executable file: what a kernel derived from constant `konst` under
+ * its key (kernel.h, k_prepared), `bytes` bytes at blob. */
+typedef struct VmPrep {
+    uint32_t konst;
+    uint64_t key;
+    uint64_t bytes;
+    const void *blob;
+} VmPrep;
+
 typedef struct VmExec {
     uint32_t n_funcs;
     const VmFunction *funcs;
@@ -283,6 +292,11 @@ typedef struct VmExec {
     /* What kernels derive once from constants (packed weights; KCall.prep), made by
      * vm_exec_bind, shared by every session, freed with the executable. */
     KPrepCache *prep;
+    /* Prepared constants read from an executable file (section PREP), seeded into prep by
+     * vm_exec_bind: kernels find their packed weights made (vm_exec_prepare made them when the
+     * file was written). The bytes live in the mapping (or the arena). */
+    uint32_t n_preps;
+    const VmPrep *preps;
     Arena arena;   /* everything above lives here (or in the mapping of a loaded file) */
     void *mapping; /* a loaded file's mmap, NULL for a compiled executable */
     size_t mapping_len;
@@ -318,6 +332,17 @@ void vm_exec_free(VmExec *exe);
  * constructors and the entry's interface. Loading maps the file, decodes and validates
  * everything (vm_exec_validate): a truncated or hostile file is an error, never a crash. */
 bool vm_exec_save(const VmExec *exe, const char *path, char *err, size_t cap);
+/* vm_exec_save, with the prepared constants (section PREP: what exe's cache holds, see
+ * vm_exec_prepare) or without (preps false: an empty PREP). vm_exec_save writes them. */
+bool vm_exec_save_with(const VmExec *exe, const char *path, bool preps, char *err, size_t cap);
+/* Let the kernels prepare what they derive from constants (packed weights) before exe is saved,
+ * so that the file holds them (section PREP) and a loaded executable packs nothing at run time:
+ * the entry runs once on zero-filled inputs, on the calling thread, bounded by `seconds`, when
+ * every input is a tensor of static shape. What the run fails on (a zero where the program
+ * needs another value, the time bound) is not an error: what was prepared until then is kept.
+ * Returns the number of entries the cache holds, or -1 when the entry cannot run this way
+ * (a `?` dim, an input that is not a tensor; reason in why). */
+int64_t vm_exec_prepare(VmExec *exe, double seconds, char *why, size_t cap);
 VmExec *vm_exec_load(const char *path, char *err, size_t cap);
 /* The same over bytes in memory (the loader fuzz target); `data` must outlive the result. */
 VmExec *vm_exec_load_bytes(const void *data, size_t len, char *err, size_t cap);

@@ -503,7 +503,16 @@ static KernelFn kernel_for(const VmNode *n, const VmCpu *cpu) {
 
 bool vm_exec_bind(VmExec *exe, char *err, size_t cap) {
     VmCpu cpu = cpu_features();
-    if (exe->prep == NULL) exe->prep = k_prep_cache_new();
+    if (exe->prep == NULL) {
+        exe->prep = k_prep_cache_new();
+        for (uint32_t i = 0; i < exe->n_preps; i++) { /* from a file: kernels find them made */
+            const VmPrep *p = &exe->preps[i];
+            const Value *v = p->konst < exe->n_consts ? exe->consts[p->konst] : NULL;
+            if (v == NULL || v->kind != VAL_TENSOR) continue;
+            KPrepItem it = {rt_tensor_data(RT_TENSOR(v)), p->key, (size_t)p->bytes, p->blob};
+            (void)k_prep_cache_seed(exe->prep, &it); /* not seeded: packed at first use */
+        }
+    }
     for (uint32_t p = 0; p < exe->n_packed; p++) {
         const VmPacked *pk = &exe->packed[p];
         for (uint32_t k = 0; k < pk->n_nodes; k++) {

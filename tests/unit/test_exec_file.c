@@ -229,6 +229,18 @@ static VmExec *make_sample(void) {
     out_types[1] = (VmTypeDesc){true, RLY_DTYPE_F64, 1, in_shape + 2, "Tensor[(224), float64]"};
     x->n_outputs = 2, x->out_names = out_names, x->out_types = out_types;
     x->out_tuple = true;
+
+    /* prepared forms: two of constant 0 (keys apart), one of 1 byte of constant 10 */
+    static const size_t prep_bytes[] = {100, 64, 1};
+    static const uint32_t prep_const[] = {0, 0, 10};
+    VmPrep *preps = alloc(x, 3, sizeof *preps);
+    for (int i = 0; i < 3; i++) {
+        uint8_t *b = alloc(x, prep_bytes[i], 1);
+        for (size_t j = 0; j < prep_bytes[i]; j++)
+            b[j] = (uint8_t)rng_next();
+        preps[i] = (VmPrep){prep_const[i], 7u + 2u * (uint32_t)i, prep_bytes[i], b};
+    }
+    x->n_preps = 3, x->preps = preps;
     return x;
 }
 
@@ -288,6 +300,10 @@ static VmExec *make_minimal(uint32_t n_attrs) {
     static const int64_t out_shape[] = {2};
     out_types[0] = (VmTypeDesc){true, RLY_DTYPE_F32, 1, out_shape, "Tensor[(2), float32]"};
     x->n_outputs = 1, x->out_names = out_names, x->out_types = out_types;
+    static const float prep_blob[3] = {2.0f, 1.0f, 0.5f}; /* a prepared form of constant 0 */
+    VmPrep *prep = alloc(x, 1, sizeof *prep);
+    *prep = (VmPrep){0, 0x1234, sizeof prep_blob, prep_blob};
+    x->n_preps = 1, x->preps = prep;
     return x;
 }
 
@@ -308,7 +324,9 @@ enum {
     K_FUNCS,
     K_ENTRY,
     K_CONSTS,
-    K_DATA
+    K_DATA,
+    K_PREP,
+    K_PREP_DATA
 };
 
 typedef struct Img {
@@ -350,7 +368,7 @@ static void img_join(const Img *m, StrBuf *out) {
     set_u32(head + 4, m->version), set_u32(head + 8, m->flags), set_u32(head + 12, m->n);
     uint64_t pos = 16 + 24 * (uint64_t)m->n, off[16];
     for (uint32_t s = 0; s < m->n; s++) {
-        uint64_t align = m->kind[s] == K_DATA ? 64 : 8;
+        uint64_t align = m->kind[s] == K_DATA || m->kind[s] == K_PREP_DATA ? 64 : 8;
         pos = (pos + align - 1) / align * align;
         off[s] = pos;
         set_u32(head + 16 + 24 * s, m->kind[s]);
@@ -539,7 +557,7 @@ static void expect_patch(const char *label, VmExec *x, Patch patch, const char *
     sb_free(&out);
 }
 
-static void p_version(Img *m) { m->version = 2; }
+static void p_version(Img *m) { m->version = 3; }
 static void p_flags(Img *m) { m->flags = 0x10; }
 static void p_drop_entry(Img *m) { /* the last row takes its place */
     for (uint32_t s = 0; s < m->n; s++)
@@ -600,6 +618,25 @@ static void p_out_tuple(Img *m) { set_u32((uint8_t *)img_sec(m, K_ENTRY)->data +
 static void p_out_dtype(Img *m) { set_u32((uint8_t *)img_sec(m, K_ENTRY)->data + 24, 200); }
 static void p_out_ndim(Img *m) { set_u32((uint8_t *)img_sec(m, K_ENTRY)->data + 28, 1000); }
 
+/* PREP's entry i: u32 const | u32 0 | u64 key | u64 offset | u64 nbytes, after a u32 count */
+static uint8_t *prep_entry(Img *m, uint32_t i) {
+    return (uint8_t *)img_sec(m, K_PREP)->data + 4 + 32 * i;
+}
+static void p_prep_const(Img *m) { set_u32(prep_entry(m, 0), 5); }
+static void p_prep_reserved(Img *m) { set_u32(prep_entry(m, 0) + 4, 1); }
+static void p_prep_offset(Img *m) { set_u64(prep_entry(m, 0) + 16, 8); }
+static void p_prep_past(Img *m) { set_u64(prep_entry(m, 0) + 24, 65); }
+static void p_prep_huge(Img *m) { set_u64(prep_entry(m, 0) + 24, UINT64_MAX - 3); }
+static void p_prep_zero(Img *m) { set_u64(prep_entry(m, 0) + 24, 0); }
+static void p_prep_count(Img *m) { set_u32((uint8_t *)img_sec(m, K_PREP)->data, 2); }
+static void p_prep_order(Img *m) { set_u64(prep_entry(m, 1) + 8, 1); }     /* key 9 -> 1 after 7 */
+static void p_prep_overlap(Img *m) { set_u64(prep_entry(m, 1) + 16, 64); } /* in entry 0 */
+static void p_prep_v1(Img *m) { m->version = 1; }
+static void p_drop_prep(Img *m) { /* a version-1 image: the two last sections gone */
+    m->version = 1;
+    m->n -= 2;
+}
+
 static void test_hostile(void) {
     VmExec *mini = make_minimal(0), *attr = make_minimal(1);
     StrBuf image = {0}, bad = {0};
@@ -638,7 +675,7 @@ static void test_hostile(void) {
     set_u32((uint8_t *)bad.data + 16 + 4, 1);
     expect_error("reserved", &bad, "section 0 (strings) has a nonzero reserved word");
 
-    expect_patch("version", mini, p_version, "version 2, this build reads version 1");
+    expect_patch("version", mini, p_version, "version 3, this build reads versions 1 to 2");
     expect_patch("flags", mini, p_flags, "unknown flags 0x10");
     expect_patch("missing", mini, p_drop_entry, "the entry section is missing");
     expect_patch("duplicate", mini, p_dup, "repeats section");
@@ -673,6 +710,42 @@ static void test_hostile(void) {
     expect_patch("out_tuple", mini, p_out_tuple, "out_tuple is 7, not 0 or 1");
     expect_patch("out dtype", mini, p_out_dtype, "output 0: the type has an unknown dtype");
     expect_patch("out ndim", mini, p_out_ndim, "output 0: the type has 1000 dims");
+    expect_patch("prep const", mini, p_prep_const,
+                 "prepared constant 0: names constant 5 (1 constants)");
+    expect_patch("prep reserved", mini, p_prep_reserved, "has a nonzero reserved word");
+    expect_patch("prep offset", mini, p_prep_offset, "its bytes are not 64-byte aligned");
+    expect_patch("prep past", mini, p_prep_past, "extend past the end of section 10");
+    expect_patch("prep huge", mini, p_prep_huge, "prepared constant 0: has 18446744073709551612");
+    expect_patch("prep zero", mini, p_prep_zero, "prepared constant 0: has 0 bytes");
+    expect_patch("prep count", mini, p_prep_count,
+                 "2 prepared constants need more bytes than section 9 (prepared) has left");
+    VmExec *sample = make_sample();
+    expect_patch("prep order", sample, p_prep_order, "prepared constant 1: is not after");
+    expect_patch("prep overlap", sample, p_prep_overlap,
+                 "prepared constant 1: its bytes overlap the entry before it");
+    rt_exec_release(sample);
+    expect_patch("version 1 with PREP", mini, p_prep_v1, "section 9 has unknown kind 10");
+    { /* a version-1 image (no PREP) still loads, with nothing prepared */
+        StrBuf v1 = {0}, img1 = {0};
+        encode(mini, &img1);
+        Img m1;
+        img_split(&img1, &m1);
+        p_drop_prep(&m1);
+        img_join(&m1, &v1);
+        char err[512] = "", why[256] = "";
+        uint8_t *keep;
+        VmExec *x1 = decode_copy(v1.data, v1.len, 0, err, sizeof err, &keep);
+        if (check(x1 != NULL, "version 1 image: %s", err)) {
+            check(x1->n_preps == 0, "version 1: nothing prepared");
+            check(x1->n_consts == 1 && x1->n_funcs == 1, "version 1: decoded");
+            (void)why;
+        }
+        rt_exec_release(x1);
+        free(keep);
+        img_free(&m1);
+        sb_free(&v1);
+        sb_free(&img1);
+    }
 
     /* overlapping constants: constant 1 given constant 0's bytes */
     VmExec *two = make_minimal(0);
@@ -867,10 +940,10 @@ static void test_load_errors(void) {
     check(vm_exec_load(path, err, sizeof err) == NULL && strstr(err, "is empty"), "empty file: %s",
           err);
     f = fopen(path, "w");
-    fwrite("RLYX\2\0\0\0\0\0\0\0\0\0\0\0", 1, 16, f);
+    fwrite("RLYX\3\0\0\0\0\0\0\0\0\0\0\0", 1, 16, f);
     fclose(f);
     check(vm_exec_load(path, err, sizeof err) == NULL && strncmp(err, path, strlen(path)) == 0 &&
-              strstr(err, "version 2, this build reads version 1"),
+              strstr(err, "version 3, this build reads versions 1 to 2"),
           "version from a file: %s", err);
     unlink(path);
 }

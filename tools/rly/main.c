@@ -38,9 +38,11 @@ static int usage(FILE *f) {
         "                          10^7); 'none' lifts one. -O N optimizes first (default -O3\n"
         "                          on the VM, -O0 in the interpreter)\n"
         "  compile FILE|MODEL.onnx [-O0..3] [--entry NAME] [--prelude] [--input-shapes ...]\n"
-        "      [-o OUT.rlyx] [--stats] [--disasm]\n"
+        "      [-o OUT.rlyx] [--no-prepack] [--stats] [--disasm]\n"
         "                          optimize (default -O3) and compile for the VM; write the\n"
-        "                          executable OUT.rlyx (librly_runtime loads it). --stats\n"
+        "                          executable OUT.rlyx (librly_runtime loads it) with the\n"
+        "                          weights also in the layouts this machine's kernels use\n"
+        "                          (--no-prepack: only as given; packed at first use). --stats\n"
         "                          prints its counts (functions, instructions, packed\n"
         "                          functions, constant bytes); --disasm its bytecode\n"
         "  bench FILE [inputs as for run] [-O0..3] [--threads N] [--warmup N]\n"
@@ -420,11 +422,14 @@ static int cmd_run(int argc, char **argv) {
 static int cmd_compile(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *entry = NULL;
     int prelude = 0, opt_level = 3, what = 0;
+    unsigned save_flags = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
         if (strcmp(a, "--prelude") == 0) {
             prelude = 1;
+        } else if (strcmp(a, "--no-prepack") == 0) {
+            save_flags |= RLY_SAVE_NO_PREPACK;
         } else if (strcmp(a, "--entry") == 0 && has) {
             entry = argv[++i];
         } else if (strcmp(a, "--input-shapes") == 0 && has) {
@@ -463,7 +468,8 @@ static int cmd_compile(int argc, char **argv) {
         if (rc == 0 && rly_module_compile(mod, opt_level, entry, &exe) != RLY_STATUS_OK)
             rc = report(NULL);
     }
-    if (rc == 0 && out && rly_executable_save(exe, out) != RLY_STATUS_OK) rc = report(NULL);
+    if (rc == 0 && out && rly_executable_save_with(exe, out, save_flags) != RLY_STATUS_OK)
+        rc = report(NULL);
     if (rc == 0 && what) {
         char *text = NULL;
         if (rly_executable_describe(exe, what, &text) != RLY_STATUS_OK) {
