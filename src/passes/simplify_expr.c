@@ -45,7 +45,10 @@
     X(BROADCAST_TO_LIKE, "broadcast_to_like")                                                      \
     X(CLIP, "clip")                                                                                \
     X(CONCATENATE, "concatenate")                                                                  \
-    X(STRIDED_SLICE, "strided_slice")
+    X(STRIDED_SLICE, "strided_slice")                                                              \
+    X(MEAN, "mean")                                                                                \
+    X(POWER, "power")                                                                              \
+    X(LAYER_NORM, "nn.layer_norm")
 
 typedef enum OpId {
 #define X(id, name) OP_##id,
@@ -364,6 +367,131 @@ static Expr *full_elementwise(Simp *s, Call *c) {
     return NULL;
 }
 
+/* ---- rules: layer normalization ----------------------------------------------------------------
+ * Exporters that predate ONNX's LayerNormalization (opset 17) write it out: mean, subtract,
+ * power, mean, add eps, sqrt, divide, then the scale and the shift. One nn.layer_norm reads x
+ * twice instead of eight operators reading and writing it (onnxruntime fuses the same pattern).
+ * Three rules, bottom-up: the normalization becomes layer_norm(x, ones, zeros), then a scale
+ * and a shift along its (last) axis move into its gamma and beta. */
+
+/* A 0-d float constant's value. */
+static bool scalar_value(Expr *e, double *v) {
+    if (e->kind != EXPR_CONSTANT) return false;
+    Constant *c = AS_CONSTANT(e);
+    if (c->ndim != 0 || c->data == NULL) return false;
+    if (c->dtype == RLY_DTYPE_F32) {
+        float f;
+        memcpy(&f, c->data, sizeof f);
+        *v = f;
+        return true;
+    }
+    if (c->dtype == RLY_DTYPE_F64) {
+        memcpy(v, c->data, sizeof *v);
+        return true;
+    }
+    return false;
+}
+
+/* mean(x, axis=[a], keepdims=True): x and a (made non-negative). */
+static bool mean_over_axis(Simp *s, Expr *e, Expr **x, int64_t *axis) {
+    Call *c = call_of(s, e, OP_MEAN);
+    TensorType *t = c ? tensor_of(c->args[0]) : NULL;
+    if (t == NULL || !sup_dtype_is_float(t->dtype)) return false;
+    RelCall rc = bind(s, c);
+    const int64_t *ax;
+    if (attr_ints(&rc, "axis", &ax) != 1 || !attr_bool(&rc, "keepdims") ||
+        attr_bool(&rc, "exclude"))
+        return false;
+    int64_t a = ax[0] < 0 ? ax[0] + (int64_t)t->ndim : ax[0];
+    if (a < 0 || a >= (int64_t)t->ndim) return false;
+    *x = c->args[0], *axis = a;
+    return true;
+}
+
+/* e = x - mean(x, a): x and a. */
+static bool centered(Simp *s, Expr *e, Expr **x, int64_t *axis) {
+    Call *d = call_of(s, e, OP_SUBTRACT);
+    Expr *mx;
+    if (d == NULL || !mean_over_axis(s, d->args[1], &mx, axis) || mx != d->args[0]) return false;
+    *x = mx;
+    return true;
+}
+
+/* e = mean(d^2, a) + eps (either order; d^2 as power(d, 2) or d * d) for d = x - mean(x, a). */
+static bool variance_eps(Simp *s, Expr *e, Expr *d, int64_t axis, double *eps) {
+    Call *add = call_of(s, e, OP_ADD);
+    if (add == NULL) return false;
+    for (int side = 0; side < 2; side++) {
+        Expr *sq;
+        int64_t a;
+        if (!scalar_value(add->args[1 - side], eps) || !(*eps >= 0) ||
+            !mean_over_axis(s, add->args[side], &sq, &a) || a != axis)
+            continue;
+        Call *p = call_of(s, sq, OP_POWER), *m = call_of(s, sq, OP_MULTIPLY);
+        double two;
+        if (p && p->args[0] == d && scalar_value(p->args[1], &two) && two == 2.0) return true;
+        if (m && m->args[0] == d && m->args[1] == d) return true;
+    }
+    return false;
+}
+
+/* (x - mean(x, a)) * rsqrt(var + eps), either order, or (x - mean(x, a)) / sqrt(var + eps)
+ * -> nn.layer_norm(x, ones(C), zeros(C), axis=a, epsilon=eps) */
+static Expr *fuse_layer_norm(Simp *s, Call *c) {
+    Expr *d = NULL, *den = NULL;
+    OpId id = op_id(s, c->op);
+    Call *r;
+    for (int side = 0; side < 2 && id == OP_MULTIPLY && den == NULL; side++)
+        if ((r = call_of(s, c->args[1 - side], OP_RSQRT)) != NULL)
+            d = c->args[side], den = r->args[0];
+    if (id == OP_DIVIDE && (r = call_of(s, c->args[1], OP_SQRT)) != NULL)
+        d = c->args[0], den = r->args[0];
+    Expr *x;
+    int64_t axis;
+    double eps;
+    TensorType *t;
+    if (den == NULL || !centered(s, d, &x, &axis) || !variance_eps(s, den, d, axis, &eps) ||
+        (t = static_tensor(x)) == NULL || type_of(x) != c->base.checked_type)
+        return NULL;
+    static const char *const fill_keys[2] = {"shape", "dtype"};
+    AttrValue *fill_vals[2] = {new_ints(s, 1, &t->shape[axis]),
+                               new_str(s, sup_dtype_name(t->dtype))};
+    const Attrs *fill = attrs(s, 2, fill_keys, fill_vals);
+    Expr *args[3] = {x, try_call(s, s->ops[OP_ONES], 0, NULL, fill),
+                     try_call(s, s->ops[OP_ZEROS], 0, NULL, fill)};
+    if (args[1] == NULL || args[2] == NULL) return NULL;
+    static const char *const keys[2] = {"axis", "epsilon"};
+    AttrValue *vals[2] = {ir_attr_int(s->ctx, axis, RLY_DTYPE_I32, s->span),
+                          ir_attr_float(s->ctx, eps, RLY_DTYPE_F32, s->span)};
+    return try_call(s, s->ops[OP_LAYER_NORM], 3, args, attrs(s, 2, keys, vals));
+}
+
+/* layer_norm(x, g, b) * gamma (either order) with g all ones and b all zeros, or
+ * layer_norm(x, g, b) + beta (either order) with b all zeros, gamma and beta of shape (C,) along
+ * the last axis (which the layer_norm normalizes) -> layer_norm(x, gamma, b) or (x, g, beta). */
+static Expr *fold_layer_norm_affine(Simp *s, Call *c) {
+    bool scale = op_id(s, c->op) == OP_MULTIPLY;
+    for (int side = 0; side < 2; side++) {
+        Call *ln = call_of(s, c->args[side], OP_LAYER_NORM);
+        Expr *v = c->args[1 - side];
+        TensorType *t = ln ? static_tensor(ln->args[0]) : NULL, *vt = static_tensor(v);
+        if (t == NULL || vt == NULL || t->ndim == 0 || vt->ndim != 1 ||
+            vt->shape[0] != t->shape[t->ndim - 1] || vt->dtype != t->dtype ||
+            !(filled_with(s, ln->args[2]) & VALUE_ZERO) ||
+            (scale && !(filled_with(s, ln->args[1]) & VALUE_ONE)))
+            continue;
+        RelCall rc = bind(s, ln);
+        int64_t axis = attr_int(&rc, "axis");
+        if (axis != -1 && axis != (int64_t)t->ndim - 1) continue;
+        if (!attr_bool(&rc, "center") || !attr_bool(&rc, "scale")) continue;
+        Expr *args[3] = {ln->args[0], ln->args[1], ln->args[2]};
+        args[scale ? 1 : 2] = v;
+        Expr *r = try_call(s, ln->op, 3, args, ln->attrs);
+        if (r) return r;
+    }
+    return NULL;
+}
+
 /* ---- rules: reshapes ----------------------------------------------------------------------------
  */
 
@@ -592,6 +720,8 @@ static const Rule rules[] = {
     {"ConcretizeBroadcastToLike", M(BROADCAST_TO_LIKE), concretize_broadcast_to_like},
     {"ConcretizeCastLike", M(CAST_LIKE), concretize_cast_like},
     {"SimplifyAdd", M(ADD), simplify_add},
+    {"FuseLayerNorm", M(MULTIPLY) | M(DIVIDE), fuse_layer_norm},
+    {"FoldLayerNormAffine", M(MULTIPLY) | M(ADD), fold_layer_norm_affine},
     {"SimplifyRSqrt", M(DIVIDE), simplify_rsqrt},
     {"EliminateIdentity", M(ADD) | M(SUBTRACT) | M(MULTIPLY) | M(DIVIDE), eliminate_identity},
     {"SimplifyReshape", M(RESHAPE) | M(SQUEEZE) | M(EXPAND_DIMS) | M(BATCH_FLATTEN),
