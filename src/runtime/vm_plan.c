@@ -37,7 +37,12 @@ bool vm_plan_inplace_ok(uint32_t op_id, uint32_t arg) {
     /* nn.c: relu, leaky_relu and bias_add read x[f], then write y[f] */
     case OP_ID_NN_RELU:
     case OP_ID_NN_LEAKY_RELU:
-    case OP_ID_NN_BIAS_ADD: return arg == 0;
+    case OP_ID_NN_BIAS_ADD:
+    /* transform.c: same_data copies x to y (nothing when they are one buffer) */
+    case OP_ID_RESHAPE:
+    case OP_ID_RESHAPE_LIKE:
+    case OP_ID_EXPAND_DIMS:
+    case OP_ID_SQUEEZE: return arg == 0;
     /* binary.c: reads a[ia] and b[ib], then writes y[i]; an operand of the output's size
      * broadcasts to it as the identity (ia == i) */
     case OP_ID_ADD:

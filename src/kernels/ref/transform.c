@@ -65,7 +65,7 @@ static void copy_view(void *dst, const void *src, size_t es, uint32_t nd, const 
 /* Copy all of src into dst (same element count). */
 static void copy_all(void *dst, const DLTensor *src) {
     size_t n = (size_t)k_numel(src) * esize(src);
-    if (n) memcpy(dst, k_ptr(src), n);
+    if (n && dst != k_ptr(src)) memcpy(dst, k_ptr(src), n); /* one buffer: planned in place */
 }
 
 /* Output 0 with src's data under a new shape (expand_dims, squeeze, reshape, reshape_like). */
