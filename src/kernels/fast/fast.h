@@ -23,6 +23,6 @@ KernelFn kern_fast_lookup(uint32_t op);
 bool kern_fast_enabled(void);
 
 /* Per-file tables (src/kernels/fast/<file>.c), each terminated by a row with fn NULL. */
-extern const KernelDef kern_fast_gemm[], kern_fast_elem[], kern_fast_nn[];
+extern const KernelDef kern_fast_gemm[], kern_fast_elem[], kern_fast_nn[], kern_fast_transform[];
 
 #endif /* RLY_KERNELS_FAST_H */

@@ -13,7 +13,8 @@ static void index_tables(void) {
     const char *e = getenv("RLY_KERNELS");
     if (e != NULL && strcmp(e, "ref") == 0) return;
     enabled = true;
-    const KernelDef *const tables[] = {kern_fast_gemm, kern_fast_elem, kern_fast_nn};
+    const KernelDef *const tables[] = {kern_fast_gemm, kern_fast_elem, kern_fast_nn,
+                                       kern_fast_transform};
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const KernelDef *d = tables[t]; d->fn != NULL; d++)
             if (d->op < OP_ID_COUNT) table[d->op] = d->fn;
