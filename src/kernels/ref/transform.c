@@ -302,7 +302,7 @@ static int transpose_ref(KCall *kc) {
         shape[i] = dim(x, (uint32_t)perm[i]);
         vst[i] = st[perm[i]];
     }
-    DLTensor *o = k_out(kc, 0, k_dtype(x), n, shape);
+    DLTensor *o = k_out_raw(kc, 0, k_dtype(x), n, shape); /* copy_view writes every element */
     if (o == NULL) return -1;
     copy_view(k_ptr(o), k_ptr(x), esize(x), n, shape, vst, 0);
     return 0;
@@ -445,7 +445,7 @@ static int split_ref(KCall *kc) {
         int64_t lo = idx ? (i ? idx[i - 1] : 0) : i * (d / sections);
         int64_t hi = idx ? (i < nf - 1 ? idx[i] : d) : lo + d / sections;
         shape[axis] = hi - lo;
-        DLTensor *o = k_out(kc, i, k_dtype(x), n, shape);
+        DLTensor *o = k_out_raw(kc, i, k_dtype(x), n, shape); /* every byte copied below */
         if (o == NULL) return -1;
         size_t nb = (size_t)((hi - lo) * inner) * es;
         if (nb == 0) continue;
