@@ -1,0 +1,178 @@
+"""test_session.py - the Python package's rly.InferenceSession (python/rly) against onnxruntime:
+the same names, shapes, types, results and errors on small ONNX models built here, and the same
+session over Relay text and a compiled .rlyx. The library is the build's librly.so: RLY_LIBRARY,
+else the folder of RLY_BIN (CTest sets both)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+if "RLY_LIBRARY" not in os.environ and os.environ.get("RLY_BIN"):
+    os.environ["RLY_LIBRARY"] = os.path.join(os.path.dirname(os.environ["RLY_BIN"]), "librly.so")
+import rly  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def mlp_model(path):
+    """y = relu(x @ W + b), z = sum(y, axis=1): two outputs, named; x has a dynamic batch."""
+    w = RNG.standard_normal((16, 8)).astype(np.float32)
+    b = RNG.standard_normal(8).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"),
+         helper.make_node("Add", ["h", "b"], ["a"], name="add"),
+         helper.make_node("Relu", ["a"], ["y"], name="relu"),
+         helper.make_node("ReduceSum", ["y"], ["z"], axes=[1], keepdims=0, name="sum")],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])],
+        [helper.make_tensor("W", TensorProto.FLOAT, w.shape, w.flatten()),
+         helper.make_tensor("b", TensorProto.FLOAT, b.shape, b)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    onnx.save(m, path)
+    return m
+
+
+def int_model(path):
+    g = helper.make_graph(
+        [helper.make_node("Add", ["i", "j"], ["k"]), helper.make_node("Cast", ["k"], ["f"], to=1)],
+        "ints",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, [3, 2]),
+         helper.make_tensor_value_info("j", TensorProto.INT64, [3, 2])],
+        [helper.make_tensor_value_info("f", TensorProto.FLOAT, [3, 2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("m") / "mlp.onnx")
+    mlp_model(path)
+    return path
+
+
+def test_interface_matches_onnxruntime(mlp):
+    s, o = rly.InferenceSession(mlp), ort.InferenceSession(mlp)
+    for mine, theirs in ((s.get_inputs(), o.get_inputs()), (s.get_outputs(), o.get_outputs())):
+        assert [a.name for a in mine] == [a.name for a in theirs]
+        assert [a.shape for a in mine] == [a.shape for a in theirs]
+        assert [a.type for a in mine] == [a.type for a in theirs]
+
+
+@pytest.mark.parametrize("threads", [None, 1, 2])
+def test_results_match_onnxruntime(mlp, threads):
+    s, o = rly.InferenceSession(mlp, threads=threads), ort.InferenceSession(mlp)
+    if threads:
+        assert s.get_threads() == threads
+    for _ in range(3):  # the session is reused; inputs rebound each run
+        x = RNG.standard_normal((4, 16)).astype(np.float32)
+        mine, theirs = s.run(None, {"x": x}), o.run(None, {"x": x})
+        for a, b in zip(mine, theirs):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    z = s.run(["z"], {"x": x})
+    assert len(z) == 1 and z[0].shape == (4,)
+    y, z2 = s.run(["y", "z"], {"x": x})
+    np.testing.assert_array_equal(z2, z[0])
+
+
+def test_outputs_are_copies(mlp):
+    s = rly.InferenceSession(mlp)
+    x = np.ones((4, 16), np.float32)
+    first = s.run(None, {"x": x})[0]
+    keep = first.copy()
+    s.run(None, {"x": -x})
+    np.testing.assert_array_equal(first, keep)
+
+
+def test_non_contiguous_and_unaligned_inputs(mlp):
+    s, o = rly.InferenceSession(mlp), ort.InferenceSession(mlp)
+    base = RNG.standard_normal((16, 4)).astype(np.float32)
+    xt = base.T  # Fortran order: copied once
+    assert not xt.flags.c_contiguous
+    np.testing.assert_allclose(s.run(None, {"x": xt})[0], o.run(None, {"x": xt})[0], rtol=1e-5,
+                               atol=1e-5)
+    raw = np.zeros(256 + 128, np.uint8)  # a float32 array 4 bytes past 64-byte alignment
+    start = (-raw.ctypes.data) % 64 + 4
+    xu = np.frombuffer(raw[start:start + 256].data, np.float32).reshape(4, 16)
+    xu[...] = base.T
+    np.testing.assert_allclose(s.run(None, {"x": xu})[0], o.run(None, {"x": xt})[0], rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_bytes_and_integer_model(tmp_path):
+    p = str(tmp_path / "ints.onnx")
+    int_model(p)
+    with open(p, "rb") as f:
+        s = rly.InferenceSession(f.read())
+    assert [a.type for a in s.get_inputs()] == ["tensor(int64)", "tensor(int64)"]
+    i = np.arange(6, dtype=np.int64).reshape(3, 2)
+    (f,) = s.run(None, {"i": i, "j": i * 10})
+    assert f.dtype == np.float32
+    np.testing.assert_array_equal(f, (i * 11).astype(np.float32))
+
+
+def test_errors_like_onnxruntime(mlp):
+    s = rly.InferenceSession(mlp)
+    x = np.zeros((4, 16), np.float32)
+    with pytest.raises(rly.RlyError, match="Invalid input name: nope"):
+        s.run(None, {"x": x, "nope": x})
+    with pytest.raises(rly.RlyError, match=r"Required inputs \(\['x'\]\) are missing"):
+        s.run(None, {})
+    with pytest.raises(rly.RlyError, match="Invalid output name: w"):
+        s.run(["w"], {"x": x})
+    with pytest.raises(rly.RlyError, match=r"Unexpected input data type. Actual: \(tensor\(double\)\)"):
+        s.run(None, {"x": x.astype(np.float64)})
+    with pytest.raises(rly.RlyError, match="Got invalid dimensions for input: x"):
+        s.run(None, {"x": np.zeros((4, 15), np.float32)})
+    with pytest.raises(rly.RlyError, match="Invalid rank for input: x"):
+        s.run(None, {"x": np.zeros(64, np.float32)})
+    with pytest.raises(FileNotFoundError):
+        rly.InferenceSession("/nonexistent/model.onnx")
+    with pytest.raises(ValueError):
+        rly.InferenceSession(mlp, opt_level=7)
+    with pytest.raises(ValueError):
+        rly.InferenceSession(mlp, threads=0)
+
+
+def test_bad_model_is_a_located_error(tmp_path):
+    p = tmp_path / "bad.rly"
+    p.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) {\n  add(%x, %y)\n}\n')
+    with pytest.raises(rly.RlyError, match=r"bad.rly:3:\d+"):
+        rly.InferenceSession(str(p))
+    q = tmp_path / "junk.onnx"
+    q.write_bytes(b"\x08\x07junk")
+    with pytest.raises(rly.RlyError):
+        rly.InferenceSession(str(q))
+
+
+def test_relay_text_and_compiled_executable(tmp_path, mlp):
+    src = tmp_path / "f.rly"
+    src.write_text('#[version = "0.0.5"]\n'
+                   'def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(3), float32]) {\n'
+                   '  (nn.relu(add(%a, %b)), sum(%a))\n}\n')
+    s = rly.InferenceSession(str(src), opt_level=0)
+    assert [a.name for a in s.get_inputs()] == ["a", "b"]
+    assert [a.name for a in s.get_outputs()] == ["output_0", "output_1"]
+    a = RNG.standard_normal((2, 3)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    r, t = s.run(None, {"a": a, "b": b})
+    np.testing.assert_allclose(r, np.maximum(a + b, 0), rtol=1e-6)
+    np.testing.assert_allclose(t, a.sum(), rtol=1e-5)
+    rly_bin = os.environ.get("RLY_BIN")
+    if not rly_bin:
+        pytest.skip("RLY_BIN not set: no rly to compile a .rlyx with")
+    exe = str(tmp_path / "mlp.rlyx")
+    subprocess.run([rly_bin, "compile", mlp, "-o", exe], check=True)
+    s2, o = rly.InferenceSession(exe), ort.InferenceSession(mlp)
+    x = RNG.standard_normal((4, 16)).astype(np.float32)
+    for m, t2 in zip(s2.run(None, {"x": x}), o.run(None, {"x": x})):
+        np.testing.assert_allclose(m, t2, rtol=1e-5, atol=1e-5)
+    assert [a.name for a in s2.get_outputs()] == ["y", "z"]
