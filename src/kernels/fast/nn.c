@@ -22,17 +22,28 @@
 
 #define NN_BLOCK 16384      /* elements per task, at least */
 #define POOL_ATTR_MAX 65536 /* pool windows, strides, dilations, paddings past it: reference */
-#define POOL_PLANE_MAX ((int64_t)1 << 26) /* floats of one padded plane, at most */
 
-/* A windowed pool's geometry (one NCHW plane), for pool_plane. */
+/* A windowed pool's geometry (one NCHW plane), for pool_rows. */
 typedef struct PoolGeom {
     int64_t h, w, hout, wout;
     int64_t kh, kw, sh, sw, dh, dw, pt, pl; /* window, strides, dilations, padding before */
-    int64_t hp, wq;                         /* padded rows; floats per phase row */
+    int64_t ow_lo, ow_hi; /* [ow_lo, ow_hi): the output columns whose kw taps all lie inside the
+                             input's columns; ow_lo <= ow_hi <= wout (pool2d) */
     bool is_max;
-    const float *div_h, *div_w; /* avg: taps per output row / column (div_w padded by 16) */
-    const int64_t *tap_off;     /* kw offsets of the window's columns in the phase-split plane */
+    const float *div_h, *div_w; /* avg: taps per output row / column */
 } PoolGeom;
+
+/* The taps [*lo, *hi) of output position o on one axis (window k, stride s, dilation d, padding
+ * pad before, input extent in) that fall inside the input, as the reference computes them. */
+static void pool_taps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int64_t in,
+                      int64_t *lo, int64_t *hi) {
+    int64_t start = o * s - pad;
+    int64_t first = start >= 0 ? 0 : (-start + d - 1) / d;
+    int64_t end = in - 1 - start < 0 ? 0 : (in - 1 - start) / d + 1;
+    *lo = first < k ? first : k;
+    *hi = end < k ? end : k;
+    if (*hi < *lo) *hi = *lo;
+}
 
 #define FAST_LEVEL 2
 #include "vmath_level.h"
@@ -58,13 +69,13 @@ typedef struct NnLevel {
                             const float *b, double eps);
     void (*affine_span)(const float *x, float *y, int64_t n, const float *m, const float *s,
                         const float *b, bool vec);
-    void (*pool_plane)(const PoolGeom *g, const float *q, float *y);
+    void (*pool_rows)(const PoolGeom *g, const float *x, float *y, int64_t oh0, int64_t oh1);
 } NnLevel;
 
 #define LEVEL_ROW(S)                                                                               \
     {                                                                                              \
         span_sum_##S, span_max_##S, softmax_rows_##S, softmax_cols_##S, layer_norm_rows_##S,       \
-            affine_span_##S, pool_plane_##S                                                        \
+            affine_span_##S, pool_rows_##S                                                         \
     }
 static const NnLevel levels[] = {LEVEL_ROW(scalar), LEVEL_ROW(avx2), LEVEL_ROW(avx512)};
 #undef LEVEL_ROW
@@ -483,63 +494,35 @@ static bool attr_hw(const KCall *kc, const char *name, int64_t lo, int64_t *h, i
 /* Taps of output o on one axis that the average divides by (see conv_pool.c's pool_divisor). */
 static int64_t pool_count(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad,
                           int64_t pad_after, int64_t in, bool include_pad) {
-    int64_t start = o * s - pad, n = 0;
+    int64_t start = o * s - pad, lo, hi;
     if (include_pad) {
         int64_t end = start + (k - 1) * d, last = in + pad_after - 1;
         if (end > last) end = last;
         return end >= start ? (end - start) / d + 1 : 0;
     }
-    for (int64_t t = 0; t < k; t++) {
-        int64_t i = start + t * d;
-        n += i >= 0 && i < in;
-    }
-    return n;
+    pool_taps(o, k, s, d, pad, in, &lo, &hi);
+    return hi - lo;
 }
 
 typedef struct PoolJob {
     const NnLevel *lv;
     PoolGeom g;
     const float *x;
-    float *y, *q; /* q: one padded plane per thread */
-    int64_t q_size, units, per_task;
-    float pad;
+    float *y;
+    int64_t n_blocks, block; /* each plane's output rows in n_blocks blocks of `block` rows */
+    int64_t units, per_task; /* units: (plane, block) pairs */
 } PoolJob;
 
-/* The phase-split padded plane of x into q (PoolGeom): columns j of phase p hold padded column
- * j * sw + p, which is input column j * sw + p - pl where that is inside. */
-static void pool_fill(const PoolJob *pj, const float *x, float *q) {
-    const PoolGeom *g = &pj->g;
-    for (int64_t p = 0; p < g->sw; p++)
-        for (int64_t r = 0; r < g->hp; r++) {
-            float *dst = q + (p * g->hp + r) * g->wq;
-            int64_t ih = r - g->pt;
-            /* inside columns: 0 <= j * sw + p - pl < w */
-            int64_t jlo = g->pl - p <= 0 ? 0 : (g->pl - p + g->sw - 1) / g->sw;
-            int64_t jhi = g->w + g->pl - p <= 0 ? 0 : (g->w + g->pl - p + g->sw - 1) / g->sw;
-            if (ih < 0 || ih >= g->h || jlo > g->wq) jlo = jhi = g->wq;
-            if (jhi > g->wq) jhi = g->wq;
-            if (jhi < jlo) jhi = jlo;
-            for (int64_t j = 0; j < jlo; j++)
-                dst[j] = pj->pad;
-            const float *src = x + ih * g->w + p - g->pl;
-            if (g->sw == 1 && jhi > jlo)
-                memcpy(dst + jlo, src + jlo, (size_t)(jhi - jlo) * sizeof(float));
-            else
-                for (int64_t j = jlo; j < jhi; j++)
-                    dst[j] = src[j * g->sw];
-            for (int64_t j = jhi; j < g->wq; j++)
-                dst[j] = pj->pad;
-        }
-}
-
 static void pool_task(void *ctx, int64_t t, int worker) {
+    (void)worker;
     const PoolJob *j = ctx;
+    const PoolGeom *g = &j->g;
     int64_t lo, hi;
     task_range(t, j->per_task, j->units, &lo, &hi);
-    float *q = j->q + (int64_t)worker * j->q_size;
     for (int64_t u = lo; u < hi; u++) {
-        pool_fill(j, j->x + u * j->g.h * j->g.w, q);
-        j->lv->pool_plane(&j->g, q, j->y + u * j->g.hout * j->g.wout);
+        int64_t plane = u / j->n_blocks, r0 = u % j->n_blocks * j->block;
+        int64_t r1 = r0 + j->block < g->hout ? r0 + j->block : g->hout;
+        j->lv->pool_rows(g, j->x + plane * g->h * g->w, j->y + plane * g->hout * g->wout, r0, r1);
     }
 }
 
@@ -570,27 +553,20 @@ static int pool2d(KCall *kc, uint32_t op, bool is_max) {
     if (span_h < 0 || span_w < 0) return ref(kc); /* its error */
     g.hout = span_h / g.sh + 1 + (ceil_mode && span_h % g.sh != 0);
     g.wout = span_w / g.sw + 1 + (ceil_mode && span_w % g.sw != 0);
-    g.hp = (g.hout - 1) * g.sh + win_h;
-    g.wq = ((g.wout - 1) * g.sw + win_w + g.sw - 1) / g.sw + 16;
-    int64_t q_size = sup_dim_mul_sat(sup_dim_mul_sat(g.sw, g.hp), g.wq);
-    if (q_size > POOL_PLANE_MAX) return ref(kc);
+    /* interior columns: ow sw - pl >= 0 and ow sw - pl + win_w - 1 <= w - 1 */
+    int64_t last = g.w - win_w + g.pl;
+    g.ow_lo = (g.pl + g.sw - 1) / g.sw;
+    g.ow_lo = g.ow_lo < g.wout ? g.ow_lo : g.wout;
+    g.ow_hi = last < 0 ? 0 : last / g.sw + 1;
+    g.ow_hi = g.ow_hi < g.wout ? g.ow_hi : g.wout;
+    if (g.ow_hi < g.ow_lo) g.ow_hi = g.ow_lo;
+    RLY_ASSERT(g.ow_lo <= g.ow_hi && g.ow_hi <= g.wout);
     int64_t shape[4] = {x->shape[0], x->shape[1], g.hout, g.wout};
     DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape);
     if (y == NULL) return -1;
     if (k_numel(y) == 0) return 0;
-    PoolJob j = {.lv = level(),
-                 .x = k_ptr(x),
-                 .y = k_ptr(y),
-                 .q_size = q_size,
-                 .pad = is_max ? -FLT_MAX : 0.0f};
-    int64_t *tap = k_scratch_n(kc, g.kw, sizeof(int64_t));
-    j.q = k_scratch_n(kc, sup_dim_mul_sat(q_size, k_threads(kc)), sizeof(float));
-    if (tap == NULL || j.q == NULL) return -1;
-    for (int64_t b = 0; b < g.kw; b++)
-        tap[b] = (b * g.dw % g.sw) * g.hp * g.wq + b * g.dw / g.sw;
-    g.tap_off = tap;
     if (!is_max) {
-        float *dh = k_scratch_n(kc, g.hout + g.wout + 16, sizeof(float)); /* zero-filled */
+        float *dh = k_scratch_n(kc, g.hout + g.wout, sizeof(float));
         if (dh == NULL) return -1;
         for (int64_t o = 0; o < g.hout; o++)
             dh[o] = (float)pool_count(o, g.kh, g.sh, g.dh, g.pt, pb, g.h, include_pad);
@@ -599,9 +575,16 @@ static int pool2d(KCall *kc, uint32_t op, bool is_max) {
         g.div_h = dh;
         g.div_w = dh + g.hout;
     }
-    j.g = g;
-    j.units = x->shape[0] * x->shape[1];
-    int64_t per = g.h * g.w > g.hout * g.wout * g.kh * g.kw ? g.h * g.w : g.hout * g.wout;
+    PoolJob j = {.lv = level(), .g = g, .x = k_ptr(x), .y = k_ptr(y), .n_blocks = 1};
+    int64_t planes = x->shape[0] * x->shape[1], th = k_threads(kc);
+    if (th > 1 && planes < 4 * th) { /* few planes: split their rows too */
+        int64_t want = (4 * th + planes - 1) / planes;
+        j.n_blocks = want < g.hout ? want : g.hout;
+    }
+    j.block = (g.hout + j.n_blocks - 1) / j.n_blocks;
+    j.n_blocks = (g.hout + j.block - 1) / j.block;
+    j.units = planes * j.n_blocks;
+    int64_t per = sup_dim_mul_sat(sup_dim_mul_sat(j.block, g.wout), g.kh * g.kw);
     int64_t n_tasks = plan(kc, j.units, per, &j.per_task);
     k_parallel(kc, n_tasks, pool_task, &j);
     return 0;
