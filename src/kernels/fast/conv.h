@@ -5,6 +5,8 @@
 
 #include "kernels/fast/gemm.h"
 
+#include <immintrin.h>
+
 /* An NCHW / OIHW float32 convolution, checked: every extent positive where the output has
  * elements, cin == groups * cin_g, cout == groups * cout_g. */
 typedef struct Conv {
@@ -24,11 +26,63 @@ bool kern_conv_winograd_fits(const Conv *c);
  * -1 with the call's error set (out of memory). */
 int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o);
 
-/* Whether conv_direct takes c (AVX-512, 16 or more output channels per group). */
+/* Whether conv_direct takes c (AVX-512 or AVX2, 16 or more output channels per group, enough
+ * taps; not 1x1 at AVX2). */
 bool kern_conv_direct_fits(const Conv *c);
 /* c as a direct convolution with output channels on the lanes (conv_direct.c) into output o
  * (argument 1 of kc the OIHW weight, packed once through k_prepared when constant), with the
  * call's fused tail. 0, or -1 with the call's error set (out of memory). */
 int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o);
+
+/* ---- register transposes (conv.c's channel-lane depthwise, conv_direct.c's tile) ----------- */
+
+/* r[0..15] rows of 16 floats -> r[j] = column j. */
+FAST_AVX512 static inline __attribute__((always_inline)) void conv_transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    _Pragma("GCC unroll 8") for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* u[4q + s] lane L holds rows 4q .. 4q + 3 of column 4L + s */
+    _Pragma("GCC unroll 4") for (int q = 0; q < 16; q += 4) {
+        __m512d a = _mm512_castps_pd(t[q]), b = _mm512_castps_pd(t[q + 1]);
+        __m512d c = _mm512_castps_pd(t[q + 2]), d = _mm512_castps_pd(t[q + 3]);
+        u[q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) {
+        /* v0: lanes (0, 2) of rows 0-3 and 4-7; v1: lanes (1, 3); v2, v3 the same of 8-15 */
+        __m512 v0 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0x88);
+        __m512 v1 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0xdd);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0x88);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0xdd);
+        r[s] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        r[8 + s] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+        r[4 + s] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        r[12 + s] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+    }
+}
+
+/* r[0..7] rows of 8 floats -> r[j] = column j. */
+FAST_AVX2 static inline __attribute__((always_inline)) void conv_transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* u[4q + s], per 128-bit half: rows 4q .. 4q + 3 of column s (low half: columns 0-3) */
+    _Pragma("GCC unroll 2") for (int q = 0; q < 8; q += 4) {
+        u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
+        u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xee);
+        u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+        u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xee);
+    }
+    _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) {
+        r[s] = _mm256_permute2f128_ps(u[s], u[4 + s], 0x20);
+        r[4 + s] = _mm256_permute2f128_ps(u[s], u[4 + s], 0x31);
+    }
+}
 
 #endif /* RLY_KERNELS_FAST_CONV_H */

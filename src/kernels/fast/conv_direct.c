@@ -1,5 +1,5 @@
 /* conv_direct.c - nn.conv2d as a direct convolution with the output channels on the vector lanes
- * (conv.h), AVX-512: no im2col.
+ * (conv.h), AVX-512 and AVX2: no im2col.
  *
  * The product is the transposed one of conv.c's GEMM: C^T (positions x output channels) =
  * im2col^T (positions x taps) W^T (taps x output channels). A register tile is R output
@@ -12,16 +12,20 @@
  * dilated convolution, or one of few input channels, costs what a stride-1 one does (the im2col
  * packer gathered those), and small output planes (7x7, 9x9) fill the lanes with output channels
  * rather than with 49 or 81 positions. Padding: the input is copied once per call into
- * zero-padded planes, so every read is inside them.
+ * zero-padded planes (every float written: scratch is not zero-filled), so every read is inside
+ * them.
  *
  * The finished R x 32 tile is transposed in registers (two 16 x 16 transposes) and stored as 32
- * runs of R output floats. Each output is the sum over taps in increasing order with one FMA per
- * tap, whatever the tile or thread split (results do not depend on the thread count). Threads
- * take (image, group, 32 or 16 output channels, range of tiles) tasks; the fused tail runs per
- * task. docs/kernels.md has the measurements behind this path and its rules. */
+ * runs of R output floats. At AVX2 the tile is R = 4..6 positions by 16 channels (half of a
+ * packed panel; 2R ymm accumulators), stored through 8 x 8 transposes. Each output is the sum over
+ * taps in increasing order with one FMA per tap, whatever the tile or thread split (results do not
+ * depend on the thread count). Threads take (image, group, 32 or 16 output channels, range of
+ * tiles) tasks; the fused tail runs per task. docs/kernels.md has the measurements behind this path
+ * and its rules. */
 #include "kernels/fast/conv.h"
 
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 #define DT_POS_MIN 8 /* output positions per tile: 8 .. 14 (2 x 14 accumulators) */
@@ -34,11 +38,17 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool kern_conv_direct_fits(const Conv *c) {
     /* 16+ output channels per group fill at least half of the lanes; with fewer than 64 taps the
-     * tile's transposes weigh too much (SqueezeNet's 27-tap first layer: 0.69 vs 0.54 ms on the
-     * im2col product); the 2^24 limits keep the offsets' arithmetic of huge shapes in range */
-    return sup_isa() == SUP_ISA_AVX512 && c->cout_g >= 16 && c->cin_g * c->kh * c->kw >= 64 &&
-           c->h + c->pt + c->pb < (1 << 24) && c->w + c->pl + c->pr < (1 << 24) &&
-           c->cin_g * c->kh * c->kw < (1 << 24);
+     * tile's transposes weigh too much (SqueezeNet's 27-tap first layer, 64 channels: 0.53 vs
+     * 0.52 ms on the im2col product), unless there are at most 32 output channels, which fill
+     * the product's 12-row panels worse (MobileNetV2's 27-tap 3->32 first layer: 0.28 vs 0.32
+     * ms); the 2^24 limits keep the offsets' arithmetic of huge shapes in range */
+    int64_t taps = c->cin_g * c->kh * c->kw;
+    SupIsa isa = sup_isa();
+    /* AVX2: not 1x1 (1.05-1.3x the product's time on MobileNetV2's and ResNet's 1x1 layers) */
+    if (isa == SUP_ISA_AVX2 && c->kh * c->kw == 1) return false;
+    return isa >= SUP_ISA_AVX2 && c->cout_g >= 16 &&
+           (taps >= 64 || (taps >= 16 && c->cout_g <= 32)) && c->h + c->pt + c->pb < (1 << 24) &&
+           c->w + c->pl + c->pr < (1 << 24) && taps < (1 << 24);
 }
 
 typedef struct DRun {
@@ -52,6 +62,7 @@ typedef struct DRun {
     int64_t pw;         /* output channels per task: 32, or 16 to make more tasks */
     int64_t panels;     /* pw-channel panels per group */
     int rows;           /* positions per tile (tile_positions) */
+    bool avx2;          /* the AVX2 tiles (16 channels a panel), else the AVX-512 ones */
     int64_t tiles;      /* tiles per plane */
     int64_t chunks;     /* tasks per (image, group, panel) */
     float *out;
@@ -62,35 +73,6 @@ typedef struct DRun {
 
 #define INLINE static inline __attribute__((always_inline))
 #define POS14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
-
-/* r[0..15] rows of 16 floats -> r[j] = column j. */
-FAST_AVX512 INLINE void transpose16(__m512 r[16]) {
-    __m512 t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    /* u[4q + s] lane L holds rows 4q .. 4q + 3 of column 4L + s */
-    for (int q = 0; q < 16; q += 4) {
-        __m512d a = _mm512_castps_pd(t[q]), b = _mm512_castps_pd(t[q + 1]);
-        __m512d c = _mm512_castps_pd(t[q + 2]), d = _mm512_castps_pd(t[q + 3]);
-        u[q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        u[q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        u[q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        u[q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    for (int s = 0; s < 4; s++) {
-        /* v0: lanes (0, 2) of rows 0-3 and 4-7; v1: lanes (1, 3); v2, v3 the same of 8-15 */
-        __m512 v0 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0x88);
-        __m512 v1 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0xdd);
-        __m512 v2 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0x88);
-        __m512 v3 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0xdd);
-        r[s] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-        r[8 + s] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
-        r[4 + s] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-        r[12 + s] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
-    }
-}
 
 #define D_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
 #define D_PTR(i) const float *x##i = x + base[i < R ? i : 0];
@@ -126,7 +108,7 @@ FAST_AVX512 INLINE void dtile(const int R, const int W, const float *x, const in
         }
         for (int i = R; i < 16; i++)
             r[i] = _mm512_setzero_ps();
-        transpose16(r);
+        conv_transpose16(r);
         for (int j = 0; j < 16 && 16 * h + j < cols; j++)
             _mm512_mask_storeu_ps(dst + (16 * h + j) * ldo, m, r[j]);
     }
@@ -153,28 +135,94 @@ static const DTile dtiles[DT_POS_MAX - DT_POS_MIN + 1][2] = {
     {dtile_11_1, dtile_11_2}, {dtile_12_1, dtile_12_2}, {dtile_13_1, dtile_13_2},
     {dtile_14_1, dtile_14_2}};
 
-/* Positions per tile: the fewest positions computed in all (the last tile repeats its last
- * position), the larger tile on a tie. 49 positions: 7 tiles of 7 would waste nothing but
- * leave 14 of 31 registers idle; 5 of 10 compute 50. */
-static int tile_positions(int64_t np) {
-    int best = DT_POS_MAX;
-    for (int rr = DT_POS_MAX - 1; rr >= DT_POS_MIN; rr--)
+/* The AVX2 tile: R positions (4..6) by 16 channels (W = 2 8-float vectors; W = 1 for the last
+ * panel of 8 or fewer), 2R ymm accumulators of the 16 (8 or more: two FMAs a cycle of 4 cycles'
+ * latency); stored through 8 x 8 transposes. */
+#define DT2_POS_MIN 4
+#define DT2_POS_MAX 6
+#define POS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define E_DECL(i) __m256 e##i##0 = _mm256_setzero_ps(), e##i##1 = _mm256_setzero_ps();
+#define E_STEP(i)                                                                                  \
+    if (i < R) {                                                                                   \
+        __m256 a = _mm256_broadcast_ss(x##i + o);                                                  \
+        e##i##0 = _mm256_fmadd_ps(a, w0, e##i##0);                                                 \
+        if (W == 2) e##i##1 = _mm256_fmadd_ps(a, w1, e##i##1);                                     \
+    }
+#define E_ROW0(i) r[i] = e##i##0;
+#define E_ROW1(i) r[i] = e##i##1;
+
+FAST_AVX2 INLINE void dtile2(const int R, const int W, const float *x, const int64_t *base,
+                             const int64_t *off, int64_t k, const float *w, float *dst, int64_t ldo,
+                             int rows, int cols) {
+    POS6(D_PTR)
+    POS6(E_DECL)
+    for (int64_t p = 0; p < k; p++, w += DT_CH) {
+        int64_t o = off[p];
+        __m256 w0 = _mm256_loadu_ps(w), w1 = W == 2 ? _mm256_loadu_ps(w + 8) : w0;
+        POS6(E_STEP)
+    }
+    __m256i m =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 r[8];
+    for (int h = 0; h < W; h++) {
+        if (h == 0) {
+            POS6(E_ROW0)
+        } else {
+            POS6(E_ROW1)
+        }
+        for (int i = R; i < 8; i++)
+            r[i] = _mm256_setzero_ps();
+        conv_transpose8(r);
+        for (int j = 0; j < 8 && 8 * h + j < cols; j++)
+            _mm256_maskstore_ps(dst + (8 * h + j) * ldo, m, r[j]);
+    }
+}
+
+#define D2_FN(R, W)                                                                                \
+    static FAST_AVX2 void dtile2_##R##_##W(const float *x, const int64_t *base,                    \
+                                           const int64_t *off, int64_t k, const float *w,          \
+                                           float *dst, int64_t ldo, int rows, int cols) {          \
+        dtile2(R, W, x, base, off, k, w, dst, ldo, rows, cols);                                    \
+    }
+#define D2_FNS(R) D2_FN(R, 1) D2_FN(R, 2)
+D2_FNS(4)
+D2_FNS(5)
+D2_FNS(6)
+static const DTile dtiles2[DT2_POS_MAX - DT2_POS_MIN + 1][2] = {
+    {dtile2_4_1, dtile2_4_2}, {dtile2_5_1, dtile2_5_2}, {dtile2_6_1, dtile2_6_2}};
+
+/* Positions per tile, from lo..hi: the fewest positions computed in all (the last tile repeats
+ * its last position), the larger tile on a tie. 49 positions: 7 tiles of 7 would waste nothing
+ * but leave 14 of 31 registers idle; 5 of 10 compute 50. */
+static int tile_positions(int64_t np, int lo, int hi) {
+    int best = hi;
+    for (int rr = hi - 1; rr >= lo; rr--)
         if (cdiv(np, rr) * rr < cdiv(np, best) * best) best = rr;
     return best;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
+/* Input plane t into its zero-padded copy (scratch with stale contents: every float of the
+ * copy is written, the padding as zeros). */
 static void pad_task(void *ctx, int64_t t, int worker) {
     (void)worker;
     const DRun *r = ctx;
     const Conv *c = r->c;
     const float *src = c->x + t * c->h * c->w;
-    float *dst = (float *)r->x + t * r->hp * r->wp + c->pt * r->wp + c->pl;
-    /* the rows and columns a window reaches; the rest of the plane stays zero (k_scratch) */
-    int64_t rows = min64(c->h, r->hp - c->pt), cols = min64(c->w, r->wp - c->pl);
-    for (int64_t y = 0; y < rows; y++)
-        memcpy(dst + y * r->wp, src + y * c->w, (size_t)cols * sizeof(float));
+    float *plane = (float *)r->x + t * r->hp * r->wp;
+    /* the rows and columns a window reaches (the bottom and right padding may be more) */
+    int64_t top = min64(c->pt, r->hp), left = min64(c->pl, r->wp);
+    int64_t rows = min64(c->h, r->hp - top), cols = min64(c->w, r->wp - left);
+    rows = rows > 0 ? rows : 0, cols = cols > 0 ? cols : 0;
+    memset(plane, 0, (size_t)(top * r->wp) * sizeof(float));
+    for (int64_t y = 0; y < rows; y++) {
+        float *row = plane + (top + y) * r->wp;
+        memset(row, 0, (size_t)left * sizeof(float));
+        memcpy(row + left, src + y * c->w, (size_t)cols * sizeof(float));
+        memset(row + left + cols, 0, (size_t)(r->wp - left - cols) * sizeof(float));
+    }
+    memset(plane + (top + rows) * r->wp, 0, (size_t)((r->hp - top - rows) * r->wp) * sizeof(float));
 }
 
 static void direct_task(void *ctx, int64_t task, int worker) {
@@ -194,7 +242,8 @@ static void direct_task(void *ctx, int64_t task, int worker) {
     int64_t oc0 = g * c->cout_g + ch0;
     int cols = (int)min64(r->pw, c->cout_g - ch0);
     float *o = r->out + (n * c->cout + oc0) * r->np;
-    DTile fn = dtiles[r->rows - DT_POS_MIN][cols > 16];
+    DTile fn = r->avx2 ? dtiles2[r->rows - DT2_POS_MIN][cols > 8]
+                       : dtiles[r->rows - DT_POS_MIN][cols > 16];
     int64_t base[DT_POS_MAX], oy = t0 * r->rows / c->ow, ox = t0 * r->rows % c->ow;
     for (int64_t t = t0; t < t1; t++) {
         int64_t q0 = t * r->rows;
@@ -226,12 +275,14 @@ int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o) {
      * the threads (each a whole plane: one range for the fused tail; a 14 x 16 tile keeps the
      * FMA unit as busy as a 10 x 32 one); else the units' tiles are split into ranges */
     int64_t threads = k_threads(kc), ng = c->batch * c->groups;
+    r.avx2 = sup_isa() == SUP_ISA_AVX2;
     r.pw = DT_CH;
-    if (threads > 1 && ng * cdiv(c->cout_g, DT_CH) < 2 * threads &&
-        ng * cdiv(c->cout_g, 16) >= threads)
+    if (r.avx2 || (threads > 1 && ng * cdiv(c->cout_g, DT_CH) < 2 * threads &&
+                   ng * cdiv(c->cout_g, 16) >= threads))
         r.pw = 16;
     r.panels = cdiv(c->cout_g, r.pw);
-    r.rows = tile_positions(r.np);
+    r.rows = r.avx2 ? tile_positions(r.np, DT2_POS_MIN, DT2_POS_MAX)
+                    : tile_positions(r.np, DT_POS_MIN, DT_POS_MAX);
     r.tiles = cdiv(r.np, r.rows);
     bool padded = c->pt || c->pl || c->pb || c->pr;
     /* the padded extents a window reaches (the bottom and right padding may be more) */
@@ -266,7 +317,11 @@ int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o) {
     r.off = off;
     r.x = c->x;
     if (padded) {
-        float *xp = k_scratch_n(kc, c->batch * c->cin * r.hp * r.wp, sizeof(float));
+        int64_t n_pad; /* floats of the copies, each written whole by pad_task */
+        if (__builtin_mul_overflow(c->batch * c->cin, r.hp * r.wp, &n_pad) ||
+            n_pad > INT64_MAX / (int64_t)sizeof(float))
+            return k_error(kc, "out of memory (padded copy of the input)");
+        float *xp = k_scratch_raw(kc, (size_t)n_pad * sizeof(float));
         if (xp == NULL) return -1;
         r.x = xp;
         k_parallel(kc, c->batch * c->cin, pad_task, &r);

@@ -1,0 +1,426 @@
+/* test_fast_conv.c - the fast nn.conv2d paths (src/kernels/fast/conv.c, conv_direct.c) against
+ * the reference kernel, shape by shape: depthwise 3x3 at stride 1 and 2 (the per-plane code, the
+ * phase copy and the channel-lane blocks, on planes from 1x1 to past the lane buffer's limit),
+ * other depthwise sizes, strides, paddings and dilations, channel multipliers, grouped
+ * convolutions, the direct convolution (every tile size, strides, dilation, padding, groups), 1x1
+ * convolutions on small planes (direct) and large ones (the GEMM reading the input in place), and
+ * the im2col GEMM. Channel counts and plane sizes are odd (vector and block tails).
+ *
+ * Each shape runs at every instruction-set level the machine has (sup_isa_force), on 1 and 2
+ * threads, with the weights constant (packed once in a KPrepCache) or not, and with each fused
+ * tail (KCall.epi) the VM builds for convolutions: a real fused program (fused.h) of
+ * clip(out + bias, 0, 6), relu(out), out + residual, and a tail whose begin declines.
+ *   - the result within 1e-5 x sum |w||x| per element of the reference's (the reference run on
+ *     |x|, |w| gives that magnitude), in a preallocated output filled with NaN;
+ *   - the tail taken (epi_done) and applied to every element exactly once, its result equal bit
+ *     for bit to the program run over the kernel's own output afterwards; never when declined;
+ *   - 1 and 2 threads give the same bits.
+ * Seed: RLY_SEED (printed); `N passed, N failed`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "kernels/fast/fused.h"
+#include "kernels/fast/gemm.h"
+
+#define TOL 1e-5
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+static float frand(void) { return (float)rnd(2000001) / 1000000.0f - 1.0f; }
+
+static const char *cfg_isa; /* the configuration under test, for messages */
+
+/* ---- tensors ---------------------------------------------------------------------------------
+ */
+
+typedef struct Tensor {
+    DLTensor t;
+    int64_t shape[4];
+} Tensor;
+
+static DLTensor *tensor_new(uint32_t ndim, const int64_t *shape) {
+    Tensor *x = calloc(1, sizeof *x);
+    memcpy(x->shape, shape, ndim * sizeof(int64_t));
+    x->t.ndim = (int32_t)ndim;
+    x->t.shape = x->shape;
+    x->t.dtype = k_dl_dtype(RLY_DTYPE_F32);
+    x->t.data = calloc((size_t)k_shape_numel(ndim, shape) + 1, sizeof(float));
+    return &x->t;
+}
+static void tensor_free(DLTensor *t) {
+    if (t == NULL) return;
+    free(t->data);
+    free(t);
+}
+static float *fdata(const DLTensor *t) { return t->data; }
+static DLTensor *tensor_rand(uint32_t ndim, const int64_t *shape) {
+    DLTensor *t = tensor_new(ndim, shape);
+    for (int64_t i = 0; i < k_numel(t); i++)
+        fdata(t)[i] = frand();
+    return t;
+}
+static DLTensor *tensor_abs(const DLTensor *src) {
+    DLTensor *t = tensor_new((uint32_t)src->ndim, src->shape);
+    for (int64_t i = 0; i < k_numel(t); i++)
+        fdata(t)[i] = fabsf(fdata(src)[i]);
+    return t;
+}
+static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
+    (void)dt;
+    kc->out[i] = tensor_new(ndim, shape);
+    return 0;
+}
+
+/* ---- the call --------------------------------------------------------------------------------
+ */
+
+/* One convolution: x (n, cin, h, w), weight (w0, w1, kh, kw). */
+typedef struct Shape {
+    const char *what;
+    int64_t n, cin, h, w, w0, w1, kh, kw, sh, sw, dh, dw, groups;
+    int64_t pad[4];
+} Shape;
+
+typedef struct Attrs {
+    KAttr a[10];
+    int64_t s[2], p[4], d[2];
+    double sf[2], pf[4], df[2];
+} Attrs;
+
+static void attrs_of(const Shape *s, Attrs *at) {
+    at->s[0] = s->sh, at->s[1] = s->sw, at->d[0] = s->dh, at->d[1] = s->dw;
+    for (int i = 0; i < 4; i++)
+        at->p[i] = s->pad[i], at->pf[i] = (double)s->pad[i];
+    for (int i = 0; i < 2; i++)
+        at->sf[i] = (double)at->s[i], at->df[i] = (double)at->d[i];
+    KAttr a[10] = {
+        {.name = "strides", .kind = KA_INTS, .n = 2, .ints = at->s, .floats = at->sf},
+        {.name = "padding", .kind = KA_INTS, .n = 4, .ints = at->p, .floats = at->pf},
+        {.name = "dilation", .kind = KA_INTS, .n = 2, .ints = at->d, .floats = at->df},
+        {.name = "groups", .kind = KA_INT, .i = s->groups, .f = (double)s->groups},
+        {.name = "channels", .kind = KA_NONE},
+        {.name = "kernel_size", .kind = KA_NONE},
+        {.name = "data_layout", .kind = KA_STR, .s = "NCHW"},
+        {.name = "kernel_layout", .kind = KA_STR, .s = "OIHW"},
+        {.name = "out_layout", .kind = KA_STR, .s = ""},
+        {.name = "out_dtype", .kind = KA_INT, .i = -1, .f = -1},
+    };
+    memcpy(at->a, a, sizeof a);
+}
+
+/* Run fn on (x, w) into out (preallocated) or a new tensor; the result or NULL with err set.
+ * *epi_done receives KCall.epi_done. */
+static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTensor *w,
+                     DLTensor *out, SupPool *pool, KPrepCache *prep, const KEpilogue *epi,
+                     bool *epi_done, char *err, size_t cap) {
+    Attrs at;
+    attrs_of(s, &at);
+    uint32_t arg_start[2] = {0, 1}, arg_len[2] = {1, 1};
+    uint8_t arg_tuple[2] = {0, 0}, in_const[2] = {0, 1};
+    const DLTensor *in[2] = {x, w};
+    DLTensor *o = out;
+    KCall kc = {.op = "nn.conv2d",
+                .attrs = at.a,
+                .n_attrs = 10,
+                .n_args = 2,
+                .arg_start = arg_start,
+                .arg_len = arg_len,
+                .arg_tuple = arg_tuple,
+                .in = in,
+                .n_in = 2,
+                .out = &o,
+                .n_out = 1,
+                .alloc = alloc_out,
+                .err = err,
+                .err_cap = cap,
+                .pool = pool,
+                .in_const = prep ? in_const : NULL,
+                .prep = prep,
+                .epi = epi};
+    err[0] = '\0';
+    int rc = fn(&kc);
+    if (epi_done) *epi_done = kc.epi_done;
+    k_call_release(&kc);
+    if (rc != 0) {
+        if (o != out) tensor_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- fused tails -----------------------------------------------------------------------------
+ */
+
+enum { TAIL_NONE, TAIL_BIAS_CLIP, TAIL_RELU, TAIL_RESIDUAL, TAIL_DECLINE, N_TAILS };
+static const char *const tail_names[N_TAILS] = {"no tail", "bias+clip", "relu", "residual",
+                                                "declined"};
+
+/* A fused program bound as the VM binds one (fx_bind over out0 and the operands), each
+ * element's application counted. */
+typedef struct Tail {
+    int kind;
+    FxProgram prog;
+    FxBound *bound;
+    const DLTensor *operand; /* the bias (1, C, 1, 1) or the residual (the result's shape) */
+    float *res;
+    uint8_t *seen;
+    int64_t total;
+    int begun;
+} Tail;
+
+static void tail_program(Tail *t) {
+    FxProgram *p = &t->prog;
+    memset(p, 0, sizeof *p);
+    if (t->kind == TAIL_RELU) {
+        p->n_operands = 1, p->n_steps = 1;
+        p->step[0] = (FxStep){.op = FX_RELU, .a = 0};
+    } else if (t->kind == TAIL_RESIDUAL) {
+        p->n_operands = 2, p->n_steps = 1;
+        p->step[0] = (FxStep){.op = FX_ADD, .a = 1, .b = 0};
+    } else {
+        p->n_operands = 2, p->n_steps = 2;
+        p->step[0] = (FxStep){.op = FX_ADD, .a = 0, .b = 1};
+        p->step[1] = (FxStep){.op = FX_CLIP, .a = 2, .p0 = 0.0f, .p1 = 6.0f};
+    }
+}
+
+static int tail_begin(void *ctx, const DLTensor *out0) {
+    Tail *t = ctx;
+    t->begun++;
+    if (t->kind == TAIL_DECLINE) return -1;
+    const DLTensor *ops[2] = {out0, t->operand};
+    t->total = k_numel(out0);
+    t->res = calloc((size_t)t->total + 1, sizeof(float));
+    t->seen = calloc((size_t)t->total + 1, 1);
+    fx_bind(t->bound, &t->prog, ops, t->res, (uint32_t)out0->ndim, out0->shape);
+    return 0;
+}
+
+static void tail_apply(void *ctx, int64_t flat0, int64_t n) {
+    Tail *t = ctx;
+    for (int64_t i = flat0; i < flat0 + n; i++) /* distinct elements per range: no race */
+        t->seen[i]++;
+    fx_range(t->bound, flat0, n);
+}
+
+/* ---- checks ----------------------------------------------------------------------------------
+ */
+
+/* The fast kernel against the reference on one shape and configuration. */
+static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const DLTensor *want,
+                    const DLTensor *mag, SupPool *pool, KPrepCache *prep, int tail,
+                    DLTensor **got_out) {
+    KernelFn fast = kern_fast_lookup(OP_ID_NN_CONV2D);
+    int thr = pool ? 2 : 1;
+    DLTensor *pre = tensor_new(4, want->shape);
+    for (int64_t i = 0; i < k_numel(pre); i++)
+        fdata(pre)[i] = NAN;
+    static FxBound bound;
+    Tail t = {.kind = tail, .bound = &bound};
+    DLTensor *operand = NULL;
+    if (tail == TAIL_BIAS_CLIP) {
+        int64_t bs[4] = {1, want->shape[1], 1, 1};
+        operand = tensor_rand(4, bs);
+        for (int64_t i = 0; i < bs[1]; i++) /* some outputs under 0, some over 6 */
+            fdata(operand)[i] = 7.0f * frand();
+    } else if (tail == TAIL_RESIDUAL) {
+        operand = tensor_rand(4, want->shape);
+    }
+    t.operand = operand;
+    tail_program(&t);
+    KEpilogue epi = {tail_begin, tail_apply, &t};
+    char err[256];
+    bool done = false;
+    DLTensor *got = run(fast, s, x, w, pre, pool, prep, tail == TAIL_NONE ? NULL : &epi, &done, err,
+                        sizeof err);
+    CHECK(got != NULL, "%s [%s, %d thr, %s]: fast kernel failed: %s", s->what, cfg_isa, thr,
+          tail_names[tail], err);
+    if (got == NULL) {
+        tensor_free(pre), tensor_free(operand);
+        return;
+    }
+    int64_t bad = -1, n = k_numel(want);
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = fdata(want)[i], b = fdata(got)[i], d = fabs(a - b);
+        if (!(d <= TOL * fdata(mag)[i] + 1e-30)) {
+            if (bad < 0) bad = i;
+            if (d > worst || isnan(d)) worst = d;
+        }
+    }
+    CHECK(bad < 0,
+          "%s [%s, %d thr, const %d, %s]: element %lld differs (ref %g, fast %g, worst %g)",
+          s->what, cfg_isa, thr, prep != NULL, tail_names[tail], (long long)bad,
+          bad >= 0 ? fdata(want)[bad] : 0.0, bad >= 0 ? fdata(got)[bad] : 0.0, worst);
+    if (tail != TAIL_NONE) {
+        bool want_done = tail != TAIL_DECLINE && n > 0;
+        int64_t wrong = -1;
+        if (want_done && t.res != NULL) { /* the program over the kernel's own output */
+            static FxBound check;
+            float *exp = calloc((size_t)n + 1, sizeof(float));
+            const DLTensor *ops[2] = {got, operand};
+            fx_bind(&check, &t.prog, ops, exp, 4, got->shape);
+            fx_range(&check, 0, n);
+            for (int64_t i = 0; i < n && wrong < 0; i++)
+                if (t.seen[i] != 1 || memcmp(&exp[i], &t.res[i], sizeof(float)) != 0) wrong = i;
+            free(exp);
+        }
+        CHECK(done == want_done && wrong < 0 && t.begun == 1,
+              "%s [%s, %d thr, %s]: tail done %d (want %d), begun %d, element %lld (seen %d)",
+              s->what, cfg_isa, thr, tail_names[tail], done, want_done, t.begun, (long long)wrong,
+              wrong >= 0 ? t.seen[wrong] : 0);
+    }
+    free(t.res), free(t.seen);
+    tensor_free(operand);
+    if (got_out != NULL)
+        *got_out = got;
+    else
+        tensor_free(got);
+}
+
+/* Every configuration of one shape. */
+static void check_shape(const Shape *s, SupPool *pool2) {
+    int64_t xs[4] = {s->n, s->cin, s->h, s->w}, ws[4] = {s->w0, s->w1, s->kh, s->kw};
+    DLTensor *x = tensor_rand(4, xs), *w = tensor_rand(4, ws);
+    DLTensor *xa = tensor_abs(x), *wa = tensor_abs(w);
+    KernelFn ref = kern_ref_lookup(OP_ID_NN_CONV2D);
+    char err[256];
+    DLTensor *want = run(ref, s, x, w, NULL, NULL, NULL, NULL, NULL, err, sizeof err);
+    DLTensor *mag = run(ref, s, xa, wa, NULL, NULL, NULL, NULL, NULL, err, sizeof err);
+    CHECK(want != NULL && mag != NULL, "%s: reference failed: %s", s->what, err);
+    for (int level = SUP_ISA_SCALAR; want && mag && level <= (int)sup_isa_detected(); level++) {
+        cfg_isa = sup_isa_name(sup_isa_force((SupIsa)level));
+        KPrepCache *prep = k_prep_cache_new();
+        DLTensor *one = NULL, *two = NULL;
+        compare(s, x, w, want, mag, NULL, NULL, TAIL_NONE, &one);
+        compare(s, x, w, want, mag, pool2, prep, TAIL_NONE, &two);
+        CHECK(one && two && memcmp(one->data, two->data, (size_t)k_numel(one) * 4) == 0,
+              "%s [%s]: 1 and 2 threads differ", s->what, cfg_isa);
+        tensor_free(one), tensor_free(two);
+        for (int tail = TAIL_BIAS_CLIP; tail < N_TAILS; tail++) {
+            compare(s, x, w, want, mag, NULL, tail % 2 ? prep : NULL, tail, NULL);
+            compare(s, x, w, want, mag, pool2, tail % 2 ? NULL : prep, tail, NULL);
+        }
+        k_prep_cache_free(prep);
+    }
+    sup_isa_force(sup_isa_detected());
+    tensor_free(want), tensor_free(mag);
+    tensor_free(x), tensor_free(w), tensor_free(xa), tensor_free(wa);
+}
+
+/* ---- shapes ----------------------------------------------------------------------------------
+ */
+
+/* Depthwise: groups == channels == the weight's O, multiplier m (weight (C, m, kh, kw)). */
+static Shape depthwise(const char *what, int64_t n, int64_t c, int64_t h, int64_t w, int64_t m,
+                       int64_t k, int64_t s, int64_t d, int64_t p) {
+    return (Shape){what, n, c, h, w, c, m, k, k, s, s, d, d, c, {p, p, p, p}};
+}
+
+static Shape dense_conv(const char *what, int64_t n, int64_t cin, int64_t h, int64_t w,
+                        int64_t cout, int64_t groups, int64_t kh, int64_t kw, int64_t s, int64_t d,
+                        int64_t p) {
+    return (Shape){.what = what,
+                   .n = n,
+                   .cin = cin,
+                   .h = h,
+                   .w = w,
+                   .w0 = cout,
+                   .w1 = cin / groups,
+                   .kh = kh,
+                   .kw = kw,
+                   .sh = s,
+                   .sw = s,
+                   .dh = d,
+                   .dw = d,
+                   .groups = groups,
+                   .pad = {p, p, p, p}};
+}
+
+int main(int argc, char **argv) {
+    const char *seed_env = getenv("RLY_SEED");
+    uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : 20261126;
+    int n_random = argc > 1 ? atoi(argv[1]) : 24;
+    printf("seed %llu (RLY_SEED replays)\n", (unsigned long long)seed);
+    rng = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
+    SupPool *pool2 = sup_pool_new(2);
+
+    const Shape fixed[] = {
+        /* depthwise 3x3, stride 1 and 2, pad 1: MobileNetV2's planes and odd ones */
+        depthwise("dw3 s1 7x7 x40", 1, 40, 7, 7, 1, 3, 1, 1, 1),
+        depthwise("dw3 s1 14x14 x33", 1, 33, 14, 14, 1, 3, 1, 1, 1),
+        depthwise("dw3 s1 13x29 x17", 2, 17, 13, 29, 1, 3, 1, 1, 1),
+        depthwise("dw3 s1 1x1 x5", 1, 5, 1, 1, 1, 3, 1, 1, 1),
+        depthwise("dw3 s1 2x3 x16", 1, 16, 2, 3, 1, 3, 1, 1, 1),
+        depthwise("dw3 s1 60x61 x9", 1, 9, 60, 61, 1, 3, 1, 1, 1),
+        depthwise("dw3 s1 130x9 x3", 1, 3, 130, 9, 1, 3, 1, 1, 1),
+        depthwise("dw3 s2 14x14 x24", 1, 24, 14, 14, 1, 3, 2, 1, 1),
+        depthwise("dw3 s2 15x15 x31", 1, 31, 15, 15, 1, 3, 2, 1, 1),
+        depthwise("dw3 s2 56x56 x16", 1, 16, 56, 56, 1, 3, 2, 1, 1),
+        depthwise("dw3 s2 5x4 x7", 2, 7, 5, 4, 1, 3, 2, 1, 1),
+        depthwise("dw3 s2 112x37 x8", 1, 8, 112, 37, 1, 3, 2, 1, 1),
+        /* planes wide enough for several strips of rows (the channel-lane buffers) */
+        depthwise("dw3 s1 40x300 x17", 1, 17, 40, 300, 1, 3, 1, 1, 1),
+        depthwise("dw3 s2 45x301 x9", 1, 9, 45, 301, 1, 3, 2, 1, 1),
+        depthwise("dw3 s2 pad 0 23x1500 x3", 1, 3, 23, 1500, 1, 3, 2, 1, 0),
+        depthwise("dw3 s1 pad 0 9x11 x18", 1, 18, 9, 11, 1, 3, 1, 1, 0),
+        depthwise("dw3 s1 pad 2 9x11 x18", 1, 18, 9, 11, 1, 3, 1, 1, 2),
+        depthwise("dw3 s2 pad 0 9x11 x18", 1, 18, 9, 11, 1, 3, 2, 1, 0),
+        /* asymmetric padding (top, left, bottom, right) */
+        {"dw3 s1 pad 0,1,2,0", 1, 20, 10, 12, 20, 1, 3, 3, 1, 1, 1, 1, 20, {0, 1, 2, 0}},
+        {"dw3 s2 pad 1,0,0,1", 1, 20, 11, 10, 20, 1, 3, 3, 2, 2, 1, 1, 20, {1, 0, 0, 1}},
+        /* channel multipliers, other sizes, strides, dilation */
+        depthwise("dw3 s1 mult 2", 1, 9, 13, 13, 2, 3, 1, 1, 1),
+        depthwise("dw3 s2 mult 3", 1, 5, 14, 15, 3, 3, 2, 1, 1),
+        depthwise("dw5 s1", 1, 19, 17, 15, 1, 5, 1, 1, 2),
+        depthwise("dw5 s2", 1, 19, 17, 15, 1, 5, 2, 1, 2),
+        depthwise("dw3 dilation 2", 1, 17, 16, 15, 1, 3, 1, 2, 2),
+        depthwise("dw3 s3", 1, 17, 16, 15, 1, 3, 3, 1, 1),
+        depthwise("dw2 s1", 1, 17, 9, 10, 1, 2, 1, 1, 0),
+        depthwise("dw7 s1 pad 3", 1, 12, 11, 11, 1, 7, 1, 1, 3),
+        {"dw 3x5 s(1,2)", 1, 18, 12, 17, 18, 1, 3, 5, 1, 2, 1, 1, 18, {1, 2, 1, 2}},
+        /* grouped, not depthwise */
+        dense_conv("grouped 3x3 cin_g 2", 1, 16, 12, 13, 24, 8, 3, 3, 1, 1, 1),
+        /* the direct convolution: 16+ outputs, 64+ taps per group */
+        dense_conv("direct 3x3 64->64 9x9", 1, 64, 9, 9, 64, 1, 3, 3, 1, 1, 0),
+        dense_conv("direct 3x3/2 24->40 pad 1", 1, 24, 15, 13, 40, 1, 3, 3, 2, 1, 1),
+        dense_conv("direct 4x4/2 32->48", 1, 32, 20, 19, 48, 1, 4, 4, 2, 1, 0),
+        dense_conv("direct 8x8/4 4->33", 2, 4, 36, 36, 33, 1, 8, 8, 4, 1, 0),
+        dense_conv("direct 3x3 dil 2 groups 2", 1, 32, 13, 14, 64, 2, 3, 3, 1, 2, 2),
+        dense_conv("direct 3x3 72->17 7x7", 1, 72, 7, 7, 17, 1, 3, 3, 1, 1, 1),
+        /* 1x1: direct on small planes, the GEMM in place on larger ones, strided */
+        dense_conv("1x1 160->96 7x7", 1, 160, 7, 7, 96, 1, 1, 1, 1, 1, 0),
+        dense_conv("1x1 300->64 14x14", 1, 300, 14, 14, 64, 1, 1, 1, 1, 1, 0),
+        dense_conv("1x1 24->37 23x29", 2, 24, 23, 29, 37, 1, 1, 1, 1, 1, 0),
+        dense_conv("1x1/2 64->40 15x15", 1, 64, 15, 15, 40, 1, 1, 1, 2, 1, 0),
+        /* few taps: direct with at most 32 output channels, else the im2col GEMM */
+        dense_conv("direct 3x3/2 3->32 (27 taps)", 1, 3, 33, 31, 32, 1, 3, 3, 2, 1, 1),
+        dense_conv("direct 4x4 1->20 (16 taps)", 2, 1, 17, 19, 20, 1, 4, 4, 1, 1, 2),
+        dense_conv("im2col 3x3/2 3->48", 1, 3, 33, 31, 48, 1, 3, 3, 2, 1, 1),
+        dense_conv("im2col 3x3 5->7", 1, 5, 10, 11, 7, 1, 3, 3, 1, 1, 1),
+        dense_conv("im2col 2x2 3->24 (12 taps)", 1, 3, 10, 11, 24, 1, 2, 2, 1, 1, 0),
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        check_shape(&fixed[i], pool2);
+
+    /* random depthwise shapes: the 3x3 paths on odd planes and channel counts */
+    for (int i = 0; i < n_random; i++) {
+        int64_t s = 1 + rnd(2), c = 1 + rnd(40), h = 1 + rnd(30), w = 1 + rnd(30);
+        int64_t m = rnd(4) == 0 ? 2 : 1, p = rnd(3), k = rnd(5) == 0 ? 1 + rnd(5) : 3;
+        int64_t d = k > 1 && rnd(5) == 0 ? 2 : 1;
+        if ((k - 1) * d + 1 > h + 2 * p || (k - 1) * d + 1 > w + 2 * p) continue;
+        Shape sh = depthwise("random depthwise", 1 + rnd(2), c, h, w, m, k, s, d, p);
+        check_shape(&sh, pool2);
+    }
+    printf("levels scalar .. %s\n", sup_isa_name(sup_isa_detected()));
+    sup_pool_free(pool2);
+    return check_summary();
+}
