@@ -1,13 +1,23 @@
 """rly: Relay, the typed functional IR and compiler for deep learning, from Python.
 
     import rly
-    sess = rly.InferenceSession("model.onnx")
+    sess = rly.InferenceSession("model.onnx")           # onnxruntime's interface
     outputs = sess.run(None, {"input": x})
 
-The package calls the C library (librly) through ctypes; see python/rly/_capi.py for how it is
-found."""
+    mod = rly.parse(text)                               # TVM's interface
+    mod = rly.transform.FoldConstant()(mod)
+    exe = rly.build(mod, opt_level=3)
+    y = exe(x)
+
+The package calls the C library (librly) through ctypes; python/rly/_capi.py says where it is
+looked for."""
+from . import frontend, transform
 from ._capi import RlyError, RlyInvalidArgument, version
+from .build import Executable, build
+from .ir import IRModule, gradient, load, parse
 from .session import InferenceSession, NodeArg
 
 __version__ = version()
-__all__ = ["InferenceSession", "NodeArg", "RlyError", "RlyInvalidArgument", "version"]
+__all__ = ["Executable", "IRModule", "InferenceSession", "NodeArg", "RlyError",
+           "RlyInvalidArgument", "build", "frontend", "gradient", "load", "parse", "transform",
+           "version"]

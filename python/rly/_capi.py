@@ -35,6 +35,13 @@ class TensorInfo(ctypes.Structure):
                 ("shape", c_int64_p), ("type", ctypes.c_char_p)]
 
 
+class OptOptions(ctypes.Structure):
+    _fields_ = [("opt_level", ctypes.c_int), ("passes", ctypes.c_char_p),
+                ("required_passes", ctypes.c_char_p), ("disabled_passes", ctypes.c_char_p),
+                ("print_ir_after", ctypes.c_char_p), ("time_passes", ctypes.c_int),
+                ("verify_types", ctypes.c_int)]
+
+
 OK, ERROR, NOMEM, IO, INVALID = 0, 1, 2, 3, 4
 
 
@@ -98,6 +105,14 @@ _SIGS = {
     "rly_session_set_input": (_I, [_P, _S, ctypes.POINTER(DLTensor)]),
     "rly_session_run": (_I, [_P]),
     "rly_session_get_output": (_I, [_P, _I, ctypes.POINTER(ctypes.POINTER(DLTensor))]),
+    "rly_module_print": (_I, [_P, ctypes.POINTER(ctypes.c_void_p)]),
+    "rly_module_print_typed": (_I, [_P, ctypes.POINTER(ctypes.c_void_p)]),
+    "rly_module_infer": (_I, [_P]),
+    "rly_module_is_expr": (_I, [_P]),
+    "rly_module_gradient": (_I, [_P, _S, _S, _S]),
+    "rly_module_optimize": (_I, [_P, ctypes.POINTER(OptOptions), ctypes.POINTER(ctypes.c_void_p)]),
+    "rly_passes_describe": (_I, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rly_executable_describe": (_I, [_P, _I, ctypes.POINTER(ctypes.c_void_p)]),
 }
 for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)
@@ -128,3 +143,13 @@ def check(status, what=None):
 
 def version():
     return lib.rly_version().decode()
+
+
+def take_string(p):
+    """The text of a malloc'ed C string (freed here), or None."""
+    if not p:
+        return None
+    try:
+        return ctypes.string_at(p).decode("utf-8", "replace")
+    finally:
+        lib.rly_free(p)

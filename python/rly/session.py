@@ -86,9 +86,12 @@ class InferenceSession:
         finally:
             if tmp:
                 os.unlink(tmp)
+        self._open(self._exe, threads)
+
+    def _open(self, exe, threads):
         opts = _capi.SessionOptions(threads=threads or 0)
         s = ctypes.c_void_p()
-        check(lib.rly_session_new(self._exe, ctypes.byref(opts), ctypes.byref(s)))
+        check(lib.rly_session_new(exe, ctypes.byref(opts), ctypes.byref(s)))
         self._sess = s
         self._inputs, self._in_dtypes = self._args(lib.rly_session_num_inputs,
                                                    lib.rly_session_input_name,
@@ -97,6 +100,14 @@ class InferenceSession:
                                                      lib.rly_session_output_name,
                                                      lib.rly_session_output_info)
         self._bound = {}
+
+    @classmethod
+    def _from_executable(cls, exe, threads=None):
+        """A session over an rly.Executable (which it keeps alive)."""
+        self = cls.__new__(cls)
+        self._ctx, self._exe, self._sess, self._owner = None, None, None, exe
+        self._open(exe._p, threads)
+        return self
 
     def _compile(self, path, opt_level, input_shapes):
         exe = ctypes.c_void_p()
