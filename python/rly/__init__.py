@@ -16,8 +16,9 @@ from ._capi import RlyError, RlyInvalidArgument, version
 from .build import Executable, build
 from .ir import IRModule, gradient, load, parse
 from .session import InferenceSession, NodeArg
+from .tensor import Tensor, from_dlpack
 
 __version__ = version()
 __all__ = ["Executable", "IRModule", "InferenceSession", "NodeArg", "RlyError",
-           "RlyInvalidArgument", "build", "frontend", "gradient", "load", "parse", "transform",
-           "version"]
+           "RlyInvalidArgument", "Tensor", "build", "from_dlpack", "frontend", "gradient", "load",
+           "parse", "transform", "version"]

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import RlyError, check, lib
+from .tensor import Tensor, from_dlpack
 
 # rly_dtype -> numpy dtype and ONNX Runtime's type string
 _DTYPES = [
@@ -155,24 +156,17 @@ class InferenceSession:
         if dt is None:
             raise RlyError("input '%s' has type %s: only tensors can be fed" % (arg.name,
                                                                                  arg.rly_type))
-        want = _DTYPES[dt][1]
+        if isinstance(value, Tensor) or (not isinstance(value, np.ndarray)
+                                         and hasattr(value, "__dlpack__")):
+            t = from_dlpack(value)  # any DLPack producer, without a copy
+            self._check(arg, dt, t.dtype, t.shape)
+            dl, shape = t.dltensor()
+            check(lib.rly_session_set_input(self._sess, arg.name.encode(), ctypes.byref(dl)),
+                  "input '%s'" % arg.name)
+            self._bound[arg.name] = (t, shape)
+            return
         a = value if isinstance(value, np.ndarray) else np.asarray(value)
-        if want is None:  # bfloat16: raw 16-bit patterns
-            if a.dtype != np.uint16:
-                raise RlyError("input '%s' is bfloat16: feed its bits as a uint16 array" % arg.name)
-        elif a.dtype != want:
-            raise RlyError("Unexpected input data type. Actual: (%s) , expected: (%s)"
-                           % (_ort_type(a.dtype), arg.type))
-        if a.ndim != len(arg.shape):
-            raise RlyError("Invalid rank for input: %s Got: %d Expected: %d Please fix either "
-                           "the inputs/outputs or the model." % (arg.name, a.ndim, len(arg.shape)))
-        bad = [(k, a.shape[k], d) for k, d in enumerate(arg.shape) if d is not None
-               and a.shape[k] != d]
-        if bad:
-            raise RlyError("Got invalid dimensions for input: %s for the following indices\n"
-                           % arg.name + "\n".join(" index: %d Got: %d Expected: %d" % b
-                                                  for b in bad)
-                           + "\n Please fix either the inputs/outputs or the model.")
+        self._check(arg, dt, a.dtype, a.shape)
         a = np.ascontiguousarray(a)  # a copy only when not C-contiguous
         if a.ctypes.data % 64 and a.size:  # rly's tensors are 64-byte aligned
             b = np.empty(a.size * a.itemsize + 64, np.uint8)
@@ -189,9 +183,31 @@ class InferenceSession:
               "input '%s'" % arg.name)
         self._bound[arg.name] = (a, shape)  # alive while bound (the session borrows them)
 
-    def run(self, output_names, input_feed, run_options=None):
-        """Run with input_feed ({name: array}) and return the outputs named by output_names
-        (None: all) as a list of numpy arrays, in that order."""
+    @staticmethod
+    def _check(arg, dt, dtype, shape):
+        want = _DTYPES[dt][1]
+        if want is None:  # bfloat16: raw 16-bit patterns
+            if dtype != np.uint16:
+                raise RlyError("input '%s' is bfloat16: feed its bits as a uint16 array" % arg.name)
+        elif dtype != want:
+            raise RlyError("Unexpected input data type. Actual: (%s) , expected: (%s)"
+                           % (_ort_type(dtype), arg.type))
+        if len(shape) != len(arg.shape):
+            raise RlyError("Invalid rank for input: %s Got: %d Expected: %d Please fix either "
+                           "the inputs/outputs or the model." % (arg.name, len(shape),
+                                                                 len(arg.shape)))
+        bad = [(k, shape[k], d) for k, d in enumerate(arg.shape) if d is not None
+               and shape[k] != d]
+        if bad:
+            raise RlyError("Got invalid dimensions for input: %s for the following indices\n"
+                           % arg.name + "\n".join(" index: %d Got: %d Expected: %d" % b
+                                                  for b in bad)
+                           + "\n Please fix either the inputs/outputs or the model.")
+
+    def run(self, output_names, input_feed, run_options=None, views=False):
+        """Run with input_feed ({name: array, or any DLPack tensor}) and return the outputs
+        named by output_names (None: all), in that order: new numpy arrays, or with views=True
+        rly.Tensor views of the session's own buffers (no copy; valid until the next run)."""
         del run_options
         names = [a.name for a in self._inputs]
         unknown = [k for k in input_feed if k not in names]
@@ -213,9 +229,9 @@ class InferenceSession:
         for i, n in enumerate(names):
             self._bind(i, input_feed[n])
         check(lib.rly_session_run(self._sess))
-        return [self._output(i) for i in idx]
+        return [self._output(i, views) for i in idx]
 
-    def _output(self, i):
+    def _output(self, i, view=False):
         p = ctypes.POINTER(_capi.DLTensor)()
         check(lib.rly_session_get_output(self._sess, i, ctypes.byref(p)))
         t = p.contents
@@ -223,6 +239,8 @@ class InferenceSession:
         if dt is None:
             dt = np.uint16
         shape = tuple(t.shape[k] for k in range(t.ndim))
+        if view:
+            return Tensor((t.data or 0) + t.byte_offset, shape, t.dtype.code, t.dtype.bits, self)
         n = int(np.prod(shape, dtype=np.int64))
         if n == 0:
             return np.zeros(shape, dt)

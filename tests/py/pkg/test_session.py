@@ -176,3 +176,30 @@ def test_relay_text_and_compiled_executable(tmp_path, mlp):
     for m, t2 in zip(s2.run(None, {"x": x}), o.run(None, {"x": x})):
         np.testing.assert_allclose(m, t2, rtol=1e-5, atol=1e-5)
     assert [a.name for a in s2.get_outputs()] == ["y", "z"]
+
+
+def test_dlpack_and_views(mlp):
+    s, o = rly.InferenceSession(mlp), ort.InferenceSession(mlp)
+    x = RNG.standard_normal((4, 16)).astype(np.float32)
+    want = o.run(None, {"x": x})
+    # in: a DLPack producer (numpy's __dlpack__) bound without a copy
+    t = rly.from_dlpack(x)
+    assert t.data == x.ctypes.data and t.shape == (4, 16) and t.dtype == np.float32
+    got = s.run(None, {"x": t})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    # out: views of the session's buffers, seen by numpy without a copy
+    y, z = s.run(None, {"x": x}, views=True)
+    assert isinstance(y, rly.Tensor) and y.shape == (4, 8)
+    a = np.asarray(y)
+    assert a.ctypes.data == y.data  # __array_interface__: no copy
+    np.testing.assert_allclose(a, want[0], rtol=1e-5, atol=1e-5)
+    b = np.from_dlpack(y)  # __dlpack__: no copy
+    assert b.ctypes.data == y.data
+    np.testing.assert_allclose(np.from_dlpack(z), want[1], rtol=1e-5, atol=1e-5)
+    # a view into a non-contiguous producer is refused with a message
+    with pytest.raises(rly.RlyError, match="not C-contiguous"):
+        rly.from_dlpack(x.T)
+    # dtypes through DLPack: integers and bools keep their dtype
+    for dt in (np.int8, np.uint16, np.int64, np.float64, np.bool_):
+        v = np.zeros((2, 3), dt)
+        assert rly.from_dlpack(v).dtype == np.dtype(dt)
