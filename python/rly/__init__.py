@@ -11,14 +11,17 @@
 
 The package calls the C library (librly) through ctypes; python/rly/_capi.py says where it is
 looked for."""
-from . import frontend, transform
+from . import frontend, op, transform
 from ._capi import RlyError, RlyInvalidArgument, version
 from .build import Executable, build
 from .ir import IRModule, gradient, load, parse
 from .session import InferenceSession, NodeArg
 from .tensor import Tensor, from_dlpack
+from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem,
+                   Var, const, var)
 
 __version__ = version()
-__all__ = ["Executable", "IRModule", "InferenceSession", "NodeArg", "RlyError",
+__all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Tuple",
+           "TupleGetItem", "Var", "const", "op", "var", "Executable", "IRModule", "InferenceSession", "NodeArg", "RlyError",
            "RlyInvalidArgument", "Tensor", "build", "from_dlpack", "frontend", "gradient", "load",
            "parse", "transform", "version"]

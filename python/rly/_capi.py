@@ -113,6 +113,8 @@ _SIGS = {
     "rly_module_optimize": (_I, [_P, ctypes.POINTER(OptOptions), ctypes.POINTER(ctypes.c_void_p)]),
     "rly_passes_describe": (_I, [ctypes.POINTER(ctypes.c_void_p)]),
     "rly_executable_describe": (_I, [_P, _I, ctypes.POINTER(ctypes.c_void_p)]),
+    "rly_ops_describe": (_I, [_S, ctypes.POINTER(ctypes.c_void_p)]),
+    "rly_module_save": (_I, [_P, _S]),
 }
 for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)

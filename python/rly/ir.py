@@ -2,6 +2,7 @@
 rly.load(path), mod.infer(), str(mod) (Relay text), mod.astext(show_types=True)."""
 import ctypes
 import os
+import tempfile
 
 from . import _capi
 from ._capi import check, lib, take_string
@@ -50,9 +51,29 @@ class IRModule:
         check(lib.rly_module_infer(self._p))
         return self
 
+    @staticmethod
+    def from_expr(expr, functions=None):
+        """A module whose @main is expr (a Function, or an expression of no free variables),
+        with the other global functions {name: Function} given."""
+        from .expr import Function, module_from_functions
+        main = expr if isinstance(expr, Function) else Function([], expr)
+        funcs = {"main": main}
+        funcs.update(functions or {})
+        return module_from_functions(funcs)
+
     def copy(self):
-        """An independent copy (through its text)."""
-        return parse(str(self), self.name or "<copy>")
+        """An independent copy (through its text and the side .npz of its tensor constants)."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "copy.rly")
+            check(lib.rly_module_save(self._p, path.encode()))
+            ctx = Context()
+            mod = ctypes.c_void_p()
+            check(lib.rly_module_parse_file(ctx._p, path.encode(), ctypes.byref(mod)))
+            return IRModule(ctx, mod, self.name)
+
+    def save(self, path):
+        """Write the module as Relay text to path (its tensor constants to the .npz beside it)."""
+        check(lib.rly_module_save(self._p, os.fspath(path).encode()))
 
     def __repr__(self):
         return "IRModule(%r)" % (self.name or "<module>")

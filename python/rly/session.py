@@ -167,7 +167,8 @@ class InferenceSession:
             return
         a = value if isinstance(value, np.ndarray) else np.asarray(value)
         self._check(arg, dt, a.dtype, a.shape)
-        a = np.ascontiguousarray(a)  # a copy only when not C-contiguous
+        if not a.flags.c_contiguous:  # copied once (np.ascontiguousarray would make 0-d 1-d)
+            a = a.copy(order="C")
         if a.ctypes.data % 64 and a.size:  # rly's tensors are 64-byte aligned
             b = np.empty(a.size * a.itemsize + 64, np.uint8)
             off = (-b.ctypes.data) % 64
