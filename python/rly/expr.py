@@ -10,9 +10,9 @@ side .npz the parser reads) and type-checked. Each operator call is type-checked
 from its arguments' types, so a wrong shape or attribute is an rly.RlyError naming the Python
 file and line of the call (the operator's relation says what is wrong)."""
 import ctypes
-import inspect
 import os
 import re
+import sys
 import tempfile
 
 import numpy as np
@@ -29,9 +29,11 @@ _NP_NAME = {np.dtype(k): v for k, v in [
 def _caller():
     """The first frame outside this package: (file, line)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for f in inspect.stack()[2:]:
-        if not os.path.abspath(f.filename).startswith(here):
-            return f.filename, f.lineno
+    f = sys._getframe(1)
+    while f is not None:
+        if not os.path.abspath(f.f_code.co_filename).startswith(here):
+            return f.f_code.co_filename, f.f_lineno
+        f = f.f_back
     return "<unknown>", 0
 
 
@@ -200,12 +202,16 @@ def _attr(v):
 
 
 class _Printer:
-    """Relay text for expressions: tensor constants as meta[relay.Constant][i] (collected in
-    self.consts), scalars inline, variables by name (uniquified per object), everything else
-    nested (sharing is kept only through Let, as written)."""
+    """Relay text for expressions, in A-normal form: in each block (a function body, an if
+    branch) every call, tuple, projection, if and function literal the block's dataflow reaches
+    is let-bound once, in dependency order, and referred to by name; so an expression used
+    twice is computed once, and the printing is iterative (a chain of 10^5 operators prints
+    without deep recursion). Nodes reached only inside an if branch or a function body are bound
+    there. Tensor constants become meta[relay.Constant][i] (collected in self.consts), scalars are
+    inline, variables print by name (made unique per object)."""
 
     def __init__(self):
-        self.consts, self.names, self.used = [], {}, set()
+        self.consts, self.names, self.used, self.bound, self.n = [], {}, set(), {}, 0
 
     def name(self, v):
         if id(v) not in self.names:
@@ -218,7 +224,60 @@ class _Printer:
             self.names[id(v)] = (n, v)
         return "%" + self.names[id(v)][0]
 
-    def expr(self, e):
+    @staticmethod
+    def _children(e):
+        """The sub-expressions of e in its own block (not inside if branches or fn bodies; a
+        Let's body is visited after its binding, see block)."""
+        if isinstance(e, Call):
+            return ([e.fn] if isinstance(e.fn, Expr) else []) + list(e.args)
+        if isinstance(e, Tuple):
+            return list(e.fields)
+        if isinstance(e, TupleGetItem):
+            return [e.tuple]
+        if isinstance(e, If):
+            return [e.cond]
+        return []
+
+    def block(self, e):
+        """The text of block e: its lets, then its result (iterative: no recursion over the
+        length of a dataflow chain or of a let chain)."""
+        saved = dict(self.bound)
+        lines, seen = [], set()
+        tasks = [("visit", e)]
+        while tasks:
+            kind, n = tasks.pop()
+            if kind == "visit":
+                if id(n) in seen or id(n) in self.bound:
+                    continue
+                seen.add(id(n))
+                if isinstance(n, Let):  # value, the binding, body, then the Let's value
+                    tasks += [("letdone", n), ("visit", n.body), ("letline", n),
+                              ("visit", n.value)]
+                    continue
+                tasks.append(("post", n))
+                tasks += [("visit", c) for c in reversed(self._children(n))]
+            elif kind == "letline":
+                ann = ": %s" % n.var.type if n.var.type else ""
+                lines.append("let %s%s = %s;" % (self.name(n.var), ann, self.ref(n.value)))
+            elif kind == "letdone":
+                self.bound[id(n)] = self.ref(n.body)
+            elif isinstance(n, (Call, Tuple, TupleGetItem, If, Function)) and n is not e:
+                self.n += 1
+                name = "%%_%d" % self.n
+                lines.append("let %s = %s;" % (name, self.node(n)))
+                self.bound[id(n)] = name
+        result = self.ref(e)
+        self.bound = saved
+        return "\n".join(lines + [result])
+
+    def ref(self, e):
+        """A reference to e: its bound name, or e itself when it is a leaf."""
+        if id(e) in self.bound:
+            return self.bound[id(e)]
+        return self.node(e)
+
+    def node(self, e):
+        """e's own text, its sub-expressions by reference."""
         if isinstance(e, Var):
             return self.name(e)
         if isinstance(e, GlobalVar):
@@ -240,27 +299,25 @@ class _Printer:
             self.consts.append(a)
             return "meta[relay.Constant][%d]" % (len(self.consts) - 1)
         if isinstance(e, Call):
-            fn = e.fn if isinstance(e.fn, str) else self.expr(e.fn)
-            parts = [self.expr(a) for a in e.args]
+            fn = e.fn if isinstance(e.fn, str) else self.ref(e.fn)
+            parts = [self.ref(a) for a in e.args]
             parts += ["%s=%s" % (k, _attr(v)) for k, v in e.attrs.items() if v is not None]
             return "%s(%s)" % (fn, ", ".join(parts))
         if isinstance(e, Tuple):
-            items = [self.expr(f) for f in e.fields]
+            items = [self.ref(f) for f in e.fields]
             return "(%s%s)" % (", ".join(items), "," if len(items) == 1 else "")
         if isinstance(e, TupleGetItem):
-            return "%s.%d" % (self.expr(e.tuple), e.index)
+            return "%s.%d" % (self.ref(e.tuple), e.index)
         if isinstance(e, Function):
             ps = ", ".join("%s: %s" % (self.name(p), p.type) for p in e.params)
             ret = " -> %s" % e.ret_type if e.ret_type else ""
-            return "fn (%s)%s {\n%s\n}" % (ps, ret, self.expr(e.body))
-        if isinstance(e, Let):
-            ann = ": %s" % e.var.type if e.var.type else ""
-            return "let %s%s = %s;\n%s" % (self.name(e.var), ann, self.expr(e.value),
-                                           self.expr(e.body))
+            return "fn (%s)%s {\n%s\n}" % (ps, ret, self.block(e.body))
         if isinstance(e, If):
-            return "if (%s) {\n%s\n} else {\n%s\n}" % (self.expr(e.cond), self.expr(e.then_),
-                                                      self.expr(e.else_))
+            return "if (%s) {\n%s\n} else {\n%s\n}" % (self.ref(e.cond), self.block(e.then_),
+                                                         self.block(e.else_))
         raise RlyError("not a Relay expression: %r" % (e,))
+
+    expr = block
 
 
 def _module_text(funcs, printer):
@@ -268,7 +325,7 @@ def _module_text(funcs, printer):
     for name, fn in funcs.items():
         ps = ", ".join("%s: %s" % (printer.name(p), p.type) for p in fn.params)
         ret = " -> %s" % fn.ret_type if fn.ret_type else ""
-        out.append("def @%s(%s)%s {\n%s\n}" % (name, ps, ret, printer.expr(fn.body)))
+        out.append("def @%s(%s)%s {\n%s\n}" % (name, ps, ret, printer.block(fn.body)))
     return "\n".join(out) + "\n"
 
 
@@ -296,13 +353,16 @@ def module_from_functions(funcs, prelude=False):
 def op_call(name, args, attrs):
     """Call operator `name` on args (Exprs or numbers) with attrs, its result type inferred from
     the arguments' types; a type error is raised at the Python caller's file and line."""
-    file, line = _caller()
     args = [a if isinstance(a, Expr) else const(a, _scalar_dtype(args[0]) if args and
                                                  isinstance(args[0], Expr) else None)
             for a in args]
     c = Call(name, args, attrs)
     if any(a.type is None for a in args):
         return c  # an argument of unknown type: checked with the whole module
+    key = (name, tuple(a.type for a in args), _attr_key(attrs))
+    if key in _TYPE_CACHE:
+        c.type = _TYPE_CACHE[key]
+        return c
     params = [Var("a%d" % i, a.type) for i, a in enumerate(args)]
     probe = Call(name, params, attrs)
     p = _Printer()
@@ -317,6 +377,7 @@ def op_call(name, args, attrs):
     if st != 0:
         from ._capi import last_error
         msg = last_error()
+        file, line = _caller()
         m = re.search(r"error: (.*)", msg)
         why = m.group(1) if m else msg
         if not why.startswith(name + ":"):
@@ -327,4 +388,17 @@ def op_call(name, args, attrs):
     typed = take_string(out.value)
     m = re.findall(r"/\* ty=(.*?) \*/", typed)
     c.type = m[-1] if m else None
+    if len(_TYPE_CACHE) > 4096:
+        _TYPE_CACHE.clear()
+    _TYPE_CACHE[key] = c.type
     return c
+
+
+_TYPE_CACHE = {}  # (op, argument types, attributes) -> result type
+
+
+def _attr_key(attrs):
+    try:
+        return tuple(sorted((k, _attr(v)) for k, v in attrs.items() if v is not None))
+    except RlyError:
+        return None

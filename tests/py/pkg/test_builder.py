@@ -100,3 +100,20 @@ def test_type_error_names_the_caller():
     assert "16" in msg and "15" in msg
     with pytest.raises(rly.RlyError, match="not a Relay variable name"):
         rly.var("1x")
+
+
+def test_shared_nodes_are_computed_once_and_long_chains_print():
+    x = rly.var("x", shape=(4, 8))
+    w = rly.const(RNG.standard_normal((8, 8)).astype(np.float32))
+    h = op.nn.dense(x, w)
+    mod = rly.IRModule.from_expr(rly.Function([x], h * h + h))
+    assert str(mod).count("nn.dense") == 1
+    xv = RNG.standard_normal((4, 8)).astype(np.float32)
+    hv = xv @ np.asarray(w.value).T
+    np.testing.assert_allclose(rly.build(mod, opt_level=0)(xv), hv * hv + hv, rtol=1e-5,
+                               atol=1e-5)
+    y = x
+    for _ in range(3000):  # printed as lets, iteratively (no Python recursion per node)
+        y = op.negative(y)
+    mod = rly.IRModule.from_expr(rly.Function([x], y))
+    np.testing.assert_array_equal(rly.build(mod, opt_level=0)(xv), xv)
