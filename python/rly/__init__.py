@@ -17,11 +17,12 @@ from .build import Executable, build
 from .ir import IRModule, gradient, load, parse
 from .session import InferenceSession, NodeArg
 from .tensor import Tensor, from_dlpack
+from .script import ScriptError, script
 from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem,
                    Var, const, var)
 
 __version__ = version()
 __all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Tuple",
-           "TupleGetItem", "Var", "const", "op", "var", "Executable", "IRModule", "InferenceSession", "NodeArg", "RlyError",
+           "TupleGetItem", "Var", "const", "op", "var", "ScriptError", "script", "Executable", "IRModule", "InferenceSession", "NodeArg", "RlyError",
            "RlyInvalidArgument", "Tensor", "build", "from_dlpack", "frontend", "gradient", "load",
            "parse", "transform", "version"]

@@ -102,11 +102,29 @@ class Constant(Expr):
         self.type = tensor_type(a.shape, _NP_NAME[a.dtype])
 
 
+def _fn_ret(t):
+    """R of a function type "fn (A, B) -> R", or None."""
+    if not t or not t.startswith("fn ("):
+        return None
+    depth = 0
+    for k in range(3, len(t)):
+        if t[k] in "([":
+            depth += 1
+        elif t[k] in ")]":
+            depth -= 1
+            if depth == 0:
+                rest = t[k + 1:].strip()
+                return rest[2:].strip() if rest.startswith("->") else None
+    return None
+
+
 class Call(Expr):
     def __init__(self, fn, args, attrs=None, type_=None):
         self.fn, self.args, self.attrs, self.type = fn, list(args), dict(attrs or {}), type_
         if type_ is None and isinstance(fn, (Function, GlobalVar)) and fn.ret_type:
             self.type = fn.ret_type
+        elif type_ is None and isinstance(fn, Expr):
+            self.type = _fn_ret(fn.type)
 
 
 class Tuple(Expr):
@@ -127,7 +145,9 @@ class Function(Expr):
     def __init__(self, params, body, ret_type=None):
         self.params, self.body = list(params), body
         self.ret_type = ret_type or body.type
-        self.type = "fn (%s) -> %s" % (", ".join(p.type for p in self.params), self.ret_type)
+        known = self.ret_type and all(p.type for p in self.params)
+        self.type = "fn (%s) -> %s" % (", ".join(p.type for p in self.params),
+                                       self.ret_type) if known else None
 
 
 class Let(Expr):
@@ -251,14 +271,16 @@ class _Printer:
                     continue
                 seen.add(id(n))
                 if isinstance(n, Let):  # value, the binding, body, then the Let's value
-                    tasks += [("letdone", n), ("visit", n.body), ("letline", n),
-                              ("visit", n.value)]
+                    tasks += [("letdone", n), ("visit", n.body), ("letline", n)]
+                    if not isinstance(n.value, Function):  # a function: inline (recursion)
+                        tasks.append(("visit", n.value))
                     continue
                 tasks.append(("post", n))
                 tasks += [("visit", c) for c in reversed(self._children(n))]
             elif kind == "letline":
                 ann = ": %s" % n.var.type if n.var.type else ""
-                lines.append("let %s%s = %s;" % (self.name(n.var), ann, self.ref(n.value)))
+                value = self.node(n.value) if isinstance(n.value, Function) else self.ref(n.value)
+                lines.append("let %s%s = %s;" % (self.name(n.var), ann, value))
             elif kind == "letdone":
                 self.bound[id(n)] = self.ref(n.body)
             elif isinstance(n, (Call, Tuple, TupleGetItem, If, Function)) and n is not e:
@@ -309,7 +331,7 @@ class _Printer:
         if isinstance(e, TupleGetItem):
             return "%s.%d" % (self.ref(e.tuple), e.index)
         if isinstance(e, Function):
-            ps = ", ".join("%s: %s" % (self.name(p), p.type) for p in e.params)
+            ps = ", ".join(self.name(p) + (": %s" % p.type if p.type else "") for p in e.params)
             ret = " -> %s" % e.ret_type if e.ret_type else ""
             return "fn (%s)%s {\n%s\n}" % (ps, ret, self.block(e.body))
         if isinstance(e, If):

@@ -59,6 +59,11 @@ class Tensor:
             raise _capi.RlyError("DLPack dtype (code %d, %d bits) is not one of rly's" % (code, bits))
         self.dtype = np.dtype(_NP[(code, bits)])
 
+    def __class_getitem__(cls, item):
+        """rly.Tensor[(3, 4), "float32"]: a parameter annotation for @rly.script."""
+        from .script import tensor_annotation
+        return tensor_annotation(item)
+
     @property
     def ndim(self):
         return len(self.shape)
