@@ -11,3 +11,5 @@ ctest --preset asan -j2 --output-on-failure --no-tests=error
 cmake --preset release >/dev/null
 cmake --build --preset release
 ctest --preset release -j2 --output-on-failure --no-tests=error
+# The Python package as a user installs it: `pip install .` into a fresh virtualenv.
+bash scripts/test_pip.sh
