@@ -18,11 +18,14 @@ from .ir import IRModule, gradient, load, parse
 from .session import InferenceSession, NodeArg
 from .tensor import Tensor, from_dlpack
 from .script import ScriptError, script
-from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem,
-                   Var, const, var)
+from .expr import (Call, Constant, Constructor, Expr, Function, GlobalVar, If, Let, Match,
+                   PatternConstructor, PatternTuple, PatternVar, PatternWildcard, Tuple,
+                   TupleGetItem, Var, const, var)
+from . import expr as adt  # rly.adt.Cons, Nil, Some, Nothing (None), Rose, zero, succ
 
 __version__ = version()
-__all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Tuple",
+__all__ = ["adt", "Constructor", "Match", "PatternConstructor", "PatternTuple", "PatternVar",
+           "PatternWildcard", "Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Tuple",
            "TupleGetItem", "Var", "const", "op", "var", "ScriptError", "script", "Executable", "IRModule", "InferenceSession", "NodeArg", "RlyError",
            "RlyInvalidArgument", "Tensor", "build", "from_dlpack", "frontend", "gradient", "load",
            "parse", "transform", "version"]

@@ -115,6 +115,8 @@ _SIGS = {
     "rly_executable_describe": (_I, [_P, _I, ctypes.POINTER(ctypes.c_void_p)]),
     "rly_ops_describe": (_I, [_S, ctypes.POINTER(ctypes.c_void_p)]),
     "rly_module_save": (_I, [_P, _S]),
+    "rly_module_prelude": (_I, [_P, _PP]),
+    "rly_module_parse_file_into": (_I, [_P, _S]),
 }
 for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)

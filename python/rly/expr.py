@@ -167,6 +167,57 @@ class GlobalVar(Expr):
         self.name, self.type, self.ret_type = name, type_, ret_type
 
 
+class Constructor(Expr):
+    """A constructor of an algebraic data type, by name (the prelude's Cons, Nil, Some, None,
+    Rose, zero, succ, or one a module defines). Call it to build a value: Cons(x, Nil)."""
+
+    def __init__(self, name):
+        self.name, self.type = name, None
+
+    def __call__(self, *args):
+        c = Call(self, list(args))
+        first = args[0].type if args and isinstance(args[0], Expr) else None
+        if self.name == "Cons" and first:
+            c.type = "List[%s]" % first
+        elif self.name == "Some" and first:
+            c.type = "Option[%s]" % first
+        return c
+
+
+class PatternVar:
+    def __init__(self, var):
+        self.var = var
+
+
+class PatternWildcard:
+    pass
+
+
+class PatternConstructor:
+    def __init__(self, ctor, patterns=()):
+        self.ctor, self.patterns = ctor, list(patterns)
+
+
+class PatternTuple:
+    def __init__(self, patterns):
+        self.patterns = list(patterns)
+
+
+class Match(Expr):
+    """match (data) { pattern => body, ... }: clauses [(pattern, body)]; complete=False is
+    Relay's `match?` (a value no clause takes fails at run time)."""
+
+    def __init__(self, data, clauses, complete=True):
+        self.data, self.clauses, self.complete = data, list(clauses), complete
+        self.type = next((b.type for _, b in self.clauses if b.type), None)
+
+
+# the prelude's constructors
+Cons, Nil, Some, Nothing, Rose, zero, succ = (Constructor(n) for n in
+                                              ("Cons", "Nil", "Some", "None", "Rose", "zero",
+                                               "succ"))
+
+
 def var(name, shape=None, dtype="float32", type_annotation=None):
     """A variable: of a tensor type (shape, dtype; None or -1 for a `?` dim, () for a scalar), or
     of any Relay type given as text (type_annotation="(Tensor[(2), float32], int32)")."""
@@ -256,6 +307,8 @@ class _Printer:
             return [e.tuple]
         if isinstance(e, If):
             return [e.cond]
+        if isinstance(e, Match):
+            return [e.data]
         return []
 
     def block(self, e):
@@ -283,7 +336,7 @@ class _Printer:
                 lines.append("let %s%s = %s;" % (self.name(n.var), ann, value))
             elif kind == "letdone":
                 self.bound[id(n)] = self.ref(n.body)
-            elif isinstance(n, (Call, Tuple, TupleGetItem, If, Function)) and n is not e:
+            elif isinstance(n, (Call, Tuple, TupleGetItem, If, Function, Match)) and n is not e:
                 self.n += 1
                 name = "%%_%d" % self.n
                 lines.append("let %s = %s;" % (name, self.node(n)))
@@ -337,7 +390,27 @@ class _Printer:
         if isinstance(e, If):
             return "if (%s) {\n%s\n} else {\n%s\n}" % (self.ref(e.cond), self.block(e.then_),
                                                          self.block(e.else_))
+        if isinstance(e, Constructor):
+            return e.name
+        if isinstance(e, Match):
+            clauses = ",\n".join("%s => {\n%s\n}" % (self.pattern(p), self.block(b))
+                                  for p, b in e.clauses)
+            return "match%s (%s) {\n%s\n}" % ("" if e.complete else "?", self.ref(e.data),
+                                              clauses)
         raise RlyError("not a Relay expression: %r" % (e,))
+
+    def pattern(self, p):
+        if isinstance(p, PatternWildcard):
+            return "_"
+        if isinstance(p, PatternVar):
+            return self.name(p.var)
+        if isinstance(p, PatternTuple):
+            return "(%s)" % ", ".join(self.pattern(q) for q in p.patterns)
+        if isinstance(p, PatternConstructor):
+            if not p.patterns:
+                return p.ctor.name
+            return "%s(%s)" % (p.ctor.name, ", ".join(self.pattern(q) for q in p.patterns))
+        raise RlyError("not a pattern: %r" % (p,))
 
     expr = block
 
@@ -352,7 +425,8 @@ def _module_text(funcs, printer):
 
 
 def module_from_functions(funcs, prelude=False):
-    """An rly.IRModule (type-checked) of global functions {name: Function}."""
+    """An rly.IRModule (type-checked) of global functions {name: Function}; with prelude, in
+    a module that holds Relay's standard library (List, Option, Tree, nat, @map, @foldl, ...)."""
     from .ir import Context, IRModule
     p = _Printer()
     text = _module_text(funcs, p)
@@ -365,7 +439,11 @@ def module_from_functions(funcs, prelude=False):
                      **{"constant_%d" % i: a for i, a in enumerate(p.consts)})
         ctx = Context()
         mod = ctypes.c_void_p()
-        check(lib.rly_module_parse_file(ctx._p, path.encode(), ctypes.byref(mod)))
+        if prelude:
+            check(lib.rly_module_prelude(ctx._p, ctypes.byref(mod)))
+            check(lib.rly_module_parse_file_into(mod, path.encode()))
+        else:
+            check(lib.rly_module_parse_file(ctx._p, path.encode(), ctypes.byref(mod)))
         m = IRModule(ctx, mod, "<rly builder>")
     return m.infer()
 

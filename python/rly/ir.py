@@ -52,14 +52,15 @@ class IRModule:
         return self
 
     @staticmethod
-    def from_expr(expr, functions=None):
+    def from_expr(expr, functions=None, prelude=False):
         """A module whose @main is expr (a Function, or an expression of no free variables),
-        with the other global functions {name: Function} given."""
+        with the other global functions {name: Function} given; prelude: with Relay's standard
+        library (List, Option, Tree, nat and their functions)."""
         from .expr import Function, module_from_functions
         main = expr if isinstance(expr, Function) else Function([], expr)
         funcs = {"main": main}
         funcs.update(functions or {})
-        return module_from_functions(funcs)
+        return module_from_functions(funcs, prelude)
 
     def copy(self):
         """An independent copy (through its text and the side .npz of its tensor constants)."""

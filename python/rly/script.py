@@ -265,8 +265,10 @@ class _Translator:
     def for_range(self, s, rest, env, where):
         it = s.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and
-                it.func.id == "range" and 1 <= len(it.args) <= 2 and not it.keywords):
-            raise self.err(s, "for loops go over range(stop) or range(start, stop) only")
+                it.func.id == "range"):
+            return self.for_list(s, rest, env, where)
+        if not (1 <= len(it.args) <= 2 and not it.keywords):
+            raise self.err(s, "for loops go over range(stop), range(start, stop) or a List")
         if not isinstance(s.target, ast.Name):
             raise self.err(s, "the loop variable must be a name")
         start = it.args[0] if len(it.args) == 2 else ast.Constant(value=0)
@@ -284,6 +286,50 @@ class _Translator:
             ast.copy_location(n, s)
             ast.fix_missing_locations(n)
         return self.block([init_stop, init, _LoopWithStep(loop, step)] + rest, env, where)
+
+    def for_list(self, s, rest, env, where):
+        """for x in xs (a List): a local recursive function matching Cons / Nil."""
+        if s.orelse:
+            raise self.err(s, "else on a loop is not supported")
+        if not isinstance(s.target, ast.Name):
+            raise self.err(s, "the loop variable must be a name")
+        lst = self.expr(s.iter, env)
+        m = re_list(lst.type)
+        if m is None:
+            raise self.err(s.iter, "for loops go over range(stop), range(start, stop) or a "
+                                   "List (this is %s)" % (lst.type or "of unknown type"))
+        if self.returns(s.body):
+            raise self.err(s, "return inside a loop is not supported")
+        names = [n for n in self.assigned(s.body) if n in env and n != s.target.id]
+        state = [E.Var(n, env[n].type) for n in names]
+        xs = E.Var(self.fresh("xs"), lst.type)
+        state_type = "(%s%s)" % (", ".join(p.type for p in state), "," if len(state) == 1 else "")
+        loop_var = E.Var(self.fresh("loop"), "fn (%s) -> %s" % (
+            ", ".join([lst.type] + [p.type for p in state]), state_type))
+        inner = dict(env)
+        inner.update(zip(names, state))
+        inner[loop_var.name] = loop_var
+        x = E.Var(s.target.id, m)
+        tail = E.Var(self.fresh("rest"), lst.type)
+        body_env = dict(inner)
+        body_env[s.target.id] = x
+        body_env[tail.name] = tail
+        again = ast.Return(value=ast.Call(
+            func=ast.Name(id=loop_var.name, ctx=ast.Load()),
+            args=[ast.Name(id=tail.name, ctx=ast.Load())] +
+            [ast.Name(id=n, ctx=ast.Load()) for n in names], keywords=[]))
+        done = ast.Return(value=ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names],
+                                          ctx=ast.Load()))
+        for r in (again, done):
+            ast.copy_location(r, s)
+            ast.fix_missing_locations(r)
+        fn_body = E.Match(xs, [
+            (E.PatternConstructor(E.Cons, [E.PatternVar(x), E.PatternVar(tail)]),
+             self.block(s.body + [again], body_env, s)),
+            (E.PatternConstructor(E.Nil), self.block([done], inner, s))])
+        fn = E.Function([xs] + state, fn_body, ret_type=state_type)
+        call = E.Call(loop_var, [lst] + [env[n] for n in names], type_=state_type)
+        return E.Let(loop_var, fn, self.rebind(call, names, rest, env, where))
 
     # ---- expressions ------------------------------------------------------------------------
 
@@ -365,6 +411,14 @@ class _Translator:
             return getattr(ops, name)(a, b)
         if isinstance(n, ast.Tuple):
             return E.Tuple([self.expr(x, env) for x in n.elts])
+        if isinstance(n, ast.List):  # the prelude's List
+            items = [self.expr(x, env) for x in n.elts]
+            out = E.Call(E.Nil, [])
+            if items and items[0].type:
+                out.type = "List[%s]" % items[0].type
+            for item in reversed(items):
+                out = E.Cons(item, out)
+            return out
         if isinstance(n, ast.Subscript):
             idx = n.slice
             if isinstance(idx, ast.Constant) and isinstance(idx.value, int):
@@ -423,6 +477,13 @@ class _Translator:
                 not isinstance(obj, ScriptFunction):
             return obj
         return None
+
+
+def re_list(t):
+    """X of a type "List[X]", or None."""
+    if t and t.startswith("List[") and t.endswith("]"):
+        return t[5:-1]
+    return None
 
 
 class _LoopWithStep(ast.stmt):
@@ -499,8 +560,7 @@ class ScriptFunction:
                         sf._translate(registry)
                     funcs[name] = sf._func
             funcs[self.name] = self._func  # callable by name too (recursion)
-            self._module = E.module_from_functions(
-                {k: v for k, v in funcs.items()})
+            self._module = E.module_from_functions(funcs, prelude=True)
         return self._module
 
     @property

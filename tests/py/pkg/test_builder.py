@@ -117,3 +117,23 @@ def test_shared_nodes_are_computed_once_and_long_chains_print():
         y = op.negative(y)
     mod = rly.IRModule.from_expr(rly.Function([x], y))
     np.testing.assert_array_equal(rly.build(mod, opt_level=0)(xv), xv)
+
+
+def test_adts_and_match_with_the_prelude():
+    # sum of a List of scalars by recursion with match, and the prelude's @map
+    T = "float32"
+    xs = rly.var("xs", type_annotation="List[float32]")
+    h, t = rly.var("h", type_annotation=T), rly.var("t", type_annotation="List[float32]")
+    total = rly.GlobalVar("total", ret_type=T)
+    body = rly.Match(xs, [
+        (rly.PatternConstructor(rly.adt.Cons, [rly.PatternVar(h), rly.PatternVar(t)]),
+         h + total(t)),
+        (rly.PatternConstructor(rly.adt.Nil), rly.const(0.0)),
+    ])
+    f = rly.Function([xs], body, ret_type=T)
+    a = rly.var("a", shape=(), dtype="float32")
+    lst = rly.adt.Cons(a, rly.adt.Cons(a * 2.0, rly.adt.Cons(rly.const(10.0), rly.adt.Nil)))
+    mod = rly.IRModule.from_expr(rly.Function([a], total(lst)), functions={"total": f},
+                                 prelude=True)
+    assert "match (%xs)" in str(mod) and "type List" in str(mod)
+    assert float(rly.build(mod)(np.float32(1.5))) == 1.5 + 3.0 + 10.0

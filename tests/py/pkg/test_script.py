@@ -113,7 +113,7 @@ def test_refused_constructs_are_located():
     def make_bad():
         @rly.script
         def bad(x: T34):
-            for k in [1, 2]:
+            for k in x:  # a tensor: not iterable in Relay
                 x = x + 1.0
             return x
         return bad
@@ -121,7 +121,7 @@ def test_refused_constructs_are_located():
     with pytest.raises(rly.ScriptError) as err:
         make_bad().module
     assert err.value.args[0].startswith(__file__ + ":")
-    assert "range(stop)" in str(err.value)
+    assert "or a List (this is Tensor[(3, 4), float32])" in str(err.value)
 
     def make_unannotated():
         @rly.script
@@ -150,3 +150,25 @@ def test_refused_constructs_are_located():
 
     with pytest.raises(rly.ScriptError, match="does not translate With"):
         make_unsupported().module
+
+
+@rly.script
+def list_sum(x: T34):
+    acc = rly.op.zeros_like(x)
+    for item in [x, x * 2.0, rly.op.exp(x)]:
+        acc = acc + item
+    return acc
+
+
+@rly.script
+def list_param(xs: "List[Tensor[(3, 4), float32]]"):
+    acc = rly.op.zeros(shape=[3, 4], dtype="float32")
+    for item in xs:
+        acc = acc + rly.op.nn.relu(item)
+    return acc
+
+
+def test_lists():
+    np.testing.assert_allclose(list_sum(X), X + 2 * X + np.exp(X), rtol=1e-5)
+    assert "Cons(" in list_sum.text and "match (" in list_sum.text
+    assert "def @main(%xs: List[Tensor[(3, 4), float32]])" in list_param.text
