@@ -124,12 +124,18 @@ def from_onnx(path, shape=None):
 
 
 def gradient(mod, mode="higher", entry=None, name=None):
-    """A copy of mod whose @name (default: @main) is the gradient of @entry (default: @main):
+    """mod: a module, an rly.Function (its @main) or an @rly.script function. A copy of mod whose @name (default: @main) is the gradient of @entry (default: @main):
     fn(T1..Tn) -> (R, (T1..Tn)), the result and the gradient of the sum of its elements with
     respect to each parameter (docs/autodiff.md). mode "higher" takes the whole language,
     "first" dataflow programs."""
     if mode not in ("higher", "first"):
         raise ValueError("mode must be 'higher' or 'first', not %r" % (mode,))
+    from .expr import Function
+    from .script import ScriptFunction
+    if isinstance(mod, ScriptFunction):
+        mod = mod.module
+    elif isinstance(mod, Function):
+        mod = IRModule.from_expr(mod)
     out = mod.copy()
     check(lib.rly_module_gradient(out._p, entry.encode() if entry else None, mode.encode(),
                                   name.encode() if name else None))

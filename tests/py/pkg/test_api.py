@@ -101,3 +101,16 @@ def test_from_onnx(tmp_path):
     out = rly.build(m)(np.array([[-1, 2, -3, 4]] * 2, np.float32))
     np.testing.assert_array_equal(out, [[0, 2, 0, 4]] * 2)
     assert "nn.relu" in str(rly.load(p, shape={"a": (1, 4)}))
+
+
+def test_gradient_of_a_function_and_a_script():
+    x = rly.var("x", shape=(3,))
+    g = rly.gradient(rly.Function([x], rly.op.sum(x * x)), mode="higher")
+    assert "/* ty=(float32, (Tensor[(3), float32],)) */" in g.astext(show_types=True)
+
+    @rly.script
+    def cube(v: rly.Tensor[(3,), "float32"]):
+        return rly.op.sum(v * v * v)
+
+    g2 = rly.gradient(cube, mode="first")
+    assert "def @main" in str(g2)

@@ -203,3 +203,37 @@ def test_dlpack_and_views(mlp):
     for dt in (np.int8, np.uint16, np.int64, np.float64, np.bool_):
         v = np.zeros((2, 3), dt)
         assert rly.from_dlpack(v).dtype == np.dtype(dt)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                   "uint32", "uint64", "float16", "float32", "float64"])
+def test_every_numeric_dtype(tmp_path, dtype):
+    p = tmp_path / "m.rly"
+    p.write_text('#[version = "0.0.5"]\n'
+                 'def @main(%%x: Tensor[(2, 3), %s]) { (add(%%x, %%x), %%x) }\n' % dtype)
+    s = rly.InferenceSession(str(p))
+    x = (np.arange(6) % 5).astype(dtype).reshape(2, 3)
+    twice, same = s.run(None, {"x": x})
+    assert twice.dtype == np.dtype(dtype) and same.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(twice, x + x)
+    np.testing.assert_array_equal(same, x)
+    assert s.get_inputs()[0].type.startswith("tensor(")
+
+
+def test_bool_and_bfloat16(tmp_path):
+    p = tmp_path / "b.rly"
+    p.write_text('#[version = "0.0.5"]\n'
+                 'def @main(%b: Tensor[(4), bool], %h: Tensor[(4), bfloat16]) {\n'
+                 '  (logical_not(%b), %h, cast(%h, dtype="float32"))\n}\n')
+    s = rly.InferenceSession(str(p))
+    assert [a.type for a in s.get_inputs()] == ["tensor(bool)", "tensor(bfloat16)"]
+    b = np.array([True, False, True, True])
+    f = np.array([1.0, -2.5, 0.15625, 3e8], np.float32)
+    bits = (f.view(np.uint32) >> 16).astype(np.uint16)  # bfloat16 = the top 16 bits
+    nb, hb, hf = s.run(None, {"b": b, "h": bits})
+    np.testing.assert_array_equal(nb, ~b)
+    assert hb.dtype == np.uint16
+    np.testing.assert_array_equal(hb, bits)
+    np.testing.assert_array_equal(hf, (bits.astype(np.uint32) << 16).view(np.float32))
+    with pytest.raises(rly.RlyError, match="bfloat16: feed its bits"):
+        s.run(None, {"b": b, "h": f})
