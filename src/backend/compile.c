@@ -253,6 +253,73 @@ static const AttrValue *name_list(const Function *fn, const char *key, uint32_t 
     return a;
 }
 
+#define MAX_LEAF_OUTPUTS 65536u /* more (a type DAG: pairs of pairs of ...): the fields */
+
+/* The outputs of a result that nests tuples: its leaves, depth first, output_0, output_1, ...
+ * (as the .npz writer names them), each with its path of field indices; false (nothing set)
+ * when there are more than MAX_LEAF_OUTPUTS (tuple types may share parts: a pair of pairs 40
+ * deep has 2^40 leaves). Iterative. */
+static bool leaf_outputs(Be *be, Type *ret) {
+    VmExec *exe = be->exe;
+    typedef struct Frame {
+        const TupleType *t;
+        uint32_t next;
+    } Frame;
+    Vec(Frame) stack = {0};
+    Vec(uint32_t) path = {0}, off = {0};
+    Vec(Type *) leaves = {0};
+    vec_push(&stack, ((Frame){AS_TUPLE_TYPE(ret), 0}));
+    while (stack.len > 0) {
+        Frame *f = &stack.data[stack.len - 1];
+        if (f->next == f->t->n) {
+            stack.len--;
+            continue;
+        }
+        uint32_t i = f->next++;
+        Type *ft = f->t->fields[i];
+        if (ft->kind == TYPE_TUPLE) {
+            vec_push(&stack, ((Frame){AS_TUPLE_TYPE(ft), 0}));
+            continue;
+        }
+        if (leaves.len == MAX_LEAF_OUTPUTS) {
+            vec_free(&stack);
+            vec_free(&path);
+            vec_free(&off);
+            vec_free(&leaves);
+            return false;
+        }
+        vec_push(&off, (uint32_t)path.len);
+        for (size_t d = 0; d < stack.len; d++) /* the index taken at each level */
+            vec_push(&path, stack.data[d].next - 1);
+        vec_push(&leaves, ft);
+    }
+    vec_push(&off, (uint32_t)path.len);
+    uint32_t n = (uint32_t)leaves.len;
+    const char **names = arena_array(be->arena, n ? n : 1, sizeof(char *));
+    VmTypeDesc *types = arena_array(be->arena, n ? n : 1, sizeof(VmTypeDesc));
+    uint32_t *po = arena_array(be->arena, n + 1, sizeof(uint32_t));
+    uint32_t *pp = arena_array(be->arena, path.len ? path.len : 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "output_%u", i);
+        names[i] = be_strdup(be, buf);
+        types[i] = type_desc(be, leaves.data[i]);
+    }
+    memcpy(po, off.data, (n + 1) * sizeof(uint32_t));
+    if (path.len) memcpy(pp, path.data, path.len * sizeof(uint32_t));
+    exe->n_outputs = n;
+    exe->out_names = names;
+    exe->out_types = types;
+    exe->out_tuple = true;
+    exe->out_path_off = po;
+    exe->out_path = pp;
+    vec_free(&stack);
+    vec_free(&path);
+    vec_free(&off);
+    vec_free(&leaves);
+    return true;
+}
+
 static void entry_interface(Be *be, Function *fn, Type *ret) {
     VmExec *exe = be->exe;
     uint32_t n_in = fn ? fn->n_params : 0;
@@ -268,6 +335,10 @@ static void entry_interface(Be *be, Function *fn, Type *ret) {
     exe->in_types = types;
     bool tuple = ret != NULL && ret->kind == TYPE_TUPLE;
     uint32_t n_out = tuple ? AS_TUPLE_TYPE(ret)->n : 1;
+    bool nested = false;
+    for (uint32_t i = 0; tuple && i < n_out; i++)
+        nested |= AS_TUPLE_TYPE(ret)->fields[i]->kind == TYPE_TUPLE;
+    if (nested && leaf_outputs(be, ret)) return;
     const AttrValue *out_names = name_list(fn, "onnx_output_names", n_out);
     const char **onames = arena_array(be->arena, n_out ? n_out : 1, sizeof(char *));
     VmTypeDesc *otypes = arena_array(be->arena, n_out ? n_out : 1, sizeof(VmTypeDesc));

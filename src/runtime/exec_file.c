@@ -44,7 +44,9 @@
  *                         u32 b | u32 c | u32 n | u32 args | u32 dtype | u64 imm (the bits of
  *                         imm or fimm)
  *   7 ENTRY         u32 entry | u32 out_tuple | u32 n_inputs | n_inputs x { str name | type } |
- *                   u32 n_outputs | n_outputs x { str name | type }
+ *                   u32 n_outputs | n_outputs x { str name | type } | (version 2) u32 has_paths
+ *                   | when has_paths: n_outputs x { u32 depth (1..1024) | depth x u32 field }
+ *                   (a result of nested tuples: each output's path of fields to its leaf)
  *                   type: u32 is_tensor | u32 dtype | u32 ndim | str text (or none) | ndim x i64
  *                         (a tensor: dtype known, ndim <= 32, dims in [-1, 2^62]; else ndim 0)
  *   8 CONSTS        u32 n | n x { u32 dtype | u32 ndim | u64 offset | u64 nbytes | ndim x i64 }:
@@ -91,6 +93,7 @@
 #define SECTION_ALIGN 8u
 #define MAX_SECTIONS 64u /* a table longer than this is hostile (version 2 has 11 kinds) */
 #define PREP_ENTRY_BYTES 32u
+#define MAX_OUT_DEPTH 1024u /* fields on the path to an output (nested tuples) */
 #define ATTR_ARRAYS_ALL 7u
 
 typedef enum SecKind {
@@ -386,6 +389,12 @@ static void enc_entry(Enc *e, const VmExec *x) {
     for (uint32_t i = 0; i < x->n_outputs; i++) {
         put_str(e, b, x->out_names[i], false, "an output's name");
         enc_type(e, b, &x->out_types[i], "output", i);
+    }
+    put_u32(b, x->out_path != NULL); /* version 2: the outputs' paths into nested tuples */
+    for (uint32_t i = 0; x->out_path != NULL && i < x->n_outputs; i++) {
+        put_u32(b, x->out_path_off[i + 1] - x->out_path_off[i]);
+        for (uint32_t j = x->out_path_off[i]; j < x->out_path_off[i + 1]; j++)
+            put_u32(b, x->out_path[j]);
     }
 }
 
@@ -1227,6 +1236,30 @@ static bool dec_entry(Dec *d) {
             dec_type(&r, &types[i]);
         }
     }
+    if (d->version >= 2 && !d->failed && rd_bool(&r, "has_paths") && !d->failed) {
+        uint32_t n = x->n_outputs;
+        uint32_t *off = dec_array(d, n + 1, sizeof *off);
+        Vec(uint32_t) items = {0};
+        for (uint32_t i = 0; i < n && !d->failed; i++) {
+            set_where(d, "output", i, NULL, 0);
+            uint32_t depth = rd_u32(&r);
+            if (d->failed) break;
+            if (depth == 0 || depth > MAX_OUT_DEPTH) {
+                dec_fail(d, "a path of %u fields (1 to %u)", depth, MAX_OUT_DEPTH);
+                break;
+            }
+            if (!rd_count(&r, depth, 4, "path fields")) break;
+            off[i] = (uint32_t)items.len;
+            for (uint32_t j = 0; j < depth; j++)
+                vec_push(&items, rd_u32(&r));
+        }
+        off[n] = (uint32_t)items.len;
+        uint32_t *path = arena_array(&x->arena, items.len ? items.len : 1, sizeof *path);
+        if (items.len) memcpy(path, items.data, items.len * sizeof *path);
+        vec_free(&items);
+        if (d->failed) return false;
+        x->out_path_off = off, x->out_path = path;
+    }
     return rd_end(&r);
 }
 
@@ -1617,6 +1650,15 @@ bool rt_exec_equal(const VmExec *a, const VmExec *b, char *why, size_t cap) {
         if (!same_str(a->out_names[i], b->out_names[i]) ||
             !same_type(&a->out_types[i], &b->out_types[i]))
             return differ(why, cap, "output %u differs", i);
+    if ((a->out_path == NULL) != (b->out_path == NULL))
+        return differ(why, cap, "one has output paths, the other not");
+    for (uint32_t i = 0; a->out_path != NULL && i < a->n_outputs; i++) {
+        uint32_t la = a->out_path_off[i + 1] - a->out_path_off[i];
+        if (la != b->out_path_off[i + 1] - b->out_path_off[i] ||
+            memcmp(a->out_path + a->out_path_off[i], b->out_path + b->out_path_off[i],
+                   la * sizeof(uint32_t)) != 0)
+            return differ(why, cap, "output %u's path differs", i);
+    }
     return equal_packed(a, b, why, cap) && equal_funcs(a, b, why, cap) &&
            equal_preps(a, b, why, cap);
 }

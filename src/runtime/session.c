@@ -400,7 +400,8 @@ RLY_API rly_status rly_session_run(rly_session *s) {
     err[0] = '\0';
     Value *r = vm_invoke(s->vm, exe->entry, exe->n_inputs, s->args, err, sizeof err);
     if (r == NULL) return rt_fail(RLY_STATUS_ERROR, "%s", err[0] ? err : "the run failed");
-    if (exe->out_tuple && (r->kind != VAL_TUPLE || RT_TUPLE(r)->n != exe->n_outputs)) {
+    if (exe->out_tuple && exe->out_path == NULL &&
+        (r->kind != VAL_TUPLE || RT_TUPLE(r)->n != exe->n_outputs)) {
         rt_release(r);
         return rt_fail(RLY_STATUS_ERROR, "the entry's result is not a tuple of %u outputs",
                        exe->n_outputs);
@@ -409,6 +410,18 @@ RLY_API rly_status rly_session_run(rly_session *s) {
     rly_status st = RLY_STATUS_OK;
     for (uint32_t k = 0; k < exe->n_outputs; k++) {
         Value *v = exe->out_tuple ? RT_TUPLE(r)->f[k] : r;
+        if (exe->out_path != NULL) { /* a leaf of nested tuples */
+            v = r;
+            for (uint32_t j = exe->out_path_off[k]; j < exe->out_path_off[k + 1] && v; j++) {
+                uint32_t f = exe->out_path[j];
+                v = v->kind == VAL_TUPLE && f < RT_TUPLE(v)->n ? RT_TUPLE(v)->f[f] : NULL;
+            }
+            if (v == NULL) {
+                st = rt_fail(RLY_STATUS_ERROR, "output '%s': the result has no such field",
+                             exe->out_names[k]);
+                break;
+            }
+        }
         if (v->kind == VAL_TENSOR && aliases_input(s, RT_TENSOR(v))) {
             RtTensor *src = RT_TENSOR(v);
             char why[256];

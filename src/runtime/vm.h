@@ -289,6 +289,11 @@ typedef struct VmExec {
     const char *const *out_names;
     const VmTypeDesc *out_types;
     bool out_tuple; /* the result is a tuple whose fields are the outputs */
+    /* When the result nests tuples, its outputs are the leaves of the nesting, depth first:
+     * output k is result.out_path[out_path_off[k]].out_path[out_path_off[k] + 1]... (fields
+     * followed down to out_path_off[k + 1]); NULL otherwise (the fields, as out_tuple says). */
+    const uint32_t *out_path_off; /* n_outputs + 1 offsets into out_path */
+    const uint32_t *out_path;
     /* What kernels derive once from constants (packed weights; KCall.prep), made by
      * vm_exec_bind, shared by every session, freed with the executable. */
     KPrepCache *prep;

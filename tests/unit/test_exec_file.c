@@ -241,6 +241,12 @@ static VmExec *make_sample(void) {
         preps[i] = (VmPrep){prep_const[i], 7u + 2u * (uint32_t)i, prep_bytes[i], b};
     }
     x->n_preps = 3, x->preps = preps;
+
+    /* outputs as leaves of nested tuples: output 0 at result.1.0, output 1 at result.2 */
+    uint32_t *off = alloc(x, 3, sizeof *off), *path = alloc(x, 3, sizeof *path);
+    off[0] = 0, off[1] = 2, off[2] = 3;
+    path[0] = 1, path[1] = 0, path[2] = 2;
+    x->out_path_off = off, x->out_path = path;
     return x;
 }
 
@@ -635,7 +641,16 @@ static void p_prep_v1(Img *m) { m->version = 1; }
 static void p_drop_prep(Img *m) { /* a version-1 image: the two last sections gone */
     m->version = 1;
     m->n -= 2;
+    img_sec(m, K_ENTRY)->len -= 4; /* and ENTRY's has_paths (0) */
 }
+/* the sample's ENTRY ends with has_paths 1 and two paths: u32 2 | u32 1 | u32 0 | u32 1 | u32 2 */
+static uint8_t *entry_tail(Img *m, uint32_t back) {
+    StrBuf *e = img_sec(m, K_ENTRY);
+    return (uint8_t *)e->data + e->len - back;
+}
+static void p_path_depth0(Img *m) { set_u32(entry_tail(m, 20), 0); }
+static void p_path_deep(Img *m) { set_u32(entry_tail(m, 20), 5000); }
+static void p_path_flag(Img *m) { set_u32(entry_tail(m, 24), 2); }
 
 static void test_hostile(void) {
     VmExec *mini = make_minimal(0), *attr = make_minimal(1);
@@ -723,6 +738,9 @@ static void test_hostile(void) {
     expect_patch("prep order", sample, p_prep_order, "prepared constant 1: is not after");
     expect_patch("prep overlap", sample, p_prep_overlap,
                  "prepared constant 1: its bytes overlap the entry before it");
+    expect_patch("path depth 0", sample, p_path_depth0, "output 0: a path of 0 fields");
+    expect_patch("path depth", sample, p_path_deep, "output 0: a path of 5000 fields");
+    expect_patch("path flag", sample, p_path_flag, "has_paths is 2");
     rt_exec_release(sample);
     expect_patch("version 1 with PREP", mini, p_prep_v1, "section 9 has unknown kind 10");
     { /* a version-1 image (no PREP) still loads, with nothing prepared */

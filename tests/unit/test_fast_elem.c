@@ -308,15 +308,20 @@ static void check(Call *c, Tol tol, int inplace, bool scaled) {
     }
     Result want, got, sc = {0};
     run(ref, c, NULL, 0, &want);
-    if (scaled && want.rc == 0) { /* the same op on |x| */
-        Tensor *orig = c->in[0], *ab = clone(orig);
-        float *p = fdata(ab);
-        for (int64_t i = 0; i < numel(ab); i++)
-            p[i] = fabsf(p[i]);
-        c->in[0] = ab;
+    if (scaled && want.rc == 0) { /* the same op on |x| (every input: conv2d's sum |w||x|) */
+        Tensor *orig[5];
+        for (uint32_t k = 0; k < c->n_in; k++) {
+            orig[k] = c->in[k];
+            c->in[k] = clone(orig[k]);
+            float *p = fdata(c->in[k]);
+            for (int64_t i = 0; i < numel(c->in[k]); i++)
+                p[i] = fabsf(p[i]);
+        }
         run(ref, c, NULL, 0, &sc);
-        c->in[0] = orig;
-        tensor_free(ab);
+        for (uint32_t k = 0; k < c->n_in; k++) {
+            tensor_free(c->in[k]);
+            c->in[k] = orig[k];
+        }
     }
     bool ok = true;
     for (int lv = 0; lv <= (int)max_level && ok; lv++) {
@@ -588,7 +593,7 @@ static void test_reduce(int trials) {
             default: /* random axes (often not trailing: the reference), sometimes repeated */
                 for (uint32_t d = 0; d < nd; d++)
                     if (next(2)) axes[na++] = next(4) == 0 ? (int64_t)d - nd : d;
-                if (t % 37 == 0 && na > 0) axes[na++] = axes[0];
+                if (t % 37 == 0 && na > 0 && na < 4) axes[na++] = axes[0]; /* at most 4 */
                 at_ints(&c.at, "axis", na, axes);
                 break;
             }
@@ -600,14 +605,22 @@ static void test_reduce(int trials) {
         }
 }
 
-/* A random NCHW input (sometimes another rank or layout: the reference). */
+/* A random NCHW input (sometimes another rank or layout: the reference). big: planes up to 120
+ * a side; wide: 24 to 150 columns (the pools' vectors, several per row). */
 static Tensor *pool_input(int64_t *shape, bool big) {
+    bool wide = !big && next(3) == 0;
     shape[0] = 1 + next(2);
     shape[1] = 1 + next(6);
-    shape[2] = 1 + next(big ? 120 : 14);
-    shape[3] = 1 + next(big ? 120 : 14);
+    shape[2] = 1 + next(big ? 120 : wide ? 20 : 14);
+    shape[3] = wide ? 24 + next(127) : 1 + next(big ? 120 : 14);
     if (next(25) == 0) shape[next(4)] = 0;
-    return random_f32(4, shape, next(3) == 0);
+    Tensor *x = random_f32(4, shape, next(3) == 0);
+    if (next(8) == 0) /* dense NaN and -inf: the max pools' skipping of both */
+        for (int64_t i = 0; i < numel(x); i++) {
+            uint32_t u = next(4);
+            if (u < 2) fdata(x)[i] = u == 0 ? NAN : -INFINITY;
+        }
+    return x;
 }
 
 static void test_global_pool(int trials) {
@@ -635,9 +648,10 @@ static void test_pool(int trials) {
                       .n_in = 1,
                       .n_out = 1};
             c.in[0] = pool_input(shape, next(6) == 0);
-            int64_t k[2] = {1 + next(4), 1 + next(4)}, s[2] = {1 + next(3), 1 + next(3)};
-            int64_t d[2] = {next(4) == 0 ? 2 : 1, next(4) == 0 ? 2 : 1};
+            int64_t k[2] = {1 + next(5), 1 + next(5)}, s[2] = {1 + next(3), 1 + next(3)};
+            int64_t d[2] = {next(4) == 0 ? 2 + next(2) : 1, next(4) == 0 ? 2 + next(2) : 1};
             int64_t p[4] = {next(3), next(3), next(3), next(3)};
+            if (next(8) == 0) p[next(4)] = 3 + next(3); /* more than half a window */
             if (next(3) == 0) k[1] = k[0], s[1] = s[0]; /* square, given as one value */
             at_ints(&c.at, "pool_size", k[0] == k[1] && next(2) ? 1 : 2, k);
             at_ints(&c.at, "strides", s[0] == s[1] && next(2) ? 1 : 2, s);
@@ -654,6 +668,93 @@ static void test_pool(int trials) {
             check(&c, is_max ? (Tol){T_EXACT, 0, 0} : (Tol){T_SCALED, 1e-5, 1e-30}, 0, !is_max);
             call_free(&c);
         }
+}
+
+/* The pools of the peer models on 1 and 2 threads at every level: 3x3 stride 2 with ceil_mode
+ * (SqueezeNet: 111, 55, 27 onto 55, 27, 13), 3x3/2 padded (ResNet), 2x2/2 (VGG), and odd ones. */
+static void test_pool_models(void) {
+    static const int64_t cases[][8] = {
+        /* c, h, w, k, s, pad, ceil, is_max */
+        {64, 111, 111, 3, 2, 0, 1, 1}, {16, 55, 55, 3, 2, 0, 1, 1},  {32, 27, 27, 3, 2, 0, 1, 1},
+        {8, 13, 13, 3, 2, 0, 1, 1},    {8, 112, 112, 3, 2, 1, 0, 1}, {4, 224, 224, 2, 2, 0, 0, 1},
+        {3, 57, 61, 3, 3, 1, 1, 1},    {3, 40, 77, 5, 1, 2, 0, 1},   {5, 55, 55, 3, 2, 1, 1, 0},
+        {3, 33, 71, 2, 2, 0, 1, 0},    {2, 19, 200, 4, 3, 1, 1, 0},  {2, 9, 17, 3, 1, 1, 0, 0},
+    };
+    for (size_t i = 0; i < RLY_ARRAY_LEN(cases); i++) {
+        const int64_t *q = cases[i];
+        bool is_max = q[7] != 0;
+        Call c = {.op = is_max ? "nn.max_pool2d" : "nn.avg_pool2d",
+                  .op_id = is_max ? OP_ID_NN_MAX_POOL2D : OP_ID_NN_AVG_POOL2D,
+                  .n_in = 1,
+                  .n_out = 1};
+        int64_t shape[4] = {1, q[0], q[1], q[2]}, k[2] = {q[3], q[3]}, s[2] = {q[4], q[4]};
+        int64_t d[2] = {1, 1}, p[4] = {q[5], q[5], q[5], q[5]};
+        c.in[0] = random_f32(4, shape, i % 2 == 0);
+        at_ints(&c.at, "pool_size", 2, k);
+        at_ints(&c.at, "strides", 2, s);
+        at_ints(&c.at, "dilation", 2, d);
+        at_ints(&c.at, "padding", 4, p);
+        at_str(&c.at, "layout", "NCHW");
+        at_str(&c.at, "out_layout", "");
+        at_int(&c.at, "ceil_mode", q[6]);
+        if (!is_max) at_int(&c.at, "count_include_pad", (int64_t)(i % 2));
+        check(&c, is_max ? (Tol){T_EXACT, 0, 0} : (Tol){T_SCALED, 1e-5, 1e-30}, 0, !is_max);
+        call_free(&c);
+    }
+}
+
+/* nn.conv2d 3x3 stride 1 on the shapes Winograd F(4x4, 3x3) takes at AVX-512 (16+ channels,
+ * 12+ outputs a side): odd planes of 12 to 60 (narrow ones, under 12 tiles a row, and wide
+ * ones), padding 0 to 2 per side, batch 1 or 2; against the reference within 1e-5 sum |w||x|
+ * (docs/kernels.md), on 1 and 2 threads at every level (AVX2 and scalar: the im2col GEMM). */
+/* One Winograd-eligible convolution (3x3, stride 1) of x (xs) by weights (ws) with padding pad
+ * (top, left, bottom, right), at every level, 1 and 2 threads. */
+static void winograd_case(const int64_t xs[4], const int64_t ws[4], const int64_t pad[4]) {
+    Call c = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D, .n_in = 2, .n_out = 1};
+    int64_t one[2] = {1, 1};
+    c.in[0] = random_f32(4, xs, false);
+    c.in[1] = random_f32(4, ws, false);
+    at_ints(&c.at, "strides", 2, one);
+    at_ints(&c.at, "padding", 4, pad);
+    at_ints(&c.at, "dilation", 2, one);
+    at_int(&c.at, "groups", 1);
+    at_none(&c.at, "channels");
+    at_none(&c.at, "kernel_size");
+    at_str(&c.at, "data_layout", "NCHW");
+    at_str(&c.at, "kernel_layout", "OIHW");
+    at_str(&c.at, "out_layout", "");
+    at_int(&c.at, "out_dtype", -1);
+    check(&c, (Tol){T_SCALED, 1e-5, 1e-30}, 0, true);
+    call_free(&c);
+}
+
+static void test_winograd(int trials) {
+    for (int t = 0; t < trials; t++) {
+        int64_t pad[4] = {next(3), next(3), next(3), next(3)};
+        int64_t side = t % 3 == 0 ? 40 + next(21) : 10 + next(30);
+        int64_t xs[4] = {1 + next(2), 16 + next(20), side, t % 5 == 0 ? 10 + next(51) : side};
+        int64_t ws[4] = {16 + next(24), xs[1], 3, 3};
+        winograd_case(xs, ws, pad);
+    }
+    /* winograd.c's two forms. Blocked (each thread's whole tile rows, blocks of up to 128 tiles
+     * across tile rows and images): 16->64 at 55x55 takes blocks of 64 tiles (196 a plane: the
+     * blocks of batch 2 on 1 thread span the two images, the last is partial; on 2 threads 7
+     * tile rows each, 64 + 34), 32->128 at 27x27 blocks of 32 over 49-tile planes of 7 tiles a
+     * row (narrow: through the d arrays), 58x23 and 30x61 mix both edges. Blocked by output
+     * channels on 2 threads (too few tiles to split): 48->192 and 20->50 (parts of 24 and 26
+     * channels). Three passes: 40->20 at 12x12 on 2 threads (more input channels than output
+     * ones), and 200 channels each side (V and M of 32 tiles past 1.5 MiB). */
+    static const int64_t shapes[][6] = {/* batch, cin, h, w, cout, pad */
+                                        {2, 16, 55, 55, 64, 1},  {2, 32, 27, 27, 128, 1},
+                                        {1, 48, 13, 13, 192, 1}, {2, 24, 58, 23, 40, 0},
+                                        {1, 17, 30, 61, 20, 2},  {1, 20, 14, 15, 50, 1},
+                                        {1, 40, 12, 12, 20, 1},  {1, 200, 14, 14, 200, 1}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int64_t *s = shapes[k];
+        int64_t xs[4] = {s[0], s[1], s[2], s[3]}, ws[4] = {s[4], s[1], 3, 3};
+        int64_t pad[4] = {s[5], s[5], s[5], s[5]};
+        winograd_case(xs, ws, pad);
+    }
 }
 
 static void test_batch_norm(int trials) {
@@ -892,6 +993,8 @@ int main(int argc, char **argv) {
     test_reduce(trials);
     test_global_pool(trials);
     test_pool(trials);
+    test_pool_models();
+    test_winograd(trials / 10 + 1);
     test_batch_norm(trials);
     test_bias_add(trials);
     sweep(1024, true);

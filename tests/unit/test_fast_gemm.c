@@ -3,8 +3,9 @@
  *
  *   - kern_sgemm_run against a double-precision product: strides of every transposition, batches
  *     with broadcast (mod) operands, operands packed beforehand, accumulate, a bias+relu
- *     epilogue, every tail 1..33 of m and n, k = 0 and 1, depths across the K blocks; and the
- *     same bits on 1 and 2 threads (results do not depend on the thread count);
+ *     epilogue, every tail 1..33 of m and n, k = 0 and 1, depths across the K blocks, products
+ *     of 1 to 3 rows (the GEMV path) with odd n and k, A packed by the tasks; and the same bits
+ *     on 1 and 2 threads (results do not depend on the thread count);
  *   - each fast kernel against its reference kernel (kern_ref_lookup) on the same inputs: odd
  *     sizes, empty dims, transposes, broadcast batches, conv strides, padding (1, 2, 4 values),
  *     dilation, groups, depthwise with multipliers, 1x1; the fast kernel's output preallocated and
@@ -295,6 +296,18 @@ static void case_dense(SupPool *pool, bool cst, KPrepCache *prep) {
     attr_int(&c, "out_dtype", rnd(4) == 0 ? RLY_DTYPE_F32 : -1);
     DLTensor *x = tensor_rand(RLY_DTYPE_F32, rank, xs), *w = tensor_rand(RLY_DTYPE_F32, 2, ws);
     compare(&c, x, w, pool, cst, prep, "dense");
+    operand_free(x, prep), operand_free(w, prep);
+}
+
+/* nn.dense of 1 to 3 rows (batch-1 dense, an RNN step): the GEMV path with constant weights. */
+static void case_dense_rows(SupPool *pool, bool cst, KPrepCache *prep, int64_t m) {
+    static const int64_t units[] = {1, 33, 257, 768, 1024}, ks[] = {3, 37, 256, 259};
+    Call c = {.op = "nn.dense", .op_id = OP_ID_NN_DENSE};
+    attr_none(&c, "units");
+    attr_int(&c, "out_dtype", -1);
+    int64_t k = ks[rnd(4)], xs[2] = {m, k}, ws[2] = {units[rnd(5)], k};
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, 2, xs), *w = tensor_rand(RLY_DTYPE_F32, 2, ws);
+    compare(&c, x, w, pool, cst, prep, "dense rows");
     operand_free(x, prep), operand_free(w, prep);
 }
 
@@ -654,13 +667,68 @@ static void sgemm_tests(SupPool *pool) {
     }
 }
 
+/* Products of 1 to 3 rows (dense at batch 1, the LSTM/GRU step h R^T, a GEMM's last rows): B
+ * pre-packed (the GEMV path: one K block, one column range per thread) or not, A in place or
+ * transposed (packed by the tasks), odd n and k, with and without the epilogue and accumulate;
+ * and A packed by the tasks (transposed A, or rows 4 KiB apart) in products of more rows. */
+static void small_m_tests(SupPool *pool) {
+    static const int64_t ns[] = {1, 17, 33, 95, 300, 1000};
+    static const int64_t ks[] = {1, 3, 37, 256, 517};
+    for (int64_t m = 1; m <= 3; m++)
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+            for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+                int v = (int)(m + i + j);
+                GemmCase gc = {.m = m,
+                               .n = ns[i],
+                               .k = ks[j],
+                               .batch = 1 + (v % 4 == 0),
+                               .ta = v % 3 == 0,
+                               .tb = v % 2 == 0,
+                               .pre_b = v % 5 != 0,
+                               .acc = v % 4 == 1,
+                               .epi = v % 2 == 1};
+                if (gc.batch > 1 && v % 3 == 1) gc.b_mod = 1;
+                free(gemm_case(&gc, pool, true));
+            }
+    GemmCase lstm = {.m = 1, .n = 1024, .k = 256, .batch = 1, .pre_b = true, .epi = true};
+    free(gemm_case(&lstm, pool, true));
+    GemmCase gru = {.m = 1, .n = 768, .k = 256, .batch = 1, .pre_b = true, .acc = true};
+    free(gemm_case(&gru, pool, true));
+    GemmCase tasks_a = {
+        .m = 100, .n = 130, .k = 70, .batch = 2, .ta = true, .pre_b = true, .epi = true};
+    free(gemm_case(&tasks_a, pool, true));
+    tasks_a.pre_b = false, tasks_a.acc = true, tasks_a.b_mod = 1; /* B in place */
+    free(gemm_case(&tasks_a, pool, true));
+    GemmCase stride_4k = {.m = 40, .n = 100, .k = 1024, .batch = 1, .pre_b = true, .epi = true};
+    free(gemm_case(&stride_4k, pool, true));
+    for (int v = 0; v < 8; v++) { /* a last tile of one row, A packed (before or by the tasks) */
+        GemmCase gc = {.m = v % 2 ? 25 : 13,
+                       .n = 47 + 32 * v,
+                       .k = 5 + 67 * v,
+                       .batch = 1,
+                       .ta = v % 4 < 2,
+                       .tb = v % 3 == 0,
+                       .pre_a = v % 4 >= 2,
+                       .pre_b = v % 2 == 0,
+                       .acc = v % 3 == 1,
+                       .epi = v % 2 == 1};
+        free(gemm_case(&gc, pool, true));
+    }
+}
+
 /* The same bits on 1 and 2 threads. */
 static void thread_independence(SupPool *pool) {
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 10; i++) {
         GemmCase gc = random_gemm();
         if (i < 2) gc.m = 100, gc.n = 300, gc.k = 600; /* split in both directions */
         if (i == 2) /* a GEMV with pre-packed B: one K block, columns split for the threads */
             gc.m = 1, gc.n = 300, gc.k = 700, gc.pre_b = true, gc.batch = 1, gc.b_mod = 0;
+        if (i == 3) /* the LSTM step */
+            gc.m = 1, gc.n = 1024, gc.k = 256, gc.pre_b = true, gc.batch = 1, gc.b_mod = 0;
+        if (i == 4 || i == 5) /* 2 and 3 rows */
+            gc.m = i - 2, gc.n = 777, gc.k = 259, gc.pre_b = i == 4, gc.batch = 1;
+        if (i == 6) /* A packed by the tasks, rows split */
+            gc.m = 130, gc.n = 200, gc.k = 150, gc.ta = true, gc.pre_b = true, gc.batch = 1;
         uint64_t keep = rng;
         float *c1 = gemm_case(&gc, NULL, false);
         rng = keep;
@@ -711,6 +779,7 @@ int main(void) {
             SupPool *pool = th ? pool2 : NULL;
             cfg_threads = th ? 2 : 1;
             sgemm_tests(pool);
+            small_m_tests(pool);
             for (int cst = 0; cst < 2; cst++) {
                 cfg_const = cst;
                 KPrepCache *prep = cst ? k_prep_cache_new() : NULL;
@@ -721,6 +790,9 @@ int main(void) {
                     case_conv2d(pool, cst, prep);
                     case_conv2d(pool, cst, prep);
                 }
+                for (int64_t m = 1; m <= 3; m++)
+                    for (int i = 0; i < 3; i++)
+                        case_dense_rows(pool, cst, prep, m);
                 case_uncovered(pool, cst, prep);
                 prep_free(prep);
             }

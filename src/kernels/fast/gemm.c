@@ -2,21 +2,24 @@
  * kernels (kern_fast_gemm: matmul.c, conv.c).
  *
  * The GotoBLAS/BLIS arrangement with C vectorized along its rows (columns j are the vector
- * lanes): A is packed whole into panels of SGEMM_MR rows (once per call, or once per executable
- * for a constant through k_prepared; or read in place when packing would not pay), B block by
- * block into panels of SGEMM_NR columns (kc x nc, sized to stay in L2) unless it too was packed
- * once, or is read in place (a row-major B whose slivers few row panels reuse: its rows' 32-float
- * pieces are the slivers, the micro-kernels step through B by a row stride). The micro-kernel
- * keeps an MR x NR tile of C in registers (AVX-512: 12 x 32 = 24 zmm accumulators, each step one
- * 32-float row of B and 12 broadcasts of A) over kc steps; the A sliver (12 x kc) stays in L1
- * while the kernel walks the B block's panels. Threads split C into
- * column ranges (then row ranges) of whole panels, so each B block is packed by one thread only.
- * docs/kernels.md has the measured choices.
+ * lanes): A is read in place when row-major (unless rows 4 KiB apart would share L1 sets), else
+ * packed into panels of SGEMM_MR rows (once per executable for a constant through k_prepared;
+ * per call whole before the products, or sliver by sliver by the tasks), B block by block into
+ * panels of SGEMM_NR columns (kc x nc, sized to stay in L2) unless it too was packed once, or is
+ * read in place (a row-major B whose slivers few row panels reuse: its rows' 32-float pieces
+ * are the slivers, the micro-kernels step through B by a row stride). The micro-kernel keeps an
+ * MR x NR tile of C in registers (AVX-512: 12 x 32 = 24 zmm accumulators, each step one 32-float
+ * row of B and 12 broadcasts of A) over kc steps; the A sliver (12 x kc) stays in L1 while the
+ * kernel walks the B block's panels. Threads split C into column ranges (then row ranges) of
+ * whole panels, so each B block is packed by one thread only; rows first when the tasks pack A;
+ * one column range per thread for products of 1 to 3 rows with pre-packed B (GEMVs: each core
+ * keeps its part of the weights in its L2). docs/kernels.md has the measured choices.
  *
  * Every C element is the sum over p in increasing order within each K block (blocks added to C
- * in order; a one-row product with pre-packed B has one block), except in 1-row tiles, which sum
- * four interleaved partial sums (p mod 4) to hide the FMA latency. Which tile an element falls in
- * depends on m alone, never on the thread split, so results do not depend on the thread count. */
+ * in order; a one-row product with pre-packed B has one block), except in 1-row tiles (AVX-512
+ * and AVX2), which sum interleaved partial sums (p mod 4; AVX2 p mod 2) to hide the FMA latency.
+ * Which tile an element falls in depends on m alone, never on the thread split, so results do not
+ * depend on the thread count. */
 #include "kernels/fast/gemm.h"
 
 #include <immintrin.h>
@@ -312,6 +315,45 @@ FAST_AVX2 INLINE void y_tile(const int R, const int W, const bool D, int64_t kc,
     ROWS6(Y_STORE)
 }
 
+/* One row of a whole 32-column panel (the 6 x 16 quarters would stream each B row in two
+ * passes of half a row): two partial sums over p mod 2 of four vectors, 8 chains (with one
+ * chain per vector the 1 x 16 tile ran at the FMA latency: a GEMV at 47 GB/s) */
+#define YR_ACC(q, v) s##q##v = _mm256_fmadd_ps(aq, _mm256_loadu_ps(b + q * ldb + 8 * v), s##q##v);
+#define YR_STEP(q)                                                                                 \
+    {                                                                                              \
+        __m256 aq = _mm256_set1_ps(a[q * aps]);                                                    \
+        YR_ACC(q, 0) YR_ACC(q, 1) YR_ACC(q, 2) YR_ACC(q, 3)                                        \
+    }
+#define YR_STORE(v)                                                                                \
+    {                                                                                              \
+        __m256i mv = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8 * v), lane);                    \
+        __m256 rv = _mm256_add_ps(s0##v, s1##v);                                                   \
+        if (load) rv = _mm256_add_ps(rv, _mm256_maskload_ps(c + 8 * v, mv));                       \
+        _mm256_maskstore_ps(c + 8 * v, mv, rv);                                                    \
+    }
+FAST_AVX2 INLINE void y_row(const bool D, int64_t kc, const float *a, const float *b, int64_t ldb,
+                            float *c, int cols, bool load) {
+    const int64_t aps = D ? 1 : SGEMM_MR;
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00,
+           s12 = s00, s13 = s00;
+    int64_t p = 0;
+    for (; p + 2 <= kc; p += 2, a += 2 * aps, b += 2 * ldb) {
+        YR_STEP(0)
+        YR_STEP(1)
+    }
+    if (p < kc) YR_STEP(0)
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    YR_STORE(0) YR_STORE(1) YR_STORE(2) YR_STORE(3)
+}
+static FAST_AVX2 void y_row_0(TILE_ARGS) {
+    (void)lda, (void)ldc;
+    y_row(false, kc, a, b, ldb, c, cols, load);
+}
+static FAST_AVX2 void y_row_1(TILE_ARGS) {
+    (void)lda, (void)ldc;
+    y_row(true, kc, a, b, ldb, c, cols, load);
+}
+
 #define Y_FN(R, W, D)                                                                              \
     static FAST_AVX2 void y_##R##_##W##_##D(TILE_ARGS) {                                           \
         y_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load);                                   \
@@ -329,6 +371,10 @@ static const Tile y_tiles[6][2][2] = {Y_ENTRIES(Y_ROW_ENTRY)}; /* [rows - 1][D][
 
 static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
                      int64_t ldc, int rows, int cols, bool load) {
+    if (rows == 1) {
+        (lda ? y_row_1 : y_row_0)(kc, a, lda, b, ldb, c, ldc, cols, load);
+        return;
+    }
     for (int i0 = 0; i0 < rows; i0 += 6) {
         int r = rows - i0 < 6 ? rows - i0 : 6;
         const float *ai = a + (lda ? i0 * lda : i0);
@@ -359,11 +405,14 @@ typedef struct Plan {
     int64_t ncs;              /* columns of a B block: NC_MAX, more when kcs is small */
     int64_t parts_m, parts_n; /* parts per product */
     int64_t rows_part, cols_part;
-    int64_t n_a; /* A items packed per call (0: none, A was packed before or is read in place) */
+    int64_t n_a; /* A items packed per call (0: none, A was packed before, is read in place or
+                  * packed by the tasks) */
     int64_t lda; /* A read in place: its row stride (0: packed) */
     size_t a_item, b_item; /* floats per packed A / B item */
     size_t bbuf;           /* floats of each thread's B block buffer (0: B packed before) */
+    size_t abuf;           /* floats of each thread's A sliver buffer (a_task) */
     bool b_inplace;        /* B read in place (row-major), only a column tail packed into bbuf */
+    bool a_task;           /* each task packs its own A slivers (MR x kc) just before their use */
 } Plan;
 
 static int64_t item(int64_t t, int64_t mod) { return mod ? t % mod : t; }
@@ -373,41 +422,33 @@ static int64_t item(int64_t t, int64_t mod) { return mod ? t % mod : t; }
  * (GRU's 1 x 768 x 256 step: 197K multiply-adds, under the 262K that kept it on one thread). */
 static double task_weight(const SGemm *g) { return g->m == 1 ? 4.0 : (double)g->m; }
 
+/* A (row-major) read in place, unless its rows are a multiple of 4 KiB apart and each sliver
+ * serves many B panels: such rows share L1 sets (measured: 1024^3 at 84% of peak in place, 91%
+ * packed). Elsewhere in place was as fast or faster, packing costing a pass over A (1 thread:
+ * 128 x 128 x 128 with B pre-packed 41.7 -> 36.7 us, 128 x 128 x 512 165 -> 144 us, 384 x 768
+ * x 768 108 -> 115 GFLOP/s). Its row stride, or 0 (packed). */
+static int64_t a_in_place(const SGemm *g) {
+    if (g->a_packed == NULL && g->a_cs == 1 && (g->a_rs > 0 || g->m == 1) &&
+        (g->m <= SGEMM_MR || g->n <= 2 * SGEMM_NR || g->a_rs % 1024 != 0))
+        return g->a_rs > 0 ? g->a_rs : 1;
+    return 0;
+}
+
 static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
     memset(pl, 0, sizeof *pl);
+    bool gemv = g->m == 1 && g->b_packed != NULL;
     /* one row times pre-packed B: no K blocks (A's row stays in L1 anyway), so each B panel is
      * one sequential stream */
-    int64_t nkb = g->k <= 0 || (g->m == 1 && g->b_packed) ? 1 : cdiv(g->k, KC_MAX);
+    int64_t nkb = g->k <= 0 || gemv ? 1 : cdiv(g->k, KC_MAX);
     pl->kcs = g->k > 0 ? cdiv(g->k, nkb) : 0;
     /* the B block keeps its L2 size: a 24-deep block (a 1x1 convolution of 24 channels) has
      * 8000 columns, so a row strip's fused tail is one call where it was 21 (one per 384) */
     pl->ncs = pl->kcs > 0 ? B_BLOCK_FLOATS / pl->kcs / SGEMM_NR * SGEMM_NR : NC_MAX;
     if (pl->ncs < NC_MAX) pl->ncs = NC_MAX;
     if (pl->ncs > NC_WIDE) pl->ncs = NC_WIDE;
-    int64_t tiles_m = cdiv(g->m, SGEMM_MR), tiles_n = cdiv(g->n, SGEMM_NR);
-    int64_t parts = 1;
-    if (n_threads > 1 && g->batch < 2 * n_threads) {
-        double macs = task_weight(g) * (double)g->n * (double)(g->k > 0 ? g->k : 1);
-        parts = cdiv(2 * n_threads, g->batch);
-        double most = macs / MIN_TASK_MACS;
-        if ((double)parts > most) parts = most < 1 ? 1 : (int64_t)most;
-    }
-    pl->parts_n = min64(parts, tiles_n);
-    pl->cols_part = cdiv(tiles_n, pl->parts_n) * SGEMM_NR;
-    pl->parts_n = cdiv(g->n, pl->cols_part);
-    pl->parts_m = min64(cdiv(parts, pl->parts_n), tiles_m);
-    pl->rows_part = cdiv(tiles_m, pl->parts_m) * SGEMM_MR;
-    pl->parts_m = cdiv(g->m, pl->rows_part);
     pl->a_item = kern_sgemm_packed_a_floats(g->m, g->k);
     pl->b_item = kern_sgemm_packed_b_floats(g->k, g->n);
-    /* A read in place when each sliver serves few B panels, which would not repay its packing;
-     * otherwise packed: 12 rows read in place are 12 streams, and rows 4 KiB apart share L1 sets
-     * (measured: 1024^3 at 84% of peak in place, 91% packed) */
-    if (g->a_packed == NULL && g->a_cs == 1 && (g->a_rs > 0 || g->m == 1) &&
-        (g->m <= SGEMM_MR || g->n <= 2 * SGEMM_NR))
-        pl->lda = g->a_rs > 0 ? g->a_rs : 1;
-    else if (g->a_packed == NULL)
-        pl->n_a = g->a_mod ? min64(g->a_mod, g->batch) : g->batch;
+    pl->lda = a_in_place(g);
     /* B read in place unless its slivers are both deep and reused by many row panels: packing
      * costs a pass over B (1x1 convolutions of 16-192 channels: 10-30% of the product), in place
      * each sliver is kc rows b_rs apart; measured (bench_gemm) equal or faster on every 1x1
@@ -415,17 +456,60 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
      * rows 16 KiB apart, which map to the same L1 sets */
     pl->b_inplace = g->b_packed == NULL && g->pack_b == NULL && g->b_cs == 1 && g->b_rs > 0 &&
                     (g->m <= 128 || pl->kcs <= 128);
+    /* A that is not read in place (transposed, or rows 4 KiB apart) is packed by the tasks,
+     * sliver by sliver just before its use, when B costs no packing (packed before or in place)
+     * and the columns make one block (so each sliver is packed once): the tasks then take rows
+     * rather than columns, each packs only its own rows, and no pack phase precedes the fork
+     * (which ran on the caller alone for an A under 64K floats) */
+    pl->a_task = !gemv && g->a_packed == NULL && pl->lda == 0 &&
+                 (g->b_packed != NULL || pl->b_inplace) && g->n <= pl->ncs;
+    if (g->a_packed == NULL && pl->lda == 0 && !pl->a_task)
+        pl->n_a = g->a_mod ? min64(g->a_mod, g->batch) : g->batch;
+    if (pl->a_task) pl->abuf = (size_t)(pl->kcs * SGEMM_MR);
     if (pl->b_inplace)
         pl->bbuf = (size_t)(pl->kcs * SGEMM_NR);
     else if (g->b_packed == NULL)
         pl->bbuf = (size_t)(pl->kcs * min64(pl->ncs, cdiv(g->n, SGEMM_NR) * SGEMM_NR));
+
+    /* The split: about 2 tasks per thread, none under MIN_TASK_MACS. A product of at most 3
+     * rows with pre-packed B (a GEMV, an RNN step) takes one column range per thread: with 2
+     * threads each core then streams the same part of the weights every call, from its own L2
+     * (the pool's counter hands the caller task 0 in 98% of runs, measured); with 4 ranges the
+     * ranges wandered between the cores */
+    int64_t tiles_m = cdiv(g->m, SGEMM_MR), tiles_n = cdiv(g->n, SGEMM_NR);
+    int64_t parts = 1;
+    if (n_threads > 1 && g->batch < 2 * n_threads) {
+        double macs = task_weight(g) * (double)g->n * (double)(g->k > 0 ? g->k : 1);
+        bool rows_few = g->m <= 3 && g->b_packed != NULL;
+        parts = cdiv((rows_few ? 1 : 2) * n_threads, g->batch);
+        double most = macs / MIN_TASK_MACS;
+        if ((double)parts > most) parts = most < 1 ? 1 : (int64_t)most;
+    }
+    /* columns first (each B block is then packed by one thread only), or rows first when the
+     * tasks pack A */
+    if (pl->a_task) {
+        pl->parts_m = min64(parts, tiles_m);
+        pl->rows_part = cdiv(tiles_m, pl->parts_m) * SGEMM_MR;
+        pl->parts_m = cdiv(g->m, pl->rows_part);
+        pl->parts_n = min64(cdiv(parts, pl->parts_m), tiles_n);
+        pl->cols_part = cdiv(tiles_n, pl->parts_n) * SGEMM_NR;
+        pl->parts_n = cdiv(g->n, pl->cols_part);
+    } else {
+        pl->parts_n = min64(parts, tiles_n);
+        pl->cols_part = cdiv(tiles_n, pl->parts_n) * SGEMM_NR;
+        pl->parts_n = cdiv(g->n, pl->cols_part);
+        pl->parts_m = min64(cdiv(parts, pl->parts_n), tiles_m);
+        pl->rows_part = cdiv(tiles_m, pl->parts_m) * SGEMM_MR;
+        pl->parts_m = cdiv(g->m, pl->rows_part);
+    }
 }
 
 size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads) {
     if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return 0;
     Plan pl;
     plan_gemm(g, n_threads, &pl);
-    return (align16((size_t)pl.n_a * pl.a_item) + (size_t)n_threads * align16(pl.bbuf)) *
+    return (align16((size_t)pl.n_a * pl.a_item) +
+            (size_t)n_threads * (align16(pl.bbuf) + align16(pl.abuf))) *
            sizeof(float);
 }
 
@@ -435,7 +519,8 @@ typedef struct Run {
     UKernel uk;
     bool backward; /* a GEMV walks its B panels last to first (gemv_task) */
     const float *a_packed;
-    float *bbufs; /* thread w's buffer at bbufs + w * align16(pl.bbuf) */
+    float *bbufs; /* thread w's buffers at bbufs + w * (align16(pl.bbuf) + align16(pl.abuf)):
+                   * B block, then A sliver */
     float *a_dst; /* pack phase: where A items go */
 } Run;
 
@@ -504,10 +589,11 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
     }
     int64_t k = g->k, ldc = g->ldc;
     float *c = g->c + t * g->c_bs;
-    const float *ap = pl->lda ? g->a + item(t, g->a_mod) * g->a_bs
-                              : r->a_packed + (size_t)item(t, g->a_mod) * pl->a_item;
+    const float *ap = pl->lda || pl->a_task ? g->a + item(t, g->a_mod) * g->a_bs
+                                            : r->a_packed + (size_t)item(t, g->a_mod) * pl->a_item;
     const float *bp = g->b_packed ? g->b_packed + (size_t)item(t, g->b_mod) * pl->b_item : NULL;
-    float *buf = r->bbufs + (size_t)worker * align16(pl->bbuf);
+    float *buf = r->bbufs + (size_t)worker * (align16(pl->bbuf) + align16(pl->abuf));
+    float *abuf = buf + align16(pl->bbuf);
     for (int64_t jc = j0; jc < j1; jc += pl->ncs) {
         int64_t nc = min64(pl->ncs, j1 - jc);
         for (int64_t pc = 0; pc < k; pc += pl->kcs) {
@@ -539,7 +625,14 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
             bool load = g->accumulate || pc > 0, last = pc + kc == k;
             for (int64_t ir = i0; ir < i1; ir += SGEMM_MR) {
                 int rows = (int)min64(SGEMM_MR, i1 - ir);
-                const float *as = pl->lda ? ap + ir * pl->lda + pc : ap + ir * k + pc * SGEMM_MR;
+                const float *as = ap + ir * k + pc * SGEMM_MR;
+                if (pl->lda) {
+                    as = ap + ir * pl->lda + pc;
+                } else if (pl->a_task) {
+                    pack_a_panel(ap + ir * g->a_rs + pc * g->a_cs, g->a_rs, g->a_cs, rows, kc,
+                                 abuf);
+                    as = abuf;
+                }
                 float *cs = c + ir * ldc + jc;
                 for (int64_t jr = 0; jr < nc; jr += SGEMM_NR) {
                     int cols = (int)min64(SGEMM_NR, nc - jr);
@@ -635,6 +728,11 @@ static uint64_t pack_key(const PackSrc *s) {
 
 void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t items) {
     if (g->k <= 0 || g->m <= 0 || g->n <= 0 || items <= 0 || arg >= kc->n_args) return;
+    /* an input of the run (in_const 2: packed per run, which costs what packing per call does)
+     * that the product would read in place stays unpacked (the LSTM's and BERT-tiny's inputs) */
+    if (a_side && kc->in_const != NULL && kc->arg_start[arg] < kc->n_in &&
+        kc->in_const[kc->arg_start[arg]] == 2 && a_in_place(g) != 0)
+        return;
     PackSrc s = {.is_a = a_side, .items = items};
     if (a_side) {
         s.rows = g->m, s.cols = g->k, s.rs = g->a_rs, s.cs = g->a_cs, s.bs = g->a_bs;

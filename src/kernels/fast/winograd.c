@@ -4,13 +4,20 @@
  * the matrices of Lavin & Gray (interpolation points 0, +-1, +-2, infinity), so the sum over
  * input channels becomes 36 independent products, one per position alpha of the 6x6 transformed
  * tile: M_alpha (cout x tiles) = U_alpha (cout x cin) V_alpha (cin x tiles). 36 * cin * cout
- * multiply-adds per tile instead of 16 * 9 * cin * cout: 4x fewer. Three passes, each threaded:
- *   1. input transform: per (image, input channel), the zero-padded plane, then 16 tiles of a
- *      tile row at a time (lanes = tiles: patch rows deinterleaved by 4), written straight into
- *      the packed-B panels of the 36 products (no copy in the GEMM);
+ * multiply-adds per tile instead of 16 * 9 * cin * cout: 4x fewer. Three passes:
+ *   1. input transform: 16 tiles at a time (lanes = tiles: patch rows deinterleaved by 4; the
+ *      tiles of one tile row, or on planes of under 12 tiles a row 16 consecutive tiles across
+ *      rows), written straight into the packed-B panels of the 36 products (no copy in the GEMM);
  *   2. the 36 products (kern_sgemm_run, U packed once per executable with k_prepared);
- *   3. output transform: per (image, output channel), 16 tiles at a time, rows interleaved back
- *      into contiguous output rows (masked at the edges), then the fused tail per plane.
+ *   3. output transform: 16 tiles at a time, rows interleaved back into contiguous output rows
+ *      (masked at the edges), then the fused tail.
+ * Two forms run them. The blocked form (the default): each thread takes a range of whole tile
+ * rows of the batch and runs the three passes per block of up to 128 tiles on its own V and M
+ * blocks, sized for its L2; no pass waits for another thread, and M never leaves L2. The
+ * three-pass form (where blocks would leave panels of the products mostly empty on some thread,
+ * as a 13x13 image of 16 tiles on 2 threads, or where 32 tiles' V and M pass 1.5 MiB): each
+ * pass over the whole batch, threaded on its own (per (image, input channel); over the 36
+ * products; per (image, output channel)).
  * The weights are transformed in double and rounded once. Error: bounded in tests by
  * 1e-5 * sum |w||x| per output, as every GEMM-based kernel; measured ~1e-6 (docs/kernels.md),
  * 10x the im2col path's, from the transforms' coefficients (up to 8 in A^T, 5 in B^T). */
@@ -19,9 +26,12 @@
 
 #include "kernels/fast/conv.h"
 
-#define WT 6     /* transformed tile side */
-#define WN 36    /* positions alpha */
-#define LANES 16 /* tiles per vector */
+#define WT 6                     /* transformed tile side */
+#define WN 36                    /* positions alpha */
+#define LANES 16                 /* tiles per vector */
+#define FLAT_TILES 4096          /* in_plane's flat form: tiles per image, at most */
+#define BMAX 128                 /* the blocked form: tiles per block, at most */
+#define BLOCK_BYTES (768 * 1024) /* its V and M blocks: one core's L2 (1 MiB) less U's stream */
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -77,13 +87,24 @@ typedef struct WRun {
     const Conv *c;
     int64_t th, tw, tiles; /* tile rows and columns per image; tiles of the batch */
     int64_t ph, pw;        /* the padded plane */
-    float *planes;         /* thread i's padded plane at planes + i * plane_floats */
-    size_t plane_floats;
-    float *v; /* 36 packed-B items of cin x tiles */
+    float *planes;         /* thread i's padded plane at planes + i * thread_floats */
+    size_t plane_floats, thread_floats;
+    bool flat;       /* in_plane's narrow-plane form: 36 arrays of d_stride floats per thread */
+    size_t d_stride; /* after the plane */
+    float *v;        /* 36 packed-B items of cin x tiles */
     size_t v_item;
     float *m; /* 36 products, cout x tiles each */
     float *out;
     const KEpilogue *epi;
+    SGemm g; /* the 36 products (U as A); the blocked form's per block */
+    /* the blocked form: blocks of at most bmax tiles (a multiple of SGEMM_NR); worker w's V block,
+     * M block, d arrays and product scratch at wbuf + w * w_floats
+     */
+    int64_t bmax;
+    int n_ranges, n_parts; /* tasks: n_ranges ranges of tile rows x n_parts of output channels */
+    size_t u_item;
+    float *wbuf;
+    size_t w_floats, vb_floats, mb_floats, db_stride, db_floats, gs_bytes;
 } WRun;
 
 /* v[j] = (B^T d)[j] for the six rows (or columns) d. */
@@ -101,7 +122,71 @@ typedef struct WRun {
         v[5] = _mm512_add_ps(_mm512_fmsub_ps(f4, d[1], _mm512_mul_ps(f5, d[3])), d[5]);            \
     } while (0)
 
-/* One (image, input channel): the padded plane, then every tile's 36 transformed values. */
+/* d[k][l] = z[4 l + k] (k < 6, l < 16) for the 80 floats z of five vectors: deinterleaved by
+ * four. */
+static FAST_AVX512 inline void deinterleave_z(const __m512 z[5], __m512 d[WT]) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i next0 = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    const __m512i next1 = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17);
+    __m512 ev0 = _mm512_permutex2var_ps(z[0], even, z[1]);
+    __m512 od0 = _mm512_permutex2var_ps(z[0], odd, z[1]);
+    __m512 ev1 = _mm512_permutex2var_ps(z[2], even, z[3]);
+    __m512 od1 = _mm512_permutex2var_ps(z[2], odd, z[3]);
+    d[0] = _mm512_permutex2var_ps(ev0, even, ev1);
+    d[1] = _mm512_permutex2var_ps(od0, even, od1);
+    d[2] = _mm512_permutex2var_ps(ev0, odd, ev1);
+    d[3] = _mm512_permutex2var_ps(od0, odd, od1);
+    d[4] = _mm512_permutex2var_ps(d[0], next0, z[4]);
+    d[5] = _mm512_permutex2var_ps(d[1], next1, z[4]);
+}
+
+/* d[k][l] = row[4 l + k] (k < 6, l < 16): 80 floats deinterleaved by four. */
+static FAST_AVX512 inline void deinterleave4(const float *row, __m512 d[WT]) {
+    __m512 z[5];
+    for (int q = 0; q < 5; q++)
+        z[q] = _mm512_loadu_ps(row + 16 * q);
+    deinterleave_z(z, d);
+}
+
+/* The column pass of B^T d B over e (the rows transformed) for the nl tiles j0 .. j0 + nl - 1 of
+ * a product's columns, stored straight into the packed-B panels of the 36 products (items v_item
+ * floats apart, depth cin) at input channel ic. */
+static FAST_AVX512 inline void store_tiles(float *v, size_t v_item, int64_t cin, int64_t ic,
+                                           int64_t j0, int nl, __m512 e[WT][WT]) {
+    __mmask16 live = (__mmask16)((1u << nl) - 1);
+    int64_t first = SGEMM_NR - j0 % SGEMM_NR; /* lanes in j0's panel */
+    __mmask16 m0 = first >= nl ? live : (__mmask16)((1u << first) - 1);
+    __mmask16 m1 = (__mmask16)(live & ~m0);
+    float *p0 = v + (j0 / SGEMM_NR) * cin * SGEMM_NR + ic * SGEMM_NR + j0 % SGEMM_NR;
+    float *p1 = p0 + cin * SGEMM_NR - SGEMM_NR; /* lane l of the next panel: p1[l] */
+#pragma GCC unroll 6
+    for (int j = 0; j < WT; j++) {
+        __m512 col[WT], vv[WT];
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++)
+            col[i] = e[i][j];
+        BT6(col, vv);
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++) {
+            size_t a = (size_t)(i * WT + j) * v_item;
+            if (m0 == 0xffff)
+                _mm512_storeu_ps(p0 + a, vv[i]);
+            else
+                _mm512_mask_storeu_ps(p0 + a, m0, vv[i]);
+            if (m1) _mm512_mask_storeu_ps(p1 + a, m1, vv[i]);
+        }
+    }
+}
+
+/* One (image, input channel): the padded plane, then every tile's 36 transformed values, 16 tiles
+ * a vector. Wide planes (flat false): 16 tiles of one tile row, each patch row 80 contiguous
+ * floats deinterleaved. Narrow ones (flat: fewer than 12 tiles a row, which would leave lanes
+ * idle): every patch row of every tile row deinterleaved once into 36 arrays d[i][k][tile] over
+ * the image's row-major tile order, then 16 consecutive tiles a vector, spanning tile rows (a
+ * 13x13 output: one vector for its 16 tiles where each of 4 tile rows took one). */
 static FAST_AVX512 void in_plane(const WRun *r, int64_t n, int64_t ic, float *plane) {
     const Conv *c = r->c;
     const float *x = c->x + (n * c->cin + ic) * c->h * c->w;
@@ -109,61 +194,68 @@ static FAST_AVX512 void in_plane(const WRun *r, int64_t n, int64_t ic, float *pl
     for (int64_t ih = 0; ih < c->h && ih + c->pt < r->ph; ih++)
         memcpy(plane + (ih + c->pt) * r->pw + c->pl, x + ih * c->w,
                (size_t)min64(c->w, r->pw - c->pl) * sizeof(float));
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd =
-        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    const __m512i next0 = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
-    const __m512i next1 = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17);
-    int64_t cin = c->cin;
-    for (int64_t ty = 0; ty < r->th; ty++)
-        for (int64_t tx0 = 0; tx0 < r->tw; tx0 += LANES) {
-            int nl = (int)min64(LANES, r->tw - tx0);
-            __mmask16 live = (__mmask16)((1u << nl) - 1);
-            __m512 e[WT][WT]; /* e[row][j]: the rows transformed */
-            for (int i = 0; i < WT; i++) {
-                /* d[k][l] = row[4 l + k]: 80 floats deinterleaved by four (the lanes past nl
-                 * read the plane's slack and are never stored) */
-                const float *row = plane + (4 * ty + i) * r->pw + 4 * tx0;
-                __m512 z0 = _mm512_loadu_ps(row), z1 = _mm512_loadu_ps(row + 16);
-                __m512 z2 = _mm512_loadu_ps(row + 32), z3 = _mm512_loadu_ps(row + 48);
-                __m512 z4 = _mm512_loadu_ps(row + 64);
-                __m512 ev0 = _mm512_permutex2var_ps(z0, even, z1);
-                __m512 od0 = _mm512_permutex2var_ps(z0, odd, z1);
-                __m512 ev1 = _mm512_permutex2var_ps(z2, even, z3);
-                __m512 od1 = _mm512_permutex2var_ps(z2, odd, z3);
-                __m512 d[WT];
-                d[0] = _mm512_permutex2var_ps(ev0, even, ev1);
-                d[1] = _mm512_permutex2var_ps(od0, even, od1);
-                d[2] = _mm512_permutex2var_ps(ev0, odd, ev1);
-                d[3] = _mm512_permutex2var_ps(od0, odd, od1);
-                d[4] = _mm512_permutex2var_ps(d[0], next0, z4);
-                d[5] = _mm512_permutex2var_ps(d[1], next1, z4);
-                BT6(d, e[i]);
-            }
-            int64_t j0 = (n * r->th + ty) * r->tw + tx0; /* the first tile's index */
-            int64_t first = SGEMM_NR - j0 % SGEMM_NR;    /* lanes in j0's panel */
-            __mmask16 m0 = first >= nl ? live : (__mmask16)((1u << first) - 1);
-            __mmask16 m1 = (__mmask16)(live & ~m0);
-            float *p0 = r->v + (j0 / SGEMM_NR) * cin * SGEMM_NR + ic * SGEMM_NR + j0 % SGEMM_NR;
-            float *p1 = p0 + cin * SGEMM_NR - SGEMM_NR; /* lane l of the next panel: p1[l] */
-            for (int j = 0; j < WT; j++) {
-                __m512 col[WT], v[WT];
-                for (int i = 0; i < WT; i++)
-                    col[i] = e[i][j];
-                BT6(col, v);
+    __m512 e[WT][WT]; /* e[row][j]: the rows transformed */
+    if (!r->flat) {
+        for (int64_t ty = 0; ty < r->th; ty++)
+            for (int64_t tx0 = 0; tx0 < r->tw; tx0 += LANES) {
+#pragma GCC unroll 6
                 for (int i = 0; i < WT; i++) {
-                    size_t a = (size_t)(i * WT + j) * r->v_item;
-                    _mm512_mask_storeu_ps(p0 + a, m0, v[i]);
-                    if (m1) _mm512_mask_storeu_ps(p1 + a, m1, v[i]);
+                    __m512 d[WT]; /* the lanes past the row's tiles read the plane's slack */
+                    deinterleave4(plane + (4 * ty + i) * r->pw + 4 * tx0, d);
+                    BT6(d, e[i]);
                 }
+                store_tiles(r->v, r->v_item, c->cin, ic, n * r->th * r->tw + ty * r->tw + tx0,
+                            (int)min64(LANES, r->tw - tx0), e);
             }
+        return;
+    }
+    float *dk = plane + r->plane_floats; /* d[i][k] at dk + (i * 6 + k) * d_stride */
+    for (int64_t ty = 0; ty < r->th; ty++)
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++) {
+            /* one vector (tw < 12): its lanes past the row's tiles land where the next tile row
+             * (stored later) or the slack goes */
+            __m512 d[WT];
+            deinterleave4(plane + (4 * ty + i) * r->pw, d);
+#pragma GCC unroll 6
+            for (int k = 0; k < WT; k++)
+                _mm512_storeu_ps(dk + (size_t)(i * WT + k) * r->d_stride + ty * r->tw, d[k]);
         }
+    int64_t per_image = r->th * r->tw;
+    for (int64_t t = 0; t < per_image; t += LANES) {
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++) {
+            __m512 d[WT];
+#pragma GCC unroll 6
+            for (int k = 0; k < WT; k++)
+                d[k] = _mm512_loadu_ps(dk + (size_t)(i * WT + k) * r->d_stride + t);
+            BT6(d, e[i]);
+        }
+        store_tiles(r->v, r->v_item, c->cin, ic, n * per_image + t,
+                    (int)min64(LANES, per_image - t), e);
+    }
+}
+
+/* Columns [cols, the panel's end) of input channel ic's rows in the last B panel of the 36 items
+ * (items v_item floats apart, depth cin): zero (gemm.h: columns past n are zero; V is not
+ * zero-filled). */
+static FAST_AVX512 void zero_cols(float *v, size_t v_item, int64_t cin, int64_t ic, int64_t cols) {
+    int pad = (int)(cols % SGEMM_NR);
+    if (pad == 0) return;
+    float *row = v + (cols / SGEMM_NR) * cin * SGEMM_NR + ic * SGEMM_NR;
+    __mmask16 m0 = (__mmask16)(pad >= 16 ? 0 : 0xffffu << pad);
+    __mmask16 m1 = (__mmask16)(0xffffu << (pad >= 16 ? pad - 16 : 0));
+    for (int a = 0; a < WN; a++) {
+        _mm512_mask_storeu_ps(row + (size_t)a * v_item, m0, _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(row + (size_t)a * v_item + 16, m1, _mm512_setzero_ps());
+    }
 }
 
 static void in_task(void *ctx, int64_t task, int worker) {
     const WRun *r = ctx;
-    in_plane(r, task / r->c->cin, task % r->c->cin, r->planes + (size_t)worker * r->plane_floats);
+    int64_t n = task / r->c->cin, ic = task % r->c->cin;
+    in_plane(r, n, ic, r->planes + (size_t)worker * r->thread_floats);
+    if (n == r->c->batch - 1) zero_cols(r->v, r->v_item, r->c->cin, ic, r->tiles);
 }
 
 /* o[j] = (A^T m)[j] for the six rows (or columns) m. */
@@ -177,76 +269,93 @@ static void in_task(void *ctx, int64_t task, int worker) {
         o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8), s34, s12), m[5]);                  \
     } while (0)
 
-/* One (image, output channel): 16 tiles at a time, consecutive in the image's row-major tile
- * order, so a vector may span tile rows (a 13x13 output has 4 tiles a row: one vector serves 4
- * rows where it served one). Each 4x4 result row is interleaved into 64 output-ordered floats
- * (four vectors) and stored by masked stores, one per vector and run of lanes in one tile row. */
-static FAST_AVX512 void out_plane(const WRun *r, int64_t n, int64_t oc) {
+/* Output channel oc of the nl tiles t0 .. t0 + nl - 1 of the batch (row-major tile order, so a
+ * vector may span tile rows and images: a 13x13 output has 4 tiles a row, and one vector serves 4
+ * rows where it served one), from their 36 products at src + alpha * mstride. Each 4x4 result row
+ * is interleaved into 64 output-ordered floats (four vectors) and stored by masked stores, one
+ * per vector and run of lanes in one tile row. */
+static FAST_AVX512 inline void out_vec(const WRun *r, int64_t oc, const float *src, size_t mstride,
+                                       int64_t t0, int nl) {
     const Conv *c = r->c;
-    float *o = r->out + (n * c->cout + oc) * c->oh * c->ow;
     const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i hi =
         _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    size_t mstride = (size_t)r->tiles; /* M[oc][alpha][tile] */
-    int64_t per_image = r->th * r->tw;
-    int64_t ty0 = 0, tx0 = 0; /* the first tile of the vector */
-    for (int64_t t0 = 0; t0 < per_image; t0 += LANES) {
-        int nl = (int)min64(LANES, per_image - t0);
-        /* runs of lanes in one tile row: lanes [at[k], at[k + 1]) are tiles (ty[k], tx[k] ..) */
-        int at[LANES + 1], n_runs = 0;
-        int64_t rty[LANES], rtx[LANES];
-        for (int l = 0; l < nl; n_runs++) {
-            at[n_runs] = l, rty[n_runs] = ty0, rtx[n_runs] = tx0;
-            int len = (int)min64(nl - l, r->tw - tx0);
-            l += len, tx0 += len;
-            if (tx0 == r->tw) tx0 = 0, ty0++;
+    /* runs of lanes in one tile row: lanes [at[k], at[k + 1]) are tiles (rty[k], rtx[k] ..) of
+     * the plane at ro[k] */
+    int at[LANES + 1], n_runs = 0;
+    int64_t rty[LANES], rtx[LANES];
+    float *ro[LANES];
+    int64_t row = t0 / r->tw, tx0 = t0 % r->tw; /* row: the tile row in the batch */
+    for (int l = 0; l < nl; n_runs++) {
+        at[n_runs] = l, rty[n_runs] = row % r->th, rtx[n_runs] = tx0;
+        ro[n_runs] = r->out + (row / r->th * c->cout + oc) * c->oh * c->ow;
+        int len = (int)min64(nl - l, r->tw - tx0);
+        l += len, tx0 += len;
+        if (tx0 == r->tw) tx0 = 0, row++;
+    }
+    at[n_runs] = nl;
+    __mmask16 live = (__mmask16)((1u << nl) - 1);
+    __m512 f[WT][4]; /* f[i][j]: rows of the 6x6 block transformed */
+#pragma GCC unroll 6
+    for (int i = 0; i < WT; i++) {
+        __m512 mv[WT];
+#pragma GCC unroll 6
+        for (int j = 0; j < WT; j++) {
+            const float *at_ = src + (size_t)(i * WT + j) * mstride;
+            _mm_prefetch((const char *)(at_ + 32), _MM_HINT_T0);
+            mv[j] = _mm512_maskz_loadu_ps(live, at_);
         }
-        at[n_runs] = nl;
-        __mmask16 live = (__mmask16)((1u << nl) - 1);
-        const float *src = r->m + oc * WN * r->tiles + n * per_image + t0;
-        __m512 f[WT][4]; /* f[i][j]: rows of the 6x6 block transformed */
-        for (int i = 0; i < WT; i++) {
-            __m512 mv[WT];
-            for (int j = 0; j < WT; j++)
-                mv[j] = _mm512_maskz_loadu_ps(live, src + (size_t)(i * WT + j) * mstride);
-            AT6(mv, f[i]);
-        }
-        /* then over columns: Y[a][b] = sum_i A^T[a][i] f[i][b] */
-        __m512 Y[4][4];
-        for (int b = 0; b < 4; b++) {
-            __m512 colb[WT], yb[4];
-            for (int i = 0; i < WT; i++)
-                colb[i] = f[i][b];
-            AT6(colb, yb);
-            for (int a = 0; a < 4; a++)
-                Y[a][b] = yb[a];
-        }
-        for (int a = 0; a < 4; a++) {
-            /* rr[q][i]: float 16 q + i = 4 l + b of the row is Y[a][b][l] (interleave (Y0, Y2)
-             * and (Y1, Y3), then the pairs) */
-            __m512 p_lo = _mm512_permutex2var_ps(Y[a][0], lo, Y[a][2]);
-            __m512 p_hi = _mm512_permutex2var_ps(Y[a][0], hi, Y[a][2]);
-            __m512 q_lo = _mm512_permutex2var_ps(Y[a][1], lo, Y[a][3]);
-            __m512 q_hi = _mm512_permutex2var_ps(Y[a][1], hi, Y[a][3]);
-            __m512 rr[4] = {
-                _mm512_permutex2var_ps(p_lo, lo, q_lo), _mm512_permutex2var_ps(p_lo, hi, q_lo),
-                _mm512_permutex2var_ps(p_hi, lo, q_hi), _mm512_permutex2var_ps(p_hi, hi, q_hi)};
-            for (int k = 0; k < n_runs; k++) {
-                int64_t y = 4 * rty[k] + a;
-                if (y >= c->oh) continue;
-                /* floats [f0, f1) of the row go to dst[f - f0], cropped at the plane's edge */
-                int64_t f0 = 4 * at[k],
-                        f1 = f0 + min64(4 * (int64_t)(at[k + 1] - at[k]), c->ow - 4 * rtx[k]);
-                float *dst = o + y * c->ow + 4 * rtx[k] - f0; /* float f at dst + f */
-                for (int64_t q = f0 / 16; q * 16 < f1; q++) {
-                    int64_t b0 = f0 - 16 * q, b1 = f1 - 16 * q; /* lanes [b0, b1) of rr[q] */
-                    uint32_t m = (b1 >= 16 ? 0xffffu : (1u << b1) - 1) &
-                                 (b0 <= 0 ? 0xffffu : ~((1u << b0) - 1));
-                    _mm512_mask_storeu_ps(dst + 16 * q, (__mmask16)m, rr[q]);
-                }
+        AT6(mv, f[i]);
+    }
+    /* then over columns: Y[a][b] = sum_i A^T[a][i] f[i][b] */
+    __m512 Y[4][4];
+#pragma GCC unroll 6
+    for (int b = 0; b < 4; b++) {
+        __m512 colb[WT], yb[4];
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++)
+            colb[i] = f[i][b];
+        AT6(colb, yb);
+#pragma GCC unroll 6
+        for (int a = 0; a < 4; a++)
+            Y[a][b] = yb[a];
+    }
+#pragma GCC unroll 6
+    for (int a = 0; a < 4; a++) {
+        /* rr[q][i]: float 16 q + i = 4 l + b of the row is Y[a][b][l] (interleave (Y0, Y2)
+         * and (Y1, Y3), then the pairs) */
+        __m512 p_lo = _mm512_permutex2var_ps(Y[a][0], lo, Y[a][2]);
+        __m512 p_hi = _mm512_permutex2var_ps(Y[a][0], hi, Y[a][2]);
+        __m512 q_lo = _mm512_permutex2var_ps(Y[a][1], lo, Y[a][3]);
+        __m512 q_hi = _mm512_permutex2var_ps(Y[a][1], hi, Y[a][3]);
+        __m512 rr[4] = {
+            _mm512_permutex2var_ps(p_lo, lo, q_lo), _mm512_permutex2var_ps(p_lo, hi, q_lo),
+            _mm512_permutex2var_ps(p_hi, lo, q_hi), _mm512_permutex2var_ps(p_hi, hi, q_hi)};
+        for (int k = 0; k < n_runs; k++) {
+            int64_t y = 4 * rty[k] + a;
+            if (y >= c->oh) continue;
+            /* floats [f0, f1) of the row go to dst[f - f0], cropped at the plane's edge */
+            int64_t f0 = 4 * at[k],
+                    f1 = f0 + min64(4 * (int64_t)(at[k + 1] - at[k]), c->ow - 4 * rtx[k]);
+            float *dst = ro[k] + y * c->ow + 4 * rtx[k] - f0; /* float f at dst + f */
+            for (int64_t q = f0 / 16; q * 16 < f1; q++) {
+                int64_t b0 = f0 - 16 * q, b1 = f1 - 16 * q; /* lanes [b0, b1) of rr[q] */
+                uint32_t m =
+                    (b1 >= 16 ? 0xffffu : (1u << b1) - 1) & (b0 <= 0 ? 0xffffu : ~((1u << b0) - 1));
+                _mm512_mask_storeu_ps(dst + 16 * q, (__mmask16)m, rr[q]);
             }
         }
     }
+}
+
+/* One (image, output channel) of the three-pass form: 16 tiles at a time, then the fused tail. */
+static FAST_AVX512 void out_plane(const WRun *r, int64_t n, int64_t oc) {
+    const Conv *c = r->c;
+    int64_t per_image = r->th * r->tw;
+    const float *src = r->m + oc * WN * r->tiles + n * per_image; /* M[oc][alpha][tile] */
+    for (int64_t t0 = 0; t0 < per_image; t0 += LANES)
+        out_vec(r, oc, src + t0, (size_t)r->tiles, n * per_image + t0,
+                (int)min64(LANES, per_image - t0));
     if (r->epi != NULL)
         r->epi->apply(r->epi->ctx, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
 }
@@ -257,44 +366,294 @@ static void out_task(void *ctx, int64_t task, int worker) {
     out_plane(r, task / r->c->cout, task % r->c->cout);
 }
 
+/* ---- the blocked form -------------------------------------------------------------------------
+ * The batch's tile rows are split into one range per thread; each task runs the three passes per
+ * block of at most bmax consecutive tiles (row-major over the batch, so a block spans tile rows
+ * and images) on its worker's own V and M blocks, sized to stay in its L2 (one core's 1 MiB):
+ * the output transform then reads M from L2 (at 16->64 channels on 55x55 the whole M is 1.8 MiB,
+ * and its transform cost as much as the products), and no pass waits for the other thread. U
+ * is shared. The input transform reads the input itself (masked loads; no padded plane), and the
+ * fused tail runs on the tile rows a block completes (a task's rows are whole tile rows). */
+
+/* 16 tiles (or fewer) of one tile row, consecutive in a block: where their patches start and
+ * which of their 80 floats per patch row lie inside the input's row. */
+typedef struct InGroup {
+    const float *x;    /* channel 0 of the image */
+    int64_t iy0, ix0;  /* the input position of the first tile's patch (may be outside) */
+    int64_t local;     /* the first tile's column in the block's products */
+    int nl;            /* tiles */
+    __mmask16 mask[5]; /* floats 16 q + l of a patch row: input columns ix0 + 16 q + l */
+} InGroup;
+
+/* A float pointer off floats past p, computed without pointer arithmetic: a masked load through
+ * it reads only its live lanes, which lie inside the input (the dead ones may lie outside it). */
+static inline const float *off_ptr(const float *p, int64_t off) {
+    return (const float *)((uintptr_t)p + (uintptr_t)(off * (int64_t)sizeof(float)));
+}
+
+/* The block's input transform: for each input channel, every patch row of every group read and
+ * deinterleaved once into 36 arrays d[i][k][tile] over the block's tiles (dk, db_stride floats
+ * apart), then 16 consecutive tiles a vector, spanning tile rows, into the packed-B panels of
+ * the 36 products at v. */
+static FAST_AVX512 void blk_in(const WRun *r, int64_t t0, int nb, float *v, float *dk) {
+    const Conv *c = r->c;
+    int64_t per_image = r->th * r->tw, plane = c->h * c->w;
+    size_t v_item = kern_sgemm_packed_b_floats(c->cin, nb);
+    InGroup gr[BMAX];
+    int n_gr = 0;
+    /* wide planes (12+ tiles a row) take a group's rows straight to the transform; narrower ones
+     * go through the d arrays, so that a vector takes 16 tiles across tile rows */
+    bool wide = r->tw >= 12;
+    for (int64_t t = t0; t < t0 + nb;) {
+        int64_t n = t / per_image, ty = t % per_image / r->tw, tx = t % r->tw;
+        InGroup *g = &gr[n_gr++];
+        g->x = c->x + n * c->cin * plane;
+        g->iy0 = 4 * ty - c->pt, g->ix0 = 4 * tx - c->pl, g->local = t - t0;
+        for (int q = 0; q < 5; q++) { /* lanes [l0, l1) of vector q are inside the row */
+            int64_t l0 = -g->ix0 - 16 * q, l1 = c->w - g->ix0 - 16 * q;
+            l0 = l0 < 0 ? 0 : l0, l1 = l1 > 16 ? 16 : l1;
+            g->mask[q] = l0 >= l1 ? 0 : (__mmask16)(((1u << (l1 - l0)) - 1) << l0);
+        }
+        g->nl = (int)min64(min64(LANES, r->tw - tx), t0 + nb - t);
+        t += g->nl;
+    }
+    for (int64_t ic = 0; ic < c->cin; ic++) {
+        for (int k = 0; k < n_gr; k++) {
+            const InGroup *g = &gr[k];
+            const float *xc = g->x + ic * plane;
+            __m512 e[WT][WT]; /* wide planes: e[row][j], the rows transformed */
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++) {
+                __m512 d[WT];
+                int64_t iy = g->iy0 + i;
+                if (iy < 0 || iy >= c->h) {
+#pragma GCC unroll 6
+                    for (int q = 0; q < WT; q++)
+                        d[q] = _mm512_setzero_ps();
+                } else {
+                    __m512 z[5];
+#pragma GCC unroll 6
+                    for (int q = 0; q < 5; q++) {
+                        if (g->mask[q] == 0xffff)
+                            z[q] = _mm512_loadu_ps(xc + iy * c->w + g->ix0 + 16 * q);
+                        else if (g->mask[q] == 0)
+                            z[q] = _mm512_setzero_ps();
+                        else
+                            z[q] = _mm512_maskz_loadu_ps(g->mask[q],
+                                                         off_ptr(xc, iy * c->w + g->ix0 + 16 * q));
+                    }
+                    deinterleave_z(z, d);
+                }
+                if (wide) {
+                    BT6(d, e[i]);
+                    continue;
+                }
+                /* lanes past the group's tiles land where the next group (stored later) or the
+                 * slack goes */
+#pragma GCC unroll 6
+                for (int q = 0; q < WT; q++)
+                    _mm512_storeu_ps(dk + (size_t)(i * WT + q) * r->db_stride + g->local, d[q]);
+            }
+            if (wide) store_tiles(v, v_item, c->cin, ic, g->local, g->nl, e);
+        }
+        for (int64_t j = 0; j < nb && !wide; j += LANES) {
+            __m512 e[WT][WT];
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++) {
+                __m512 d[WT];
+#pragma GCC unroll 6
+                for (int k = 0; k < WT; k++)
+                    d[k] = _mm512_loadu_ps(dk + (size_t)(i * WT + k) * r->db_stride + j);
+                BT6(d, e[i]);
+            }
+            store_tiles(v, v_item, c->cin, ic, j, (int)min64(LANES, nb - j), e);
+        }
+        zero_cols(v, v_item, c->cin, ic, nb);
+    }
+}
+
+/* The block's output transform for output channels [oc0, oc1) from their products at m
+ * (M[oc - oc0][alpha][column], nb columns), and the fused tail of the batch's tile rows
+ * [row0, row1) (complete once this block is). */
+static FAST_AVX512 void blk_out(const WRun *r, int64_t t0, int nb, const float *m, int64_t oc0,
+                                int64_t oc1, int64_t row0, int64_t row1) {
+    const Conv *c = r->c;
+    for (int64_t oc = oc0; oc < oc1; oc++) {
+        const float *src = m + (oc - oc0) * WN * nb;
+        for (int j = 0; j < nb; j += LANES)
+            out_vec(r, oc, src + j, (size_t)nb, t0 + j, (int)min64(LANES, nb - j));
+        if (r->epi == NULL) continue;
+        for (int64_t row = row0; row < row1;) { /* one call per image */
+            int64_t n = row / r->th, ty0 = row % r->th, ty1 = min64(r->th, ty0 + row1 - row);
+            int64_t y0 = 4 * ty0, y1 = min64(c->oh, 4 * ty1);
+            r->epi->apply(r->epi->ctx, ((n * c->cout + oc) * c->oh + y0) * c->ow,
+                          (y1 - y0) * c->ow);
+            row += ty1 - ty0;
+        }
+    }
+}
+
+/* Tiles per block for a task of len tiles: blocks of equal width in whole panels, at most bmax. */
+static int64_t blk_width(const WRun *r, int64_t len) {
+    int64_t blocks = cdiv(len, r->bmax);
+    return min64(r->bmax, cdiv(cdiv(len, blocks), SGEMM_NR) * SGEMM_NR);
+}
+
+/* Range k's tile rows [row0, row1) of the batch (of n_ranges). */
+static void task_rows(const WRun *r, int64_t k, int64_t *row0, int64_t *row1) {
+    int64_t rows = r->c->batch * r->th;
+    *row0 = rows * k / r->n_ranges;
+    *row1 = rows * (k + 1) / r->n_ranges;
+}
+
+/* Part k's output channels [oc0, oc1) (of n_parts): whole A panels but for the last. */
+static void task_channels(const WRun *r, int64_t k, int64_t *oc0, int64_t *oc1) {
+    int64_t panels = cdiv(r->c->cout, SGEMM_MR);
+    *oc0 = panels * k / r->n_parts * SGEMM_MR;
+    *oc1 = min64(r->c->cout, panels * (k + 1) / r->n_parts * SGEMM_MR);
+}
+
+/* Task (range, part): the tile rows of the range, the output channels of the part. */
+static void blk_task(void *ctx, int64_t task, int worker) {
+    const WRun *r = ctx;
+    const Conv *c = r->c;
+    int64_t row0, row1, oc0, oc1;
+    task_rows(r, task / r->n_parts, &row0, &row1);
+    task_channels(r, task % r->n_parts, &oc0, &oc1);
+    float *v = r->wbuf + (size_t)worker * r->w_floats, *m = v + r->vb_floats;
+    float *dk = m + r->mb_floats;
+    void *gs = r->gs_bytes ? dk + r->db_floats : NULL;
+    int64_t t1 = row1 * r->tw, width = blk_width(r, t1 - row0 * r->tw);
+    SGemm g = r->g;
+    g.b_packed = v;
+    g.c = m;
+    for (int64_t t0 = row0 * r->tw; t0 < t1; t0 += width) {
+        int nb = (int)min64(width, t1 - t0);
+        blk_in(r, t0, nb, v, dk);
+        g.n = nb, g.ldc = WN * nb, g.c_bs = nb; /* M[oc - oc0][alpha][column] */
+        if (r->n_parts == 1) {
+            kern_sgemm_run(&g, NULL, gs);
+        } else { /* rows [oc0, oc1) of each U item: one product per alpha (items u_item apart) */
+            SGemm ga = g;
+            ga.m = oc1 - oc0, ga.batch = 1;
+            size_t v_item = kern_sgemm_packed_b_floats(c->cin, nb);
+            for (int a = 0; a < WN; a++) {
+                ga.a_packed = g.a_packed + a * r->u_item + oc0 * c->cin;
+                ga.b_packed = v + a * v_item;
+                ga.c = m + a * nb;
+                kern_sgemm_run(&ga, NULL, gs);
+            }
+        }
+        int64_t done = (t0 + nb) / r->tw; /* tile rows before it are complete */
+        blk_out(r, t0, nb, m, oc0, oc1, row0, done);
+        row0 = done;
+    }
+}
+
+/* count floats of scratch, not zero-filled: NULL with the call's error when too large. */
+static float *raw_floats(KCall *kc, int64_t count) {
+    if (count > SUP_DIM_MAX / 8) {
+        k_error(kc, "out of memory (scratch of %lld floats)", (long long)count);
+        return NULL;
+    }
+    return k_scratch_raw(kc, (size_t)count * sizeof(float));
+}
+
+/* Whether the blocked form takes r (r->bmax set), and its tasks: never where V and M of 32 tiles
+ * pass twice the L2 budget. Each of nt threads takes a range of tile rows when the blocks' partial
+ * panels cost at most a quarter more products than the three passes' (which split all 36
+ * products' panels evenly over the threads: a 13x13 image of 16 tiles split over 2 threads would
+ * make each compute the whole panel); else, on 2+ threads, all the tiles and a part of the output
+ * channels (2+ A panels each), repeating the input transform, where there are no more input
+ * channels than output ones. */
+static bool blk_takes(WRun *r, int nt) {
+    const Conv *c = r->c;
+    if (WN * (c->cin + c->cout) * (int64_t)sizeof(float) * SGEMM_NR > 2 * BLOCK_BYTES) return false;
+    r->n_ranges = (int)min64(nt, c->batch * r->th), r->n_parts = 1;
+    int64_t worst = 0;
+    for (int64_t k = 0; k < r->n_ranges; k++) {
+        int64_t row0, row1;
+        task_rows(r, k, &row0, &row1);
+        int64_t len = (row1 - row0) * r->tw, width = blk_width(r, len);
+        int64_t panels = len / width * (width / SGEMM_NR) + cdiv(len % width, SGEMM_NR);
+        worst = worst > panels ? worst : panels;
+    }
+    if (4 * worst * nt <= 5 * cdiv(r->tiles, SGEMM_NR)) return true;
+    if (nt < 2 || cdiv(c->cout, SGEMM_MR) < 2 * nt || c->cin > c->cout) return false;
+    r->n_ranges = 1, r->n_parts = nt;
+    return true;
+}
+
 int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     WRun r = {.c = c, .th = cdiv(c->oh, 4), .tw = cdiv(c->ow, 4), .out = k_ptr(o)};
     r.tiles = c->batch * r.th * r.tw;
-    r.ph = 4 * r.th + 2;
-    r.pw = 4 * r.tw + 2;
-    /* slack: a tile group's rows are read 80 floats at a time */
-    r.plane_floats = (size_t)((r.ph * r.pw + 80 + 15) / 16 * 16);
-    r.v_item = kern_sgemm_packed_b_floats(c->cin, r.tiles);
     WShape ws = {c->cout, c->cin};
     size_t u_item = kern_sgemm_packed_a_floats(c->cout, c->cin);
     /* key: "WINO" and the shape; the weight's address is the cache's other key */
     uint64_t key = 0x57494e4f00000000ull ^ ((uint64_t)c->cout << 20) ^ (uint64_t)c->cin;
     const float *u =
         k_prepared(kc, kc->arg_start[1], key, WN * u_item * sizeof(float), fill_u, &ws);
-    SGemm g = {.m = c->cout,
-               .n = r.tiles,
-               .k = c->cin,
-               .batch = WN,
-               .a = k_ptr(k_arg(kc, 1)),
-               .a_packed = u,
-               /* M_alpha(oc, tile) at m[(oc * 36 + alpha) * tiles + tile]: an output channel's 36
-                * rows are one stream for the output transform (36 streams 4.5 MiB apart at 64
-                * channels of 56x56 made it a third slower) */
-               .ldc = WN * r.tiles,
-               .c_bs = r.tiles};
-    float *scratch_u = NULL;
+    r.g = (SGemm){.m = c->cout,
+                  .n = r.tiles,
+                  .k = c->cin,
+                  .batch = WN,
+                  .a = k_ptr(k_arg(kc, 1)),
+                  .a_packed = u,
+                  /* M_alpha(oc, tile) at m[(oc * 36 + alpha) * tiles + tile]: an output channel's
+                   * 36 rows are one stream for the output transform (36 streams 4.5 MiB apart at
+                   * 64 channels of 56x56 made it a third slower) */
+                  .ldc = WN * r.tiles,
+                  .c_bs = r.tiles};
     if (u == NULL) {
-        if ((scratch_u = k_scratch_n(kc, (int64_t)(WN * u_item), sizeof(float))) == NULL) return -1;
+        float *scratch_u = k_scratch_n(kc, (int64_t)(WN * u_item), sizeof(float));
+        if (scratch_u == NULL) return -1;
         fill_u(scratch_u, k_arg(kc, 1), &ws);
-        g.a_packed = scratch_u;
+        r.g.a_packed = scratch_u;
     }
-    r.v = k_scratch_n(kc, (int64_t)(WN * r.v_item), sizeof(float));
-    r.m = r.v ? k_scratch_n(kc, WN * c->cout * r.tiles, sizeof(float)) : NULL;
-    r.planes = r.m ? k_scratch_n(kc, (int64_t)r.plane_floats * k_threads(kc), sizeof(float)) : NULL;
+    int nt = k_threads(kc);
+    int64_t tile_bytes = WN * (c->cin + c->cout) * (int64_t)sizeof(float);
+    r.bmax = min64(BMAX, BLOCK_BYTES / tile_bytes / SGEMM_NR * SGEMM_NR);
+    if (r.bmax < SGEMM_NR) r.bmax = SGEMM_NR;
+    r.u_item = u_item;
+    if (blk_takes(&r, nt)) {
+        /* worker w's buffers: V block, M block, d arrays, the product's scratch (none: both
+         * operands are packed, but sized as gemm.h asks) */
+        r.vb_floats = WN * kern_sgemm_packed_b_floats(c->cin, r.bmax);
+        r.mb_floats = (size_t)(WN * c->cout * r.bmax);
+        r.db_stride = (size_t)(r.bmax + LANES);
+        r.db_floats = WN * r.db_stride;
+        SGemm g = r.g;
+        g.n = r.bmax, g.b_packed = g.a_packed;
+        r.gs_bytes = kern_sgemm_scratch_bytes(&g, 1);
+        r.w_floats =
+            (r.vb_floats + r.mb_floats + r.db_floats + r.gs_bytes / sizeof(float) + 15) / 16 * 16;
+        r.wbuf = raw_floats(kc, sup_dim_mul_sat((int64_t)r.w_floats, nt));
+        if (r.wbuf == NULL) return -1;
+        if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
+        k_parallel(kc, (int64_t)r.n_ranges * r.n_parts, blk_task, &r);
+        kc->epi_done = r.epi != NULL;
+        return 0;
+    }
+    r.ph = 4 * r.th + 2;
+    r.pw = 4 * r.tw + 2;
+    /* slack: a tile group's rows are read 80 floats at a time */
+    r.plane_floats = (size_t)((r.ph * r.pw + 80 + 15) / 16 * 16);
+    /* the flat form deinterleaves one vector (16 tiles) per patch row of a tile row: tw <= 16 */
+    r.flat = r.tw < 12 && r.th * r.tw <= FLAT_TILES;
+    r.d_stride = r.flat ? (size_t)((r.th * r.tw + 2 * LANES - 1) / LANES * LANES) : 0;
+    r.thread_floats = r.plane_floats + WN * r.d_stride;
+    r.v_item = kern_sgemm_packed_b_floats(c->cin, r.tiles);
+    /* V and M: every float written before it is read (in_task zeroes V's padding columns, the
+     * products write all of M), so no zero fill (it cost 3% of SqueezeNet); the planes' padding
+     * must be zero, and in_plane writes only their input positions */
+    r.v = raw_floats(kc, sup_dim_mul_sat(WN, (int64_t)r.v_item));
+    r.m = r.v ? raw_floats(kc, sup_dim_mul_sat(WN, sup_dim_mul_sat(c->cout, r.tiles))) : NULL;
+    r.planes = r.m ? k_scratch_n(kc, (int64_t)r.thread_floats * nt, sizeof(float)) : NULL;
     if (r.planes == NULL) return -1;
+    SGemm g = r.g;
     g.b_packed = r.v;
     g.c = r.m;
-    size_t bytes = kern_sgemm_scratch_bytes(&g, k_threads(kc));
+    size_t bytes = kern_sgemm_scratch_bytes(&g, nt);
     void *gs = bytes ? k_scratch_raw(kc, bytes) : NULL; /* kern_sgemm_run ignores its contents */
     if (bytes && gs == NULL) return -1;
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
