@@ -17,18 +17,25 @@ and their peak RSS (getrusage of the child) is printed side by side; rly twice: 
 its weights prepacked in the file; compile time and memory excluded).
 
 Figures move by +-50% between runs on these shared machines: compare ratios from one run only."""
-import math
 import os
-import re
-import resource
-import statistics
-import subprocess
-import sys
-import tempfile
-import time
 
-import numpy as np
-import onnxruntime as ort
+# numpy's OpenBLAS starts a thread per core that busy-waits for work: in this process they took
+# a core from the `rly bench` children (rly's second thread then found none free: LSTM at 2
+# threads read 0.63 ms instead of 0.36). The harness itself needs no BLAS threads.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import math  # noqa: E402 - after the thread settings above
+import re
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
 
 UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -97,7 +104,7 @@ np.savez(sys.argv[3], *outs)
 
 def main():
     args = sys.argv[1:]
-    opts = {"--rounds": "3", "--threads": "1,2", "--repeat": "10"}
+    opts = {"--rounds": "3", "--threads": "1,2", "--repeat": "30"}
     for k in list(opts):
         if k in args:
             i = args.index(k)
