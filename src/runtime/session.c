@@ -409,9 +409,10 @@ RLY_API rly_status rly_session_run(rly_session *s) {
     RtMemAccount *prev = enter(s); /* copies count like the run's values */
     rly_status st = RLY_STATUS_OK;
     for (uint32_t k = 0; k < exe->n_outputs; k++) {
-        Value *v = exe->out_tuple ? RT_TUPLE(r)->f[k] : r;
-        if (exe->out_path != NULL) { /* a leaf of nested tuples */
-            v = r;
+        Value *v = r;
+        if (exe->out_path == NULL) {
+            if (exe->out_tuple) v = RT_TUPLE(r)->f[k];
+        } else { /* a leaf of nested tuples */
             for (uint32_t j = exe->out_path_off[k]; j < exe->out_path_off[k + 1] && v; j++) {
                 uint32_t f = exe->out_path[j];
                 v = v->kind == VAL_TUPLE && f < RT_TUPLE(v)->n ? RT_TUPLE(v)->f[f] : NULL;
