@@ -12,6 +12,7 @@ the session until the next run)."""
 import ctypes
 import os
 import tempfile
+import threading
 
 import numpy as np
 
@@ -90,9 +91,10 @@ class InferenceSession:
         self._open(self._exe, threads)
 
     def _open(self, exe, threads):
-        opts = _capi.SessionOptions(threads=threads or 0)
-        s = ctypes.c_void_p()
-        check(lib.rly_session_new(exe, ctypes.byref(opts), ctypes.byref(s)))
+        self._exe_handle, self._threads = exe, threads
+        self._lock, self._tls, self._others = threading.Lock(), threading.local(), []
+        self._owner_thread = threading.get_ident()
+        s = self._new_session()
         self._sess = s
         self._inputs, self._in_dtypes = self._args(lib.rly_session_num_inputs,
                                                    lib.rly_session_input_name,
@@ -101,6 +103,25 @@ class InferenceSession:
                                                      lib.rly_session_output_name,
                                                      lib.rly_session_output_info)
         self._bound = {}
+
+    def _new_session(self):
+        opts = _capi.SessionOptions(threads=self._threads or 0)
+        s = ctypes.c_void_p()
+        check(lib.rly_session_new(self._exe_handle, ctypes.byref(opts), ctypes.byref(s)))
+        return s
+
+    def _session(self):
+        """The C session of the calling thread: the first one for the thread that made this
+        object, one more per other thread that runs it (sessions of one executable run at
+        once; a C session itself runs one call at a time)."""
+        if threading.get_ident() == self._owner_thread:
+            return self._sess, self._bound
+        tls = self._tls
+        if getattr(tls, "sess", None) is None:
+            tls.sess, tls.bound = self._new_session(), {}
+            with self._lock:
+                self._others.append(tls.sess)
+        return tls.sess, tls.bound
 
     @classmethod
     def _from_executable(cls, exe, threads=None):
@@ -151,7 +172,7 @@ class InferenceSession:
     def get_threads(self):
         return lib.rly_session_threads(self._sess)
 
-    def _bind(self, i, value):
+    def _bind(self, sess, bound, i, value):
         arg, dt = self._inputs[i], self._in_dtypes[i]
         if dt is None:
             raise RlyError("input '%s' has type %s: only tensors can be fed" % (arg.name,
@@ -161,9 +182,9 @@ class InferenceSession:
             t = from_dlpack(value)  # any DLPack producer, without a copy
             self._check(arg, dt, t.dtype, t.shape)
             dl, shape = t.dltensor()
-            check(lib.rly_session_set_input(self._sess, arg.name.encode(), ctypes.byref(dl)),
+            check(lib.rly_session_set_input(sess, arg.name.encode(), ctypes.byref(dl)),
                   "input '%s'" % arg.name)
-            self._bound[arg.name] = (t, shape)
+            bound[arg.name] = (t, shape)
             return
         a = value if isinstance(value, np.ndarray) else np.asarray(value)
         self._check(arg, dt, a.dtype, a.shape)
@@ -180,9 +201,9 @@ class InferenceSession:
                            device=_capi.DLDevice(1, 0), ndim=a.ndim,
                            dtype=_capi.DLDataType(code, bits, 1), shape=shape, strides=None,
                            byte_offset=0)
-        check(lib.rly_session_set_input(self._sess, arg.name.encode(), ctypes.byref(t)),
+        check(lib.rly_session_set_input(sess, arg.name.encode(), ctypes.byref(t)),
               "input '%s'" % arg.name)
-        self._bound[arg.name] = (a, shape)  # alive while bound (the session borrows them)
+        bound[arg.name] = (a, shape)  # alive while bound (the session borrows them)
 
     @staticmethod
     def _check(arg, dt, dtype, shape):
@@ -208,7 +229,9 @@ class InferenceSession:
     def run(self, output_names, input_feed, run_options=None, views=False):
         """Run with input_feed ({name: array, or any DLPack tensor}) and return the outputs
         named by output_names (None: all), in that order: new numpy arrays, or with views=True
-        rly.Tensor views of the session's own buffers (no copy; valid until the next run)."""
+        rly.Tensor views of the session's own buffers (no copy; valid until this thread's next
+        run). Thread-safe: each thread runs its own C session of the same executable (the
+        weights and their packed forms are shared), so threads run at once."""
         del run_options
         names = [a.name for a in self._inputs]
         unknown = [k for k in input_feed if k not in names]
@@ -227,14 +250,15 @@ class InferenceSession:
                 if n not in outs:
                     raise RlyError("Invalid output name: %s" % n)
                 idx.append(outs.index(n))
+        sess, bound = self._session()
         for i, n in enumerate(names):
-            self._bind(i, input_feed[n])
-        check(lib.rly_session_run(self._sess))
-        return [self._output(i, views) for i in idx]
+            self._bind(sess, bound, i, input_feed[n])
+        check(lib.rly_session_run(sess))
+        return [self._output(sess, i, views) for i in idx]
 
-    def _output(self, i, view=False):
+    def _output(self, sess, i, view=False):
         p = ctypes.POINTER(_capi.DLTensor)()
-        check(lib.rly_session_get_output(self._sess, i, ctypes.byref(p)))
+        check(lib.rly_session_get_output(sess, i, ctypes.byref(p)))
         t = p.contents
         dt = _DTYPES[self._out_dtypes[i]][1] if self._out_dtypes[i] is not None else None
         if dt is None:
@@ -249,6 +273,9 @@ class InferenceSession:
         return np.frombuffer(buf, dt).reshape(shape).copy()
 
     def close(self):
+        for s in getattr(self, "_others", []):
+            lib.rly_session_free(s)
+        self._others = []
         if self._sess:
             lib.rly_session_free(self._sess)
             self._sess = None

@@ -237,3 +237,29 @@ def test_bool_and_bfloat16(tmp_path):
     np.testing.assert_array_equal(hf, (bits.astype(np.uint32) << 16).view(np.float32))
     with pytest.raises(rly.RlyError, match="bfloat16: feed its bits"):
         s.run(None, {"b": b, "h": f})
+
+
+def test_many_threads_one_session(mlp):
+    import threading
+    s, o = rly.InferenceSession(mlp, threads=1), ort.InferenceSession(mlp)
+    xs = [RNG.standard_normal((4, 16)).astype(np.float32) for _ in range(8)]
+    want = [o.run(None, {"x": x}) for x in xs]
+    errors = []
+
+    def work(k):
+        try:
+            for r in range(25):
+                i = (k + r) % len(xs)
+                got = s.run(None, {"x": xs[i]})
+                for a, b in zip(got, want[i]):
+                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        except Exception as ex:  # noqa: BLE001 - reported below
+            errors.append(ex)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    s.close()
