@@ -115,3 +115,21 @@ def test_gradient_of_a_function_and_a_script():
 
     g2 = rly.gradient(cube, mode="first")
     assert "def @main" in str(g2)
+
+
+def test_training_an_mlp_with_rly_gradient():
+    sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+    import train_mlp
+    losses = train_mlp.train(steps=300)
+    assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
+    # the gradient agrees with a finite difference of the loss
+    step = train_mlp.build()
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(s).astype(np.float32) * 0.5
+            for s in ((16, 4), (16,), (1, 16), (16, 4), (16, 1))]
+    loss, gw1 = step(*args)[:2]
+    e = np.zeros_like(args[0])
+    e[3, 2] = 1e-2
+    up = float(step(args[0] + e, *args[1:])[0])
+    down = float(step(args[0] - e, *args[1:])[0])
+    assert abs((up - down) / 2e-2 - gw1[3, 2]) < 1e-3
