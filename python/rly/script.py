@@ -20,6 +20,7 @@ rly.ScriptError at the Python file, line and column. The decorated object is cal
 numpy arrays (compiled on first call, once per argument types) and has .module and .text."""
 import ast
 import inspect
+import re
 import textwrap
 
 import numpy as np
@@ -517,9 +518,11 @@ class ScriptFunction:
         self.fn, self.name = fn, fn.__name__
         self.__doc__, self.__name__ = fn.__doc__, fn.__name__
         self._module, self._func, self._compiled = None, None, {}
-        self._building = False
+        self._building = self._recursive = False
 
     def global_var(self):
+        if self._building:
+            self._recursive = True
         if self._func is None and not self._building:
             self._translate({})
         ret = self._func.ret_type if self._func is not None else self._ret_annotation()
@@ -559,13 +562,28 @@ class ScriptFunction:
                     if sf._func is None:
                         sf._translate(registry)
                     funcs[name] = sf._func
-            funcs[self.name] = self._func  # callable by name too (recursion)
+            if self._recursive and self.name != "main":  # @main calls @name, which recurses
+                params = [E.Var(p.name, p.type) for p in self._func.params]
+                funcs[self.name] = self._func
+                funcs["main"] = E.Function(params, E.Call(E.GlobalVar(
+                    self.name, ret_type=self._func.ret_type), params), self._func.ret_type)
+            self._names = list(funcs)
             self._module = E.module_from_functions(funcs, prelude=True)
         return self._module
 
     @property
     def text(self):
-        return str(self.module)
+        """The Relay text of the script's own functions (@main and the script functions it
+        calls; the prelude the module also holds is left out)."""
+        full = str(self.module)
+        keep = set(self._names)
+        parts = re.split(r"(?m)^(?=def @|type )", full)
+        out = [parts[0].rstrip("\n")]
+        for part in parts[1:]:
+            m = re.match(r"def @([A-Za-z_][A-Za-z0-9_]*)", part)
+            if m and m.group(1) in keep:
+                out.append(part.rstrip("\n"))
+        return "\n".join(out) + "\n"
 
     def __call__(self, *args):
         key = tuple((np.asarray(a).shape, np.asarray(a).dtype.str) for a in args)

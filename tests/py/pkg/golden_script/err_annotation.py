@@ -1,0 +1,6 @@
+import rly
+
+
+@rly.script
+def f(x: int):
+    return x
