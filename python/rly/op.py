@@ -12,7 +12,7 @@ from ._capi import check, lib, take_string
 from .expr import op_call
 
 _HEAD = re.compile(r"^(\S+)\((.*?)\)\s+\[([^\]]*)\]\s*(.*)$")
-_ATTR = re.compile(r"^    (\w+): (\S+) = (.*)$")
+_ATTR = re.compile(r"^    (\w+): (\S+) = (.*?)(?:  \{(.*)\})?$")
 
 
 def _table():
@@ -29,22 +29,27 @@ def _table():
             continue
         m = _ATTR.match(line)
         if m and cur is not None:
-            cur["attrs"].append((m.group(1), m.group(2), m.group(3)))
+            choices = m.group(4).split("|") if m.group(4) is not None else None
+            cur["attrs"].append((m.group(1), m.group(2), m.group(3), choices))
     return ops
 
 
 def _make(info):
     name, args, attrs = info["name"], info["args"], info["attrs"]
-    names = [a for a, _, _ in attrs]
+    names = [a[0] for a in attrs]
 
     def fn(*call_args, **kw):
         if len(call_args) != len(args):
             raise TypeError("%s takes %d arguments (%s), %d given"
                             % (name, len(args), ", ".join(args), len(call_args)))
-        for k in kw:
+        for k, v in kw.items():
             if k not in names:
                 raise TypeError("%s has no attribute %r (it has: %s)"
                                 % (name, k, ", ".join(names) or "none"))
+            choices = attrs[names.index(k)][3]
+            if choices is not None and v is not None and v not in choices:
+                raise ValueError("%s: attribute %s is %r, not one of %s"
+                                 % (name, k, v, ", ".join(repr(c) for c in choices)))
         return op_call(name, list(call_args), {k: v for k, v in kw.items() if v is not None})
 
     fn.__name__ = name.split(".")[-1]
@@ -53,7 +58,11 @@ def _make(info):
     if attrs:
         lines.append("")
         lines.append("Attributes:")
-        lines += ["    %s: %s = %s" % a for a in attrs]
+        for a_name, a_type, a_default, choices in attrs:
+            line = "    %s: %s = %s" % (a_name, a_type, a_default)
+            if choices is not None:
+                line += " (one of: %s)" % ", ".join('"%s"' % c for c in choices)
+            lines.append(line)
     fn.__doc__ = "\n".join(lines)
     return fn
 

@@ -137,3 +137,13 @@ def test_adts_and_match_with_the_prelude():
                                  prelude=True)
     assert "match (%xs)" in str(mod) and "type List" in str(mod)
     assert float(rly.build(mod)(np.float32(1.5))) == 1.5 + 3.0 + 10.0
+
+
+def test_attribute_choices():
+    doc = op.image.resize2d.__doc__
+    assert 'method: str = "linear" (one of: "nearest_neighbor", "linear", "cubic")' in doc
+    x = rly.var("x", shape=(1, 1, 4, 4))
+    with pytest.raises(ValueError, match="not one of 'nearest_neighbor', 'linear', 'cubic'"):
+        op.image.resize2d(x, size=(8, 8), method="bilinear")
+    y = op.image.resize2d(x, size=(8, 8), method="nearest_neighbor")
+    assert y.type == "Tensor[(1, 1, 8, 8), float32]"
