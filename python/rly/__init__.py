@@ -21,7 +21,7 @@ from .script import ScriptError, script
 from .expr import (Call, Constant, Constructor, Expr, Function, GlobalVar, If, Let, Match,
                    PatternConstructor, PatternTuple, PatternVar, PatternWildcard, Tuple,
                    TupleGetItem, Var, const, var)
-from . import expr as adt  # rly.adt.Cons, Nil, Some, Nothing (None), Rose, zero, succ
+from . import adt  # rly.adt.Cons, Nil, Some, Nothing (None), Rose, zero, succ
 
 __version__ = version()
 __all__ = ["adt", "Constructor", "Match", "PatternConstructor", "PatternTuple", "PatternVar",

@@ -147,7 +147,58 @@ class _Translator:
             return self.loop(s, s.test, s.body, None, rest, env, where)
         if isinstance(s, ast.For):
             return self.for_range(s, rest, env, where)
+        if isinstance(s, ast.Match):
+            return self.match(s, rest, env, where)
         raise self.err(s, "@rly.script does not translate %s statements" % type(s).__name__)
+
+    def match(self, s, rest, env, where):
+        """match v: case C(a, b): ... -> Relay's match; every case returns."""
+        data = self.expr(s.subject, env)
+        clauses = []
+        for case in s.cases:
+            if case.guard is not None:
+                raise self.err(case.guard, "match guards (`if`) are not supported")
+            if not self.returns(case.body):
+                raise self.err(case.pattern, "every case of a match must return")
+            inner = dict(env)
+            pat = self.pattern(case.pattern, inner, data.type)
+            clauses.append((pat, self.block(case.body, inner, case)))
+        complete = any(isinstance(c.pattern, ast.MatchAs) and c.pattern.pattern is None and
+                       c.pattern.name is None for c in s.cases)
+        del complete  # Relay checks exhaustiveness; `match?` is not needed for these
+        return E.Match(data, clauses)
+
+    def pattern(self, p, env, type_):
+        """A Relay pattern from a Python one: C(p, ...), a name, _, or a tuple of them."""
+        if isinstance(p, ast.MatchAs):
+            if p.pattern is not None:
+                raise self.err(p, "`as` patterns are not supported")
+            if p.name is None:
+                return E.PatternWildcard()
+            v = E.Var(p.name, type_)
+            env[p.name] = v
+            return E.PatternVar(v)
+        if isinstance(p, ast.MatchSequence):
+            return E.PatternTuple([self.pattern(q, env, _tuple_field(type_, i))
+                                   for i, q in enumerate(p.patterns)])
+        if isinstance(p, ast.MatchClass):
+            if p.kwd_patterns:
+                raise self.err(p, "keyword patterns are not supported")
+            ctor = self.constructor(p.cls)
+            fields = _ctor_fields(ctor.name, type_, len(p.patterns))
+            return E.PatternConstructor(ctor, [self.pattern(q, env, fields[i])
+                                               for i, q in enumerate(p.patterns)])
+        raise self.err(p, "this pattern is not supported (constructors, names, _, tuples)")
+
+    def constructor(self, node):
+        try:
+            value = eval(compile(ast.Expression(node), self.file, "eval"), self.globals,
+                         self.closure)
+        except Exception:  # noqa: BLE001 - reported as the user's pattern
+            value = None
+        if not isinstance(value, E.Constructor):
+            raise self.err(node, "a pattern's class must be a constructor (rly.adt.Cons, ...)")
+        return value
 
     def bind(self, name, value, env):
         v = E.Var(name, value.type)
@@ -381,6 +432,8 @@ class _Translator:
             if isinstance(value, ScriptFunction):
                 self.registry[n.id] = value
                 return value.global_var()
+            if isinstance(value, E.Constructor):
+                return value
             raise self.err(n, "name %r is not a variable of the script" % n.id)
         if isinstance(n, ast.BinOp):
             return self.binop(n.op, self._expr(n.left, env), self._expr(n.right, env), n)
@@ -444,11 +497,19 @@ class _Translator:
                     E.const(a, E._scalar_dtype(first) if first is not None else None)
                     for a in args]
             kw = {}
-            for k in n.keywords:
+            for k in n.keywords:  # constants: literals, or Python over the globals
                 try:
-                    kw[k.arg] = ast.literal_eval(k.value)
-                except ValueError:
-                    raise self.err(k.value, "attribute %s must be a literal" % k.arg)
+                    v = eval(compile(ast.Expression(k.value), self.file, "eval"),
+                             self.globals, self.closure)
+                except Exception:  # noqa: BLE001 - a local (a Relay value), or a failure
+                    raise self.err(k.value, "attribute %s must be a constant of Python (a "
+                                            "literal, or computed from globals)" % k.arg)
+                if isinstance(v, tuple):
+                    v = list(v)
+                if not isinstance(v, (int, float, str, bool, list)) and v is not None:
+                    raise self.err(k.value, "attribute %s is a %s, not a number, string or "
+                                            "list" % (k.arg, type(v).__name__))
+                kw[k.arg] = v
             try:
                 return target(*args, **kw)
             except (RlyError, TypeError) as ex:
@@ -478,6 +539,20 @@ class _Translator:
                 not isinstance(obj, ScriptFunction):
             return obj
         return None
+
+
+def _tuple_field(t, i):
+    return E._tuple_field(t, i)
+
+
+def _ctor_fields(name, t, n):
+    """The field types of constructor `name` of the prelude in a value of type t (None where
+    unknown)."""
+    inner = t[t.index("[") + 1:-1] if t and "[" in t and t.endswith("]") else None
+    known = {"Cons": [inner, t], "Some": [inner], "Rose": [inner, "List[%s]" % t if t else None],
+             "succ": ["nat"]}
+    fields = known.get(name, [])
+    return [fields[i] if i < len(fields) else None for i in range(n)]
 
 
 def re_list(t):
