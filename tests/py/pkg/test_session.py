@@ -263,3 +263,32 @@ def test_many_threads_one_session(mlp):
         t.join()
     assert not errors, errors[0]
     s.close()
+
+
+def exported_models():
+    d = os.environ.get("RLY_MODELS_DIR")
+    if not d or not os.path.isdir(d):
+        return []
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".onnx"))
+
+
+@pytest.mark.parametrize("path", exported_models() or [None],
+                         ids=[os.path.basename(p)[:-5] for p in exported_models()] or ["none"])
+def test_exported_models_side_by_side(path):
+    """The exported PyTorch models (tests/models/export.py; RLY_MODELS_DIR, set by CTest):
+    interface and outputs as onnxruntime's, on the models' own inputs."""
+    if path is None:
+        pytest.skip("RLY_MODELS_DIR is not set (CTest sets it after the onnx_models test)")
+    s, o = rly.InferenceSession(path), ort.InferenceSession(path)
+    for mine, theirs in ((s.get_inputs(), o.get_inputs()), (s.get_outputs(), o.get_outputs())):
+        assert [a.name for a in mine] == [a.name for a in theirs]
+        assert [a.type for a in mine] == [a.type for a in theirs]
+        assert [a.shape for a in mine] == [a.shape for a in theirs]
+    feed = dict(np.load(path[:-5] + ".npz"))
+    feed = {k: v for k, v in feed.items() if k in {a.name for a in o.get_inputs()}}
+    for a, b in zip(s.run(None, feed), o.run(None, feed)):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    name = s.get_outputs()[0].name
+    (only,) = s.run([name], feed)
+    np.testing.assert_allclose(only, o.run([name], feed)[0], rtol=1e-4, atol=1e-4)
