@@ -59,8 +59,9 @@ static VATTR void V(fx_step)(const FxStep *st, const float *pa, const float *pb,
 #undef FX_CASE
     default: break;
     }
-    if (i < n)
-        V(vstoren)
-        (y + i, V(fx_vstep)(st, V(vloadn)(pa + i, n - i), V(vloadn)(pb + i, n - i)), n - i);
+    if (i < n) {
+        VF t = V(fx_vstep)(st, V(vloadn)(pa + i, n - i), V(vloadn)(pb + i, n - i));
+        V(vstoren)(y + i, t, n - i);
+    }
 }
 #undef FX_VEC_OPS
