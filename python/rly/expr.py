@@ -39,8 +39,6 @@ def _caller():
 
 def tensor_type(shape, dtype="float32"):
     dims = ", ".join("?" if d is None or d == -1 else str(int(d)) for d in shape)
-    if len(shape) == 1:
-        dims += ""
     return "Tensor[(%s), %s]" % (dims, dtype) if shape else dtype
 
 

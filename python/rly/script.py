@@ -145,6 +145,8 @@ class _Translator:
             return self.if_stmt(s, rest, env, where)
         if isinstance(s, ast.While):
             return self.loop(s, s.test, s.body, None, rest, env, where)
+        if isinstance(s, _LoopWithStep):
+            return self.loop(s.loop, s.loop.test, s.loop.body, s.step, rest, env, where)
         if isinstance(s, ast.For):
             return self.for_range(s, rest, env, where)
         if isinstance(s, ast.Match):
@@ -163,10 +165,7 @@ class _Translator:
             inner = dict(env)
             pat = self.pattern(case.pattern, inner, data.type)
             clauses.append((pat, self.block(case.body, inner, case)))
-        complete = any(isinstance(c.pattern, ast.MatchAs) and c.pattern.pattern is None and
-                       c.pattern.name is None for c in s.cases)
-        del complete  # Relay checks exhaustiveness; `match?` is not needed for these
-        return E.Match(data, clauses)
+        return E.Match(data, clauses)  # Relay checks that the cases are exhaustive
 
     def pattern(self, p, env, type_):
         """A Relay pattern from a Python one: C(p, ...), a name, _, or a tuple of them."""
@@ -572,17 +571,6 @@ class _LoopWithStep(ast.stmt):
         ast.copy_location(self, loop)
 
 
-_orig_block = _Translator.block
-
-
-def _block(self, stmts, env, where):
-    if stmts and isinstance(stmts[0], _LoopWithStep):
-        s = stmts[0]
-        return self.loop(s.loop, s.loop.test, s.loop.body, s.step, stmts[1:], env, where)
-    return _orig_block(self, stmts, env, where)
-
-
-_Translator.block = _block
 
 
 class ScriptFunction:

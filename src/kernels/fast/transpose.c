@@ -53,62 +53,63 @@ static void rows_scalar(const TRun *t, int64_t r0, int64_t r1) {
     }
 }
 
-/* Rows [r0, r1) by gathers, in tiles of up to 16 rows: for each block of 16 (8) columns, the
- * tile's rows in turn. s * 15 must fit an int32 index (checked by the caller). */
-FAST_AVX512 static void rows_avx512(const TRun *t, int64_t r0, int64_t r1) {
+/* One tile: rows [rt, re) (at most 16; row r starts at input offset offs[r - rt]) by gathers,
+ * for each block of 16 (AVX-512) or 8 (AVX2) columns the tile's rows in turn, so the cache lines
+ * a gather brings serve the next rows' gathers from L1. s * 15 must fit an int32 index (checked
+ * by the caller). */
+typedef void (*TileFn)(const TRun *t, int64_t rt, int64_t re, const int64_t *offs);
+
+FAST_AVX512 static void tile_avx512(const TRun *t, int64_t rt, int64_t re, const int64_t *offs) {
     int64_t n = t->row_len, s = t->ist[t->nd - 1];
     __m512i idx =
         _mm512_mullo_epi32(_mm512_set1_epi32((int32_t)s),
                            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-    for (int64_t rt = r0; rt < r1; rt += 16) {
-        int64_t re = rt + 16 < r1 ? rt + 16 : r1;
-        int64_t offs[16];
-        for (int64_t r = rt; r < re; r++)
-            offs[r - rt] = row_offset(t, r);
-        int64_t j = 0;
-        for (; j + 16 <= n; j += 16)
-            for (int64_t r = rt; r < re; r++) {
-                const float *src = (const float *)(t->src + offs[r - rt] + j * s);
-                __m512 v = _mm512_i32gather_ps(idx, src, 4);
-                _mm512_storeu_ps((float *)(t->dst + r * n + j), v);
-            }
-        if (j < n) {
-            __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
-            for (int64_t r = rt; r < re; r++) {
-                const float *src = (const float *)(t->src + offs[r - rt] + j * s);
-                __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src, 4);
-                _mm512_mask_storeu_ps((float *)(t->dst + r * n + j), m, v);
-            }
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int64_t r = rt; r < re; r++) {
+            const float *src = (const float *)(t->src + offs[r - rt] + j * s);
+            _mm512_storeu_ps((float *)(t->dst + r * n + j), _mm512_i32gather_ps(idx, src, 4));
+        }
+    if (j < n) {
+        __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
+        for (int64_t r = rt; r < re; r++) {
+            const float *src = (const float *)(t->src + offs[r - rt] + j * s);
+            __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src, 4);
+            _mm512_mask_storeu_ps((float *)(t->dst + r * n + j), m, v);
         }
     }
 }
 
-FAST_AVX2 static void rows_avx2(const TRun *t, int64_t r0, int64_t r1) {
+FAST_AVX2 static void tile_avx2(const TRun *t, int64_t rt, int64_t re, const int64_t *offs) {
     int64_t n = t->row_len, s = t->ist[t->nd - 1];
     __m256i idx = _mm256_mullo_epi32(_mm256_set1_epi32((int32_t)s),
                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int64_t r = rt; r < re; r++) {
+            const float *src = (const float *)(t->src + offs[r - rt] + j * s);
+            _mm256_storeu_ps((float *)(t->dst + r * n + j), _mm256_i32gather_ps(src, idx, 4));
+        }
+    for (; j < n; j++)
+        for (int64_t r = rt; r < re; r++)
+            t->dst[r * n + j] = t->src[offs[r - rt] + j * s];
+}
+
+/* Rows [r0, r1) in tiles of up to 16 rows, each by fn. */
+static void rows_tiled(const TRun *t, int64_t r0, int64_t r1, TileFn fn) {
     for (int64_t rt = r0; rt < r1; rt += 16) {
-        int64_t re = rt + 16 < r1 ? rt + 16 : r1;
-        int64_t offs[16];
+        int64_t re = rt + 16 < r1 ? rt + 16 : r1, offs[16];
         for (int64_t r = rt; r < re; r++)
             offs[r - rt] = row_offset(t, r);
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8)
-            for (int64_t r = rt; r < re; r++) {
-                const float *src = (const float *)(t->src + offs[r - rt] + j * s);
-                _mm256_storeu_ps((float *)(t->dst + r * n + j), _mm256_i32gather_ps(src, idx, 4));
-            }
-        for (; j < n; j++)
-            for (int64_t r = rt; r < re; r++)
-                t->dst[r * n + j] = t->src[offs[r - rt] + j * s];
+        fn(t, rt, re, offs);
     }
 }
 
 static void rows_run(const TRun *t, int64_t r0, int64_t r1) {
     if (t->isa >= SUP_ISA_AVX512)
-        rows_avx512(t, r0, r1);
+        rows_tiled(t, r0, r1, tile_avx512);
     else if (t->isa >= SUP_ISA_AVX2)
-        rows_avx2(t, r0, r1);
+        rows_tiled(t, r0, r1, tile_avx2);
     else
         rows_scalar(t, r0, r1);
 }
