@@ -161,6 +161,14 @@ typedef struct rly_run_options {
     rly_engine engine;   /* RLY_ENGINE_DEFAULT (0), _VM or _INTERP */
     int threads;         /* VM kernel threads (0: the default, as rly_session_options.threads);
                             the interpreter uses one */
+    /* Probes (docs/tools.md "Numerics", "Profiles"); both engines. */
+    int check_numerics;   /* stop at the first operator or fused group whose result holds NaN or
+                             Inf made from finite inputs: an error at its location with the
+                             statistics of its inputs */
+    const char *profile;  /* write a Chrome trace of the run (an event per operator or fused
+                             group) to this path */
+    char **profile_table; /* with profile: when not NULL, receives the table of the operators
+                             with the most time (free with rly_free) */
 } rly_run_options;
 
 /* Run the module; on success *text (when output_npz is NULL) is the rendered result, to be freed
@@ -168,6 +176,21 @@ typedef struct rly_run_options {
  * RLY_STATUS_IO with the message in rly_last_error(); an output file is written whole or not at
  * all. */
 RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, char **text);
+
+/* ---- drawing (`rly viz`; docs/tools.md "Graphs") -------------------------------------------- */
+typedef enum rly_draw_format {
+    RLY_DRAW_DOT = 0,  /* Graphviz DOT text (`dot -Tsvg` draws it) */
+    RLY_DRAW_HTML = 1, /* a self-contained HTML page: inline SVG laid out here, pan and zoom by
+                          mouse, nothing fetched */
+} rly_draw_format;
+/* The dataflow graph of mod (its types are inferred first): each global function a cluster,
+ * FuseOps's primitive functions nested clusters named as the VM names them, operator calls,
+ * constants, parameters, if/match with their branches, calls of globals (dashed edges to the
+ * callee's entry), each edge labelled with the type of the value it carries. Linear in the size
+ * of the module, iterative. title: the HTML page's title (NULL: "rly graph"). *out: free with
+ * rly_free. Errors (a type error) are RLY_STATUS_ERROR with the message in rly_last_error(). */
+RLY_API rly_status rly_module_draw(rly_module *mod, rly_draw_format format, const char *title,
+                                   char **out);
 
 /* ---- compiling to executables -------------------------------------------------------------
  * The VM's executables (rly_runtime.h): compile a module, save it as an .rlyx file that
@@ -282,6 +305,15 @@ RLY_API rly_status rly_ops_describe(const char *name, char **out);
  * ONNX node names) are in rly_last_error(). */
 RLY_API rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *input_shapes,
                                           rly_module **out);
+/* As rly_module_import_onnx, but the model's floating-point initializers of rank >= 1 (its
+ * weights) become parameters of @main after the graph inputs instead of constants, so
+ * rly_module_gradient differentiates with respect to them; their values are written to
+ * params_npz, an .npz keyed by parameter name (what rly run --inputs binds). Integer and bool
+ * initializers, float scalars and the settings nodes read at import time (Resize scales, Clip
+ * bounds, ...; docs/onnx.md) stay constants. */
+RLY_API rly_status rly_module_import_onnx_params(rly_ctx *ctx, const char *path,
+                                                 const char *input_shapes, const char *params_npz,
+                                                 rly_module **out);
 /* A text description of an ONNX model: IR version, opsets, inputs, outputs, operator histogram
  * and the operators the importer does not support. Free with rly_free. */
 RLY_API rly_status rly_onnx_info(const char *path, char **text);

@@ -161,6 +161,22 @@ RLY_API rly_status rly_session_run(rly_session *s);
  * of range. */
 RLY_API rly_status rly_session_get_output(const rly_session *s, int i, const DLTensor **out);
 
+/* ---- probes (docs/tools.md "Numerics", "Profiles") -----------------------------------------
+ * RLY_PROBE_NUMERICS: a run stops at the first fused group (or operator) whose result holds a NaN
+ * or an infinity made from finite inputs, with an error at the operator that made it (the
+ * group's operators are run again one by one on the reference kernels to find it) and the
+ * statistics of its inputs. RLY_PROBE_PROFILE: every later run records an event per operator or
+ * fused group. mask 0 turns both off (and drops the events). Off, they cost nothing. */
+enum { RLY_PROBE_NUMERICS = 1, RLY_PROBE_PROFILE = 2 };
+RLY_API rly_status rly_session_set_probes(rly_session *s, unsigned mask);
+/* Write the events recorded since RLY_PROBE_PROFILE was set as a Chrome trace (JSON; Perfetto
+ * and chrome://tracing open it) to path, whole or not at all; table (may be NULL) receives the
+ * `top` names with the most total time (top <= 0: all), to free with rly_free.
+ * RLY_STATUS_ERROR when the session is not profiling; RLY_STATUS_IO when path cannot be
+ * written. */
+RLY_API rly_status rly_session_write_profile(rly_session *s, const char *path, int top,
+                                             char **table);
+
 #ifdef __cplusplus
 }
 #endif

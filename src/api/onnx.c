@@ -12,6 +12,7 @@
 #include "eval/eval.h"
 #include "frontend/onnx/import.h"
 #include "kernels/kernel.h"
+#include "runtime/npy.h"
 #include "types/types.h"
 
 static void free_model(void *m) { ox_model_free(m); }
@@ -70,9 +71,9 @@ static bool parse_shapes(const char *s, ImpShape *out, uint32_t cap, uint32_t *n
 }
 
 static rly_status import_checked(rly_ctx *ctx, OxModel *m, const ImpShape *shapes, uint32_t n,
-                                 rly_module **out) {
+                                 bool params_as_inputs, rly_module **out) {
     RLY_TRY;
-    ImpOptions o = {.shapes = shapes, .n_shapes = n};
+    ImpOptions o = {.shapes = shapes, .n_shapes = n, .params_as_inputs = params_as_inputs};
     Module *mod = imp_import(ctx, m, &o);
     bool ok = mod != NULL && ty_infer_module(mod);
     RLY_END_TRY;
@@ -81,8 +82,44 @@ static rly_status import_checked(rly_ctx *ctx, OxModel *m, const ImpShape *shape
     return RLY_STATUS_OK;
 }
 
-rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *input_shapes,
-                                  rly_module **out) {
+/* Write the initializers of m's graph that became parameters of mod's @main to params_npz,
+ * each array named by its parameter (the ONNX name when @main records onnx_input_names). */
+static rly_status save_params(const OxModel *m, Module *mod, const char *params_npz) {
+    FuncDef *d = ir_module_lookup(mod, "main", 4);
+    RLY_CHECK(d != NULL && d->func != NULL, "the importer defines @main");
+    const Function *f = d->func;
+    const AttrValue *on = f->attrs ? ir_attrs_get(f->attrs, "onnx_input_names") : NULL;
+    const OxGraph *g = m->graph;
+    Npz z = {0};
+    z.items = calloc(f->n_params + 1, sizeof *z.items); /* outside RLY_TRY: checked here */
+    if (z.items == NULL) return api_fail(RLY_STATUS_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < f->n_params; i++) {
+        const char *onnx = f->params[i]->name;
+        if (on && on->kind == ATTR_LIST && i < on->list.n && on->list.items[i]->kind == ATTR_STR)
+            onnx = on->list.items[i]->s;
+        const OxTensor *t = NULL;
+        for (uint32_t k = 0; k < g->n_inits && t == NULL; k++)
+            if (strcmp(g->inits[k].name, onnx) == 0) t = &g->inits[k];
+        if (t == NULL) continue; /* a graph input */
+        NpzEntry *e = &z.items[z.n++];
+        e->name = (char *)f->params[i]->name;
+        e->arr.dtype = (rly_dtype)ox_to_rly_dtype(t->data_type);
+        e->arr.ndim = t->ndim;
+        for (uint32_t k = 0; k < t->ndim; k++)
+            e->arr.shape[k] = t->dims[k];
+        e->arr.data = (void *)t->data;
+        e->arr.nbytes = t->data ? t->nbytes : 0;
+    }
+    char err[512];
+    rly_status st = RLY_STATUS_OK;
+    if (!rt_npz_save(params_npz, &z, false, err, sizeof err))
+        st = api_fail(RLY_STATUS_IO, "%s", err);
+    free(z.items);
+    return st;
+}
+
+static rly_status import_file(rly_ctx *ctx, const char *path, const char *input_shapes,
+                              const char *params_npz, rly_module **out) {
     *out = NULL;
     ImpShape shapes[64];
     uint32_t n_shapes = 0;
@@ -98,11 +135,27 @@ rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *in
         goto done;
     }
     ir_ctx_keep(ctx, m, free_model);
-    st = import_checked(ctx, m, shapes, n_shapes, out);
+    st = import_checked(ctx, m, shapes, n_shapes, params_npz != NULL, out);
+    if (st == RLY_STATUS_OK && params_npz != NULL) {
+        st = save_params(m, *out, params_npz);
+        if (st != RLY_STATUS_OK) *out = NULL;
+    }
 done:
     for (uint32_t i = 0; i < n_shapes; i++)
         free((char *)shapes[i].name);
     return st;
+}
+
+rly_status rly_module_import_onnx(rly_ctx *ctx, const char *path, const char *input_shapes,
+                                  rly_module **out) {
+    return import_file(ctx, path, input_shapes, NULL, out);
+}
+
+rly_status rly_module_import_onnx_params(rly_ctx *ctx, const char *path, const char *input_shapes,
+                                         const char *params_npz, rly_module **out) {
+    if (params_npz == NULL)
+        return api_fail(RLY_STATUS_INVALID, "rly_module_import_onnx_params: NULL params path");
+    return import_file(ctx, path, input_shapes, params_npz, out);
 }
 
 /* ---- rly info ------------------------------------------------------------------------------ */
@@ -207,8 +260,18 @@ rly_status rly_onnx_info(const char *path, char **text) {
             if (k == 0) {
                 int64_t opset = ox_opset(m, nd->domain);
                 if (opset == 0 && nd->domain[0] && strcmp(nd->domain, "ai.onnx")) opset = 1;
-                OpCount c = {arena_strndup(&m->arena, key, strlen(key)), 0,
-                             imp_find_conv(nd->op_type, nd->domain, opset) != NULL};
+                /* helper opset (issue 18): an unsupported operator is named with its opset, and
+                 * every ai.onnx operator of an opset newer than the importer's is unsupported */
+                bool sup = imp_find_conv(nd->op_type, nd->domain, opset) != NULL;
+                if (!nd->domain[0] || strcmp(nd->domain, "ai.onnx") == 0)
+                    sup = sup && !imp_opset_unsupported(m);
+                char name[330];
+                if (sup)
+                    snprintf(name, sizeof name, "%s", key);
+                else
+                    snprintf(name, sizeof name, "%s-%lld", key, (long long)opset);
+                OpCount c = {arena_strndup(&m->arena, name, strlen(name)), 0, sup};
+                /* end helper opset */
                 vec_push(&counts, c);
                 k = counts.len;
                 strmap_put(&index, key, strlen(key), (void *)k);
@@ -225,6 +288,11 @@ rly_status rly_onnx_info(const char *path, char **text) {
                   counts.data[i].supported ? "" : "  (unsupported)");
         n_unsup += !counts.data[i].supported;
     }
+    /* helper opset (issue 18) */
+    if (imp_opset_unsupported(m))
+        sb_printf(&sb, "unsupported opset: ai.onnx %lld (the importer supports 7 to %d)\n",
+                  (long long)imp_opset_unsupported(m), IMP_OPSET_MAX);
+    /* end helper opset */
     sb_printf(&sb, "unsupported operators: %u", n_unsup);
     for (size_t i = 0, k = 0; i < counts.len; i++)
         if (!counts.data[i].supported)
@@ -780,7 +848,7 @@ rly_status rly_onnx_test_case(const char *dir, int opt_level, rly_engine engine,
         ImpShape hints[64];
         uint32_t n_hints = data_hints(m, dir, hints, 64);
         ir_ctx_keep(ctx, m, free_model);
-        if (import_checked(ctx, m, hints, n_hints, &mod) != RLY_STATUS_OK) {
+        if (import_checked(ctx, m, hints, n_hints, false, &mod) != RLY_STATUS_OK) {
             sb_puts(&why, "import: ");
             brief(rly_last_error(), &why);
         } else if (opt_level > 0 &&

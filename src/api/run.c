@@ -12,6 +12,7 @@
 #include "frontend/text/text.h"
 #include "passes/passes.h"
 #include "runtime/npy.h"
+#include "runtime/probe.h" /* diag */
 #include "runtime/session.h"
 #include "types/types.h"
 
@@ -607,17 +608,25 @@ static uint32_t exe_output_names(const VmExec *exe, const char *const **out) {
     return 0;
 }
 
-/* Write v to opts->output_npz, or render it into *text (the VM's printer when exe is given). */
+/* Write v to opts->output_npz, or render it into *text (the VM's printer when exe is given).
+ * When the program names its outputs (names[0..n_names), as output_names takes them) each is
+ * printed on its own as `NAME: value`; otherwise v is printed whole. */
 static rly_status emit(const Value *v, const rly_run_options *opts, const VmExec *exe,
                        const char *const *names, uint32_t n_names, char **text) {
     if (opts->output_npz) return write_outputs(v, opts->output_npz, names, n_names);
     StrBuf sb = {0};
     size_t max = opts->max_print > 0 ? (size_t)opts->max_print : 1000;
-    if (exe)
-        vm_print_value(exe, v, max, &sb);
-    else
-        ev_print_value(v, max, &sb);
-    sb_putc(&sb, '\n');
+    bool labelled = names != NULL && n_names > 0 &&
+                    (n_names == 1 || (v->kind == VAL_TUPLE && RT_TUPLE(v)->n == n_names));
+    for (uint32_t k = 0; k < (labelled ? n_names : 1); k++) {
+        const Value *vk = labelled && n_names > 1 ? RT_TUPLE(v)->f[k] : v;
+        if (labelled) sb_printf(&sb, "%s: ", names[k]);
+        if (exe)
+            vm_print_value(exe, vk, max, &sb);
+        else
+            ev_print_value(vk, max, &sb);
+        sb_putc(&sb, '\n');
+    }
     *text = sb_take(&sb);
     return RLY_STATUS_OK;
 }
@@ -660,6 +669,32 @@ static rly_status bind_session(rly_session *s, const Params *ps, const rly_run_o
     return st;
 }
 
+/* ---- diag: probes of a run (--check-numerics, --profile; docs/tools.md) ---- */
+static rly_status session_probes(rly_session *s, const rly_run_options *opts) {
+    if (opts->profile_table) *opts->profile_table = NULL;
+    unsigned mask =
+        (opts->check_numerics ? RLY_PROBE_NUMERICS : 0u) | (opts->profile ? RLY_PROBE_PROFILE : 0u);
+    return mask ? rly_session_set_probes(s, mask) : RLY_STATUS_OK;
+}
+
+/* The last error with the source line of its location (an ONNX node's line names it). */
+static rly_status quote_loc(Ctx *ctx, rly_status st) {
+    StrBuf sb = {0};
+    ev_probe_quote(ctx, rly_last_error(), &sb);
+    if (sb.len && sb.data[sb.len - 1] == '\n') sb.data[--sb.len] = '\0';
+    st = api_fail(st, "%s", sb_cstr(&sb));
+    sb_free(&sb);
+    return st;
+}
+
+static rly_status write_profile(RtProfile *prof, const rly_run_options *opts) {
+    char err[512];
+    if (!rt_profile_write(prof, opts->profile, err, sizeof err))
+        return api_fail(RLY_STATUS_IO, "%s", err);
+    if (opts->profile_table) *opts->profile_table = rt_profile_table(prof, 20);
+    return RLY_STATUS_OK;
+}
+
 RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, char **text) {
     if (mod == NULL || opts == NULL || (opts->output_npz == NULL && text == NULL))
         return api_fail(RLY_STATUS_INVALID, "rly_module_run: NULL argument");
@@ -672,6 +707,7 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
     Value *result = NULL;
     const char **names = NULL;
     uint32_t n_names = 0;
+    RtProfile *prof = NULL;
     rly_engine engine;
     rly_status st = check_engine(opts->engine, &engine);
     if (st != RLY_STATUS_OK) return st;
@@ -712,17 +748,25 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
             goto out;
         }
         if ((st = session_for(rt_executable_wrap(exe), opts, &sess)) != RLY_STATUS_OK) goto out;
+        if ((st = session_probes(sess, opts)) != RLY_STATUS_OK) goto out; /* diag */
         if (d != NULL) {
             Params ps = ir_params(ctx, d->func, entry);
             if ((st = bind_session(sess, &ps, opts)) != RLY_STATUS_OK) goto out;
         }
-        if ((st = rly_session_run(sess)) != RLY_STATUS_OK) goto out;
+        if ((st = rly_session_run(sess)) != RLY_STATUS_OK) {
+            if (opts->check_numerics) st = quote_loc(ctx, st); /* diag: name the ONNX node */
+            goto out;
+        }
         st = emit(rt_session_result(sess), opts, rt_session_exec(sess), (const char *const *)names,
                   n_names, text);
+        if (st == RLY_STATUS_OK && opts->profile) /* diag */
+            st = rly_session_write_profile(sess, opts->profile, 20, opts->profile_table);
         goto out;
     }
     it = ev_new(mod);
     ev_set_limits(it, &lim);
+    if (opts->profile) prof = rt_profile_new(); /* diag: probes */
+    ev_set_probe(it, opts->check_numerics != 0, prof);
     if (mod->is_expr) {
         result = ev_eval_module_expr(it);
     } else {
@@ -740,6 +784,7 @@ RLY_API rly_status rly_module_run(rly_module *mod, const rly_run_options *opts, 
         goto out;
     }
     st = emit(result, opts, NULL, (const char *const *)names, n_names, text);
+    if (st == RLY_STATUS_OK && prof != NULL) st = write_profile(prof, opts); /* diag */
 out:
     RLY_END_TRY;
     rt_release(result);
@@ -748,6 +793,7 @@ out:
     free(args);
     free(names);
     ev_free(it);
+    rt_profile_free(prof);
     rly_session_free(sess);
     return st;
 }
@@ -781,9 +827,12 @@ RLY_API rly_status rly_executable_run(const rly_executable *exe, const rly_run_o
     Params ps = exe_params(exe->exe);
     const char *const *names = NULL;
     uint32_t n_names = exe_output_names(exe->exe, &names);
-    if ((st = bind_session(s, &ps, opts)) == RLY_STATUS_OK &&
+    if ((st = session_probes(s, opts)) == RLY_STATUS_OK && /* diag */
+        (st = bind_session(s, &ps, opts)) == RLY_STATUS_OK &&
         (st = rly_session_run(s)) == RLY_STATUS_OK)
         st = emit(rt_session_result(s), opts, exe->exe, names, n_names, text);
+    if (st == RLY_STATUS_OK && opts->profile) /* diag */
+        st = rly_session_write_profile(s, opts->profile, 20, opts->profile_table);
     RLY_END_TRY;
     rly_session_free(s);
     return st;

@@ -21,6 +21,7 @@
 #include "kernels/kernel.h"
 #include "ops/ops.h"
 #include "runtime/print.h"
+#include "runtime/probe.h"
 
 /* Closure code kinds (RtClosure.code_kind). */
 enum { CODE_FUNC, CODE_CTOR };
@@ -84,6 +85,8 @@ struct Interp {
     uint64_t depth;       /* TASK_RETURN tasks on the stack: non-tail calls active */
     uint64_t deadline_ns; /* CLOCK_MONOTONIC end of the run; 0: none */
     uint32_t tick;        /* steps since the last poll of time and memory */
+    EvObserver *obs;      /* debugger hooks (ev_set_observer); NULL: none, the usual case */
+    EvProbe probe;        /* --check-numerics, --profile (ev_set_probe, probe.c) */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -96,6 +99,17 @@ static void fail(Interp *it, Span span, const char *fmt, ...) {
     va_start(ap, fmt);
     diag_add(&it->ctx->diags, DIAG_ERROR, span, fmt, ap);
     va_end(ap);
+}
+
+/* A debugger's callback asked to stop the run. */
+static void observer_stop(Interp *it) {
+    Span sp = SPAN_NONE;
+    for (size_t i = it->tasks.len; i-- > 0;)
+        if (it->tasks.data[i].kind == TASK_EVAL) {
+            sp = it->tasks.data[i].e->span;
+            break;
+        }
+    fail(it, sp, "stopped by the debugger");
 }
 
 /* ---- limits ----------------------------------------------------------------------------------
@@ -337,7 +351,7 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
             Task t = {.kind = TASK_EVAL, .step = UINT32_MAX, .e = call};
             vec_push(&it->tasks, t);
         }
-        Task r = {.kind = TASK_RETURN, .fn = it->fn, .base = it->base};
+        Task r = {.kind = TASK_RETURN, .fn = it->fn, .base = it->base, .e = call};
         vec_push(&it->tasks, r);
         it->depth++;
         it->base = (uint32_t)it->slots.len;
@@ -353,6 +367,7 @@ static void enter(Interp *it, FnInfo *fi, Value **args, uint32_t n, RtClosure *c
             *slot(it, fi->cap_base + i) = rt_retain(clo->env[i] ? clo->env[i] : &clo->hdr);
     }
     push_eval(it, fi->body);
+    if (it->obs && !it->obs->on_enter(it->obs, it, fi->fn, call, tail)) observer_stop(it);
 }
 
 /* ---- operator calls ---------------------------------------------------------------------------
@@ -543,6 +558,23 @@ done:
     return result;
 }
 
+/* call_op under a probe (ev_set_probe): the call timed, its result checked (probe.c). */
+static Value *probe_call_op(Interp *it, Call *c, const OpDef *op, Value **args, uint32_t n) {
+    for (uint32_t a = 0; a < n; a++)
+        rt_retain(args[a]); /* call_op releases them; the probe reads them after */
+    uint64_t t0 = rt_profile_now();
+    Value *r = call_op(it, c, op, args, n);
+    uint64_t t1 = rt_profile_now();
+    if (r != NULL && !ev_probe_op(&it->probe, it->ctx, c, op->name, args, n, r, t0, t1)) {
+        it->failed = true; /* ev_probe_op reported it */
+        rt_release(r);
+        r = NULL;
+    }
+    for (uint32_t a = 0; a < n; a++)
+        rt_release(args[a]);
+    return r;
+}
+
 /* ---- pattern matching ---------------------------------------------------------------------- */
 
 static bool matches(const Pattern *p, const Value *v) {
@@ -674,7 +706,7 @@ static void step_call(Interp *it, Task *t) {
             for (uint32_t i = 0; i < n; i++)
                 rt_release(own[i]);
         } else {
-            Value *r = call_op(it, c, op, own, n);
+            Value *r = it->probe.on ? probe_call_op(it, c, op, own, n) : call_op(it, c, op, own, n);
             if (r) finish(it, t->e, r);
         }
     } else if (callee->kind == EXPR_CONSTRUCTOR) {
@@ -708,6 +740,7 @@ static void step(Interp *it) {
         it->tasks.len--;
         it->depth--;
         vec_push(&it->vals, v);
+        if (it->obs && !it->obs->on_return(it->obs, it, v)) observer_stop(it);
         return;
     }
     Expr *e = t->e;
@@ -718,6 +751,10 @@ static void step(Interp *it) {
             vec_push(&it->vals, rt_retain(*slot(it, (uint32_t)n->slot)));
             return;
         }
+    }
+    if (it->obs && t->step == 0 && !it->obs->on_eval(it->obs, it, e)) {
+        observer_stop(it);
+        return;
     }
     switch (e->kind) {
     case EXPR_VAR: {
@@ -910,6 +947,8 @@ static RtMemAccount *run_begin(Interp *it) {
 /* ---- entry points -------------------------------------------------------------------------------
  */
 
+static _Thread_local EvObserver *observe_new; /* ev_observe_new */
+
 Interp *ev_new(Module *m) {
     Interp *it = sup_calloc(1, sizeof *it);
     it->m = m;
@@ -917,11 +956,16 @@ Interp *ev_new(Module *m) {
     arena_init(&it->arena);
     rt_heap_init(&it->heap);
     it->limits = rt_limits_default();
+    it->obs = observe_new;
     node(it, m->ctx->next_id);
     return it;
 }
 
 void ev_set_limits(Interp *it, const RtLimits *limits) { it->limits = *limits; }
+
+void ev_set_probe(Interp *it, bool check_numerics, RtProfile *prof) {
+    it->probe = (EvProbe){check_numerics || prof != NULL, check_numerics, prof};
+}
 
 RtMemAccount *ev_account(Interp *it) {
     it->mem.limit = it->limits.max_memory;
@@ -973,6 +1017,7 @@ Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *cons
     for (uint32_t i = 0; i < n_args; i++)
         *slot(it, (uint32_t)node(it, d->func->params[i]->base.id)->slot) = rt_retain(args[i]);
     push_eval(it, fi->body);
+    if (it->obs && !it->obs->on_enter(it->obs, it, d->func, NULL, false)) observer_stop(it);
     Value *v = run(it, 0);
     reset(it);
     rt_mem_swap(prev);
@@ -1000,6 +1045,121 @@ Value *ev_eval_closed(Interp *it, Expr *e) {
     reset(it);
     rt_mem_swap(prev);
     return v;
+}
+
+/* ---- observing (the debugger's view of a run; eval.h) ---------------------------------------- */
+
+void ev_set_observer(Interp *it, EvObserver *ob) { it->obs = ob; }
+void ev_observe_new(EvObserver *ob) { observe_new = ob; }
+uint64_t ev_depth(const Interp *it) { return it->depth; }
+
+/* Walk the frames from the innermost: frame k's function, slot base and what it waits on. A
+ * TASK_RETURN separates a frame from its caller's (r.fn, r.base; r.e the call, set by enter);
+ * the one with fn == NULL at the bottom of a run is the sentinel when the run entered a global. */
+static bool frame_at(const Interp *it, uint32_t k, FnInfo **fi, uint32_t *base, Expr **at) {
+    FnInfo *f = it->fn;
+    uint32_t b = it->base;
+    Expr *e = NULL;
+    uint32_t level = 0;
+    if (f == NULL) return false;
+    for (size_t i = it->tasks.len; i-- > 0;) {
+        const Task *t = &it->tasks.data[i];
+        if (t->kind == TASK_EVAL) {
+            if (e == NULL) e = t->e;
+            continue;
+        }
+        if (level == k) break;
+        if (t->fn == NULL) return false;
+        f = t->fn;
+        b = t->base;
+        e = t->e;
+        level++;
+    }
+    if (level != k) return false;
+    *fi = f;
+    *base = b;
+    *at = e;
+    return true;
+}
+
+uint32_t ev_n_frames(const Interp *it) {
+    if (it->fn == NULL) return 0;
+    uint32_t n = 1;
+    for (size_t i = it->tasks.len; i-- > 0;)
+        if (it->tasks.data[i].kind == TASK_RETURN && it->tasks.data[i].fn != NULL) n++;
+    return n;
+}
+
+bool ev_frame(const Interp *it, uint32_t k, EvFrame *out) {
+    FnInfo *fi;
+    uint32_t base;
+    Expr *at;
+    if (!frame_at(it, k, &fi, &base, &at)) return false;
+    out->fn = fi->fn;
+    out->at = at;
+    return true;
+}
+
+typedef struct LookupState {
+    Interp *it;
+    FnInfo *fi;
+    uint32_t base;
+    const char *name;
+    Var *found;
+    Value *value;
+} LookupState;
+
+/* The value of v in frame (fi, base), or NULL. */
+static Value *frame_value(Interp *it, FnInfo *fi, uint32_t base, Var *v) {
+    if (v->base.id >= it->n_ni) return NULL;
+    const NodeInfo *n = &it->ni[v->base.id];
+    if (n->owner == fi && n->slot >= 0) return it->slots.data[base + (uint32_t)n->slot];
+    for (uint32_t i = 0; i < fi->n_caps; i++)
+        if (fi->caps[i] == v) return it->slots.data[base + fi->cap_base + i];
+    return NULL;
+}
+
+static void lookup_try(LookupState *ls, Var *v) {
+    if (strcmp(v->name, ls->name) != 0) return;
+    Value *x = frame_value(ls->it, ls->fi, ls->base, v);
+    if (x != NULL) ls->found = v, ls->value = x;
+}
+
+static void lookup_pattern(LookupState *ls, const Pattern *p) {
+    if (p->kind == PAT_VAR) lookup_try(ls, p->var);
+    for (uint32_t i = 0; i < p->n; i++)
+        lookup_pattern(ls, p->pats[i]);
+}
+
+static VisitResult lookup_pre(Visitor *v, Expr *e) {
+    LookupState *ls = v->state;
+    if (e->kind == EXPR_FUNCTION && e != (Expr *)ls->fi->fn) return VISIT_SKIP;
+    if (e->kind == EXPR_VAR) lookup_try(ls, AS_VAR(e));
+    if (e->kind == EXPR_MATCH)
+        for (uint32_t i = 0; i < AS_MATCH(e)->n_clauses; i++)
+            lookup_pattern(ls, AS_MATCH(e)->clauses[i].lhs);
+    return VISIT_CONTINUE;
+}
+
+const Value *ev_frame_lookup(Interp *it, uint32_t k, const char *name, Var **var_out) {
+    LookupState ls = {.it = it, .name = name};
+    Expr *at;
+    if (!frame_at(it, k, &ls.fi, &ls.base, &at)) return NULL;
+    for (uint32_t i = 0; i < ls.fi->n_caps; i++)
+        lookup_try(&ls, ls.fi->caps[i]);
+    if (ls.fi->fn)
+        for (uint32_t i = 0; i < ls.fi->fn->n_params; i++)
+            lookup_try(&ls, ls.fi->fn->params[i]);
+    Visitor v = {.pre = lookup_pre, .state = &ls};
+    ir_visit(&v, ls.fi->fn ? &ls.fi->fn->base : ls.fi->body);
+    if (var_out) *var_out = ls.found;
+    return ls.value;
+}
+
+const char *ev_global_name(const Interp *it, const Function *fn) {
+    for (size_t i = 0; fn && i < it->m->funcs.len; i++)
+        if (it->m->funcs.data[i].func == fn) return it->m->funcs.data[i].gvar->name;
+    return NULL;
 }
 
 /* ---- printing

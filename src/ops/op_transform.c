@@ -570,7 +570,8 @@ static RelResult tile_rel(RelCall *rc) {
     for (uint32_t i = 0; i < t; i++) {
         int64_t d = i < t - n ? 1 : data->shape[i - (t - n)];
         int64_t k = i < t - r ? 1 : reps[i - (t - r)];
-        if (k <= 0) return rel_error(rc, "reps must be positive, got %s", ints_str(rc, r, reps));
+        if (k < 0) /* 0 empties the axis, as numpy.tile and ONNX Tile allow */
+            return rel_error(rc, "reps must not be negative, got %s", ints_str(rc, r, reps));
         if (!rel_dim_mul(rc, d, k, &out[i])) return REL_ERROR;
     }
     return rel_out_tensor(rc, data->dtype, t, out);

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "kernels/fast/fused.h"
+#include "runtime/probe.h"
 #include "runtime/vm_impl.h"
 
 /* ---- extended opcodes ------------------------------------------------------------------------ */
@@ -202,6 +203,10 @@ struct Vm {
     bool running;
     char *err;
     size_t err_cap;
+    /* probes (vm_set_probe; probe.h): INVOKE_PACKED takes probe_packed when either is on */
+    RtProfile *prof;
+    bool check_numerics;
+    StrBuf probe_sb[2]; /* probe_record's scratch */
 };
 
 static uint64_t now_ns(void) {
@@ -696,6 +701,183 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
     return res;
 }
 
+/* ---- probes (vm_set_probe; runtime/probe.h) ---------------------------------------------------
+ * Off, they cost one test per INVOKE_PACKED. On: PROFILE times each packed call; NUMERICS checks
+ * each packed call's result and, when it holds a NaN or an infinity that its inputs did not,
+ * runs the group's nodes again one by one on the reference kernels to find the first node that
+ * made one from finite arguments (the culprit). Memory plans are off under NUMERICS (activate),
+ * so no input has been overwritten in place when the nodes run again. */
+
+/* The profile event of a packed call: its name, the category (a fused group of several
+ * operators, or one operator), the location and the shapes of its inputs and result. */
+static void probe_record(Vm *vm, const VmPacked *p, const VmReg *R, const uint32_t *args,
+                         const char *loc, const Value *res, uint64_t t0, uint64_t t1) {
+    StrBuf *sb = &vm->probe_sb[0], *shapes = &vm->probe_sb[1];
+    sb->len = shapes->len = 0;
+    if (loc[0]) rt_profile_arg(sb, "loc", loc);
+    for (uint32_t i = 0; i < p->n_inputs; i++) {
+        if (i) sb_puts(shapes, ", ");
+        rt_value_shape_text(R[args[i]].v, shapes);
+    }
+    rt_profile_arg(sb, "inputs", sb_cstr(shapes));
+    shapes->len = 0;
+    rt_value_shape_text(res, shapes);
+    rt_profile_arg(sb, "output", sb_cstr(shapes));
+    uint32_t n_calls = 0;
+    for (uint32_t k = 0; k < p->n_nodes; k++)
+        n_calls += p->nodes[k].kind == VM_NODE_CALL;
+    const char *name = p->name ? p->name : "packed";
+    const char *cat = n_calls > 1 ? "fused group" : "operator";
+    RtProfile *pr = vm->prof;
+    rt_profile_add(pr, rt_profile_intern(pr, name, strlen(name)),
+                   rt_profile_intern(pr, cat, strlen(cat)),
+                   rt_profile_intern(pr, sb->data, sb->len), t0, t1);
+}
+
+/* The nodes of packed function p run again one by one, on the reference kernels (ref) or on
+ * their bound kernels. Returns the first call node whose result holds a NaN or an infinity
+ * while its arguments did not, with its report in out; PROBE_NONE when no node did (a fast
+ * kernel or the fused program did, or a constant or an input of the group holds one);
+ * PROBE_FAILED when a node failed (vm->err written). */
+enum { PROBE_NONE = UINT32_MAX, PROBE_FAILED = UINT32_MAX - 1 };
+static uint32_t probe_rerun(Vm *vm, const VmPacked *p, const VmReg *R, const uint32_t *args,
+                            const char *iloc, bool ref_kernels, StrBuf *out) {
+    uint32_t n_vals = p->n_inputs + p->n_nodes, found = PROBE_NONE;
+    Value **vals = sup_calloc(n_vals, sizeof *vals);
+    for (uint32_t i = 0; i < p->n_inputs; i++)
+        vals[i] = R[args[i]].v; /* borrowed */
+    for (uint32_t k = 0; k < p->n_nodes && found == PROBE_NONE; k++) {
+        const VmNode *n = &p->nodes[k];
+        const char *loc = n->loc ? vm->exe->strs[n->loc] : iloc;
+        Value *v = NULL;
+        if (n->kind == VM_NODE_CONST) {
+            v = vm->exe->consts[n->index];
+        } else if (n->kind == VM_NODE_CALL) {
+            VmNode ref = *n;
+            KernelFn fn = ref_kernels ? kern_ref_lookup(n->op_id) : NULL;
+            if (fn != NULL) ref.fn = fn;
+            v = run_call(vm, &ref, vals, loc, NULL, NULL, NULL);
+        } else if (n->kind == VM_NODE_TUPLE) {
+            RtTuple *tu = rt_tuple_new(n->n_args);
+            for (uint32_t i = 0; i < n->n_args; i++)
+                tu->f[i] = retain_opt(vals[n->args[i]]);
+            v = &tu->hdr;
+        } else if (n->kind == VM_NODE_FIELD) {
+            const Value *t = vals[n->args[0]];
+            if (t != NULL && t->kind == VAL_TUPLE && n->index < RT_TUPLE(t)->n)
+                v = retain_opt(RT_TUPLE(t)->f[n->index]);
+        }
+        vals[p->n_inputs + k] = v;
+        if (v == NULL) {
+            if (n->kind == VM_NODE_CALL) found = PROBE_FAILED;
+            continue;
+        }
+        if (n->kind != VM_NODE_CALL || !rt_value_nonfinite(v)) continue;
+        bool clean = true;
+        for (uint32_t a = 0; a < n->n_args && clean; a++)
+            clean = !rt_value_nonfinite(vals[n->args[a]]);
+        if (!clean) continue;
+        const char *op = sup_op_name(n->op_id);
+        sb_printf(out, "%s: error: check-numerics: %s made ", loc[0] ? loc : "<unknown>",
+                  op ? op : "operator");
+        rt_nonfinite_text(v, out);
+        sb_puts(out, " from finite inputs\n");
+        for (uint32_t a = 0; a < n->n_args; a++) {
+            char label[32];
+            snprintf(label, sizeof label, "input %u", a);
+            rt_value_stats_text(vals[n->args[a]], "  ", label, out);
+        }
+        rt_value_stats_text(v, "  ", "result", out);
+        found = k;
+    }
+    for (uint32_t i = p->n_inputs; i < n_vals; i++)
+        rt_release(vals[i]);
+    free(vals);
+    return found;
+}
+
+static Value *probe_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *args,
+                           const char *iloc, const VmFunction *f, uint32_t pc, const FnPlan *fp) {
+    const VmPacked *p = &vm->exe->packed[pidx];
+    uint64_t t0 = vm->prof ? rt_profile_now() : 0;
+    Value *v = run_packed(vm, pidx, R, args, iloc, f, pc, fp);
+    if (vm->prof && v != NULL) probe_record(vm, p, R, args, iloc, v, t0, rt_profile_now());
+    if (v == NULL || !vm->check_numerics) return v;
+    uint32_t n_calls = 0;
+    for (uint32_t j = 0; j < p->n_nodes; j++)
+        n_calls += p->nodes[j].kind == VM_NODE_CALL;
+    bool bad = rt_value_nonfinite(v);
+    /* One operator: its result says it all. Several: a NaN made inside may be hidden from the
+     * result (relu(NaN) is 0), so the nodes run again one by one and are checked: on the
+     * reference kernels when the result shows one, else on the bound kernels (quicker). */
+    if (!bad && n_calls < 2) return v;
+    StrBuf out = {0};
+    uint32_t k = probe_rerun(vm, p, R, args, iloc, bad, &out);
+    const char *name = p->name ? p->name : "packed function";
+    if (k == PROBE_NONE) {
+        bool carried = !bad;
+        for (uint32_t i = 0; i < p->n_inputs && !carried; i++)
+            carried = rt_value_nonfinite(R[args[i]].v);
+        for (uint32_t j = 0; j < p->n_nodes && !carried; j++)
+            carried = p->nodes[j].kind == VM_NODE_CONST &&
+                      rt_value_nonfinite(vm->exe->consts[p->nodes[j].index]);
+        if (carried) { /* no NaN made here, or one carried in by an input or a constant */
+            sb_free(&out);
+            return v;
+        }
+        StrBuf in = {0}, what = {0};
+        for (uint32_t i = 0; i < p->n_inputs; i++) {
+            char label[32];
+            snprintf(label, sizeof label, "input %u", i);
+            rt_value_stats_text(R[args[i]].v, "  ", label, &in);
+        }
+        rt_value_stats_text(v, "  ", "result", &in);
+        rt_nonfinite_text(v, &what);
+        fail_loc(vm, iloc,
+                 "check-numerics: %s made %s from finite inputs (its operators run one by one on "
+                 "the reference kernels make none: a fast kernel differs)\n%s",
+                 name, sb_cstr(&what), sb_cstr(&in));
+        sb_free(&in);
+        sb_free(&what);
+    } else if (k != PROBE_FAILED) { /* PROBE_FAILED: the node's error is in vm->err */
+        if (out.len && out.data[out.len - 1] == '\n') out.data[--out.len] = '\0';
+        if (n_calls > 1)
+            sb_printf(&out, "\n  in fused group %s (node %u of %u), called at %s%s", name, k + 1,
+                      p->n_nodes, iloc[0] ? iloc : "<unknown>",
+                      bad ? "" : "\n  (the group's result is finite: a later operator hides it)");
+        snprintf(vm->err, vm->err_cap, "%s", sb_cstr(&out));
+    }
+    sb_free(&out);
+    rt_release(v);
+    return NULL;
+}
+
+/* Under NUMERICS: whether VM_SCALAR at pc made a NaN or an infinity r from finite operands
+ * (then the error is written). */
+static bool scalar_fault(Vm *vm, const VmFunction *f, uint32_t pc, const VmReg *R, VmReg r) {
+    const VmInstr *in = &f->code[pc];
+    uint8_t dk = f->reg_kind[in->dst];
+    if (dk != VM_RK_F32 && dk != VM_RK_F64) return false;
+    if (isfinite(dk == VM_RK_F32 ? (double)r.f : r.d)) return false;
+    double a = 0, b = 0;
+    bool fl = in->rk == VM_RK_F32 || in->rk == VM_RK_F64, unary = vm_scalar_unary(in->sub);
+    if (fl) {
+        a = in->rk == VM_RK_F32 ? (double)R[in->a].f : R[in->a].d;
+        b = unary ? 0 : in->rk == VM_RK_F32 ? (double)R[in->b].f : R[in->b].d;
+        if (!isfinite(a) || !isfinite(b)) return false;
+    }
+    char ops[96] = "";
+    if (fl && unary)
+        snprintf(ops, sizeof ops, ": operand %.9g", a);
+    else if (fl)
+        snprintf(ops, sizeof ops, ": operands %.9g and %.9g", a, b);
+    fail_loc(vm, loc_of(vm, f, pc),
+             "check-numerics: %s made %s from finite operands (a scalar %s)%s",
+             vm_scalar_op_name(in->sub), isnan(dk == VM_RK_F32 ? (double)r.f : r.d) ? "NaN" : "Inf",
+             dk == VM_RK_F32 ? "float32" : "float64", ops);
+    return true;
+}
+
 /* The release plan of packed function p (see PackedInfo). */
 static void plan_packed(const VmPacked *p, PackedInfo *pi) {
     uint32_t n_vals = p->n_inputs + p->n_nodes;
@@ -729,6 +911,7 @@ static void activate(Vm *vm, uint32_t fidx) {
     FnPlan *fp = vm->fi[fidx].plan;
     const VmPlan *pl = vm->exe->funcs[fidx].plan;
     fp->active = false;
+    if (vm->check_numerics) return; /* probe: keep inputs intact for the rerun (probe_packed) */
     if (fp->arena == NULL) {
         if (vm->limits.max_memory != 0 && (vm->mem.live > vm->limits.max_memory ||
                                            pl->arena_bytes > vm->limits.max_memory - vm->mem.live))
@@ -978,6 +1161,7 @@ dispatch:
         VmReg r;
         int e = vm_scalar_exec(in->sub, in->rk, f->reg_kind[in->dst], R[in->a], R[in->b], &r);
         if (e != VM_SC_OK) FAIL("%s: %s", vm_scalar_op_name(in->sub), vm_scalar_error(e));
+        if (RLY_UNLIKELY(vm->check_numerics) && scalar_fault(vm, f, pc, R, r)) goto fail;
         R[in->dst] = r;
         pc++;
         NEXT();
@@ -1164,7 +1348,9 @@ dispatch:
         const uint32_t *args = pool + in->args;
         for (uint32_t i = 0; i < in->n; i++)
             NEED_V(args[i], "argument");
-        Value *v = run_packed(vm, in->a, R, args, loc_of(vm, f, pc), f, pc, fi->plan);
+        Value *v = RLY_UNLIKELY(vm->prof || vm->check_numerics)
+                       ? probe_packed(vm, in->a, R, args, loc_of(vm, f, pc), f, pc, fi->plan)
+                       : run_packed(vm, in->a, R, args, loc_of(vm, f, pc), f, pc, fi->plan);
         if (v == NULL) goto fail;
         set_v(R, in->dst, v);
         pc++;
@@ -1425,11 +1611,38 @@ void vm_free(Vm *vm) {
     free(vm->ws);
     free(vm->k_outv);
     free(vm->k_pre);
+    rt_profile_free(vm->prof);
+    sb_free(&vm->probe_sb[0]);
+    sb_free(&vm->probe_sb[1]);
     free(vm);
 }
 
 void vm_set_limits(Vm *vm, const RtLimits *limits) { vm->limits = *limits; }
 void vm_set_pool(Vm *vm, SupPool *pool) { vm->pool = pool; }
+
+void vm_set_probe(Vm *vm, unsigned mask) {
+    vm->check_numerics = (mask & VM_PROBE_NUMERICS) != 0;
+    if (!(mask & VM_PROBE_PROFILE)) {
+        rt_profile_free(vm->prof);
+        vm->prof = NULL;
+    } else if (vm->prof == NULL) {
+        vm->prof = rt_profile_new();
+    }
+    /* float scalar operations take the generic VM_SCALAR entry, which checks */
+    for (uint32_t i = 0; i < vm->exe->n_funcs; i++) {
+        const VmFunction *f = &vm->exe->funcs[i];
+        for (uint32_t pc = 0; pc < f->n_code; pc++) {
+            const VmInstr *in = &f->code[pc];
+            if (in->op != VM_SCALAR) continue;
+            uint8_t dk = f->reg_kind[in->dst];
+            vm->fi[i].xop[pc] = vm->check_numerics && (dk == VM_RK_F32 || dk == VM_RK_F64)
+                                    ? (uint16_t)X_SCALAR
+                                    : xop_of(f, in);
+        }
+    }
+}
+
+RtProfile *vm_profile(Vm *vm) { return vm->prof; }
 
 RtMemAccount *vm_account(Vm *vm) {
     vm->mem.limit = vm->limits.max_memory;

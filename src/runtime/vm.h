@@ -363,6 +363,15 @@ void vm_set_limits(Vm *vm, const RtLimits *limits);
 /* The threads kernels may use (owned by the caller, alive while vm runs); NULL: this thread. */
 void vm_set_pool(Vm *vm, SupPool *pool);
 RtMemAccount *vm_account(Vm *vm);
+/* Probes of later runs (runtime/probe.h, docs/tools.md "Numerics", "Profiles"), a mask of
+ * VM_PROBE_*: NUMERICS stops a run at the first fused group (or scalar operation) whose result
+ * holds a NaN or an infinity while its inputs did not, names the operator by running the
+ * group's nodes again one by one on the reference kernels, and reports input statistics (memory
+ * plans are off meanwhile, so no input is overwritten in place); PROFILE records an event per
+ * packed call into vm_profile(vm) (made here, owned by vm). 0 turns both off. */
+enum { VM_PROBE_NUMERICS = 1, VM_PROBE_PROFILE = 2 };
+void vm_set_probe(Vm *vm, unsigned mask);
+struct RtProfile *vm_profile(Vm *vm); /* NULL unless profiling */
 /* Call function `func` with boxed arguments (borrowed; converted to its parameter kinds).
  * Returns an owned, boxed value, or NULL with a message ("file:line:col: error: ..." when the
  * failing instruction has a location) in err. */

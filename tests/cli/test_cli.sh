@@ -306,9 +306,16 @@ run print "$DATA/module.rly" -o "$T/ol/dangling.rly"
 expect out_dangling_link 1
 check out_dangling_link.kept $(test -L "$T/ol/dangling.rly" && ! test -e "$T/ol/missing" && echo 0 || echo 1) "the dangling link was replaced or followed"
 mkfifo "$T/ol/fifo"
-(cat "$T/ol/fifo" >"$T/ol/fifo.out") &
+cat "$T/ol/fifo" >"$T/ol/fifo.out" &
+reader=$!
 run print "$DATA/module.rly" -o "$T/ol/fifo"
-wait
+# a run that never opens the FIFO (a crash, a missing binary) must fail the check, not hang it
+for _ in $(seq 100); do
+    kill -0 "$reader" 2>/dev/null || break
+    sleep 0.1
+done
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
 expect out_fifo 0
 check out_fifo.still_fifo $(test -p "$T/ol/fifo" && echo 0 || echo 1) "the FIFO was replaced"
 check out_fifo.through $(test -s "$T/ol/fifo.out" && echo 0 || echo 1) "nothing came through the FIFO"

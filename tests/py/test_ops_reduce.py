@@ -3,7 +3,8 @@ numpy references, through `rly run`.
 
 Every reduction is covered over its dtypes and the axis attributes (None, [], single, several,
 negative, exclude, keepdims), rank-0 and size-0 inputs, and the cases chosen in the kernels:
-empty reductions, integer mean (exact sum, truncating division), NaN in max/min/argmax/argmin,
+empty reductions (identities; max/min the dtype's lowest/highest), integer mean (exact sum,
+truncating division), NaN in max/min/argmax/argmin,
 select_last_index, unbiased variance, logsumexp with infinities.
 """
 import numpy as np
@@ -183,7 +184,22 @@ def test_reduce_empty_axis(op, dtype):
     assert_close(got, np.full((3,), want, dtype=dtype))
 
 
-@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("dtype", ["float32", "int16", "uint8", "bool"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_reduce_empty_axis_extreme(op, dtype):
+    """max/min over an empty axis: the dtype's lowest/highest (-inf/+inf), as ONNX-20 and TVM."""
+    x = np.zeros((0, 3), dtype=dtype)
+    (got,) = run_op("%s({0}, axis=[0])" % op, x)
+    if dtype == "bool":
+        want = op == "min"
+    elif dtype == "float32":
+        want = -np.inf if op == "max" else np.inf
+    else:
+        want = np.iinfo(dtype).min if op == "max" else np.iinfo(dtype).max
+    assert_close(got, np.full((3,), want, dtype=dtype))
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_reduce_empty_axis_error(op):
     x = np.zeros((0, 3), dtype="float32")
     assert "empty" in run_op_error("%s({0}, axis=[0])" % op, x)

@@ -87,6 +87,11 @@ const ImpConv *imp_find_conv(const char *op_type, const char *domain, int64_t op
     return best;
 }
 
+int64_t imp_opset_unsupported(const OxModel *m) {
+    int64_t v = ox_opset(m, "");
+    return v > IMP_OPSET_MAX ? v : 0;
+}
+
 /* ---- accessors ----------------------------------------------------------------------------------
  */
 
@@ -895,6 +900,28 @@ Var *imp_var(Imp *imp, const char *name, Type *t) {
     Var *v = ir_var_new(imp->ctx, ir_intern(imp->ctx, name, strlen(name)), t, SPAN_NONE);
     v->base.checked_type = t;
     return v;
+}
+
+Expr *imp_upcast(Imp *imp, Expr *x, Type *t) {
+    if (x == NULL || x->checked_type == t) return x;
+    Var *v = imp_var(imp, "v", t);
+    Expr *e = ir_let_new(imp->ctx, v, x, &v->base, imp->span);
+    e->checked_type = t;
+    return e;
+}
+
+Expr *imp_if(Imp *imp, Expr *cond, Expr *then_e, Expr *else_e) {
+    if (cond == NULL || then_e == NULL || else_e == NULL) return NULL;
+    Type *t = imp_join(imp, then_e->checked_type, else_e->checked_type);
+    if (t == NULL) {
+        imp_error(imp,
+                  "internal: the two branches of a conditional have different dtypes or ranks");
+        return NULL;
+    }
+    Expr *e = ir_if_new(imp->ctx, cond, imp_upcast(imp, then_e, t), imp_upcast(imp, else_e, t),
+                        imp->span);
+    e->checked_type = t;
+    return e;
 }
 
 /* ---- the graph walk -----------------------------------------------------------------------------
@@ -2232,6 +2259,26 @@ static bool check_names(Imp *imp) {
     return ok;
 }
 
+/* The names g's nodes read as settings rather than data (params_as_inputs keeps those
+ * initializers constants, as converters need them at import time): Resize's roi and scales,
+ * Upsample's scales, Range's bounds, Dropout's ratio, Clip's bounds. */
+static void settings_read(const OxGraph *g, StrMap *out) {
+    static const struct {
+        const char *op;
+        uint32_t first, last;
+    } rows[] = {
+        {"Resize", 1, 2}, {"Upsample", 1, 1}, {"Range", 0, 2}, {"Dropout", 1, 1}, {"Clip", 1, 2}};
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const OxNode *nd = &g->nodes[i];
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            if (strcmp(nd->op_type, rows[r].op) != 0) continue;
+            for (uint32_t k = rows[r].first; k <= rows[r].last && k < nd->n_inputs; k++)
+                if (nd->inputs[k][0] != '\0')
+                    strmap_put(out, nd->inputs[k], strlen(nd->inputs[k]), (void *)1);
+        }
+    }
+}
+
 Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
     Imp imp_ = {.ctx = ctx, .model = m, .opts = opts}, *imp = &imp_;
     arena_init(&imp->arena);
@@ -2246,6 +2293,11 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         graph_error(imp, "the model has no graph");
         goto out;
     }
+    if (opset > IMP_OPSET_MAX) { /* first: no converter may run on a newer opset */
+        graph_error(imp, "opset %lld is newer than this importer supports (7 to %d)",
+                    (long long)opset, IMP_OPSET_MAX);
+        goto out;
+    }
     if (!check_supported(imp) || !check_names(imp)) goto out;
     bool uses_default = false; /* a model of ai.onnx.preview.training nodes only needs no opset */
     for (uint32_t i = 0; i < g->n_nodes && !uses_default; i++) {
@@ -2256,40 +2308,73 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         graph_error(imp, "the model imports no ai.onnx opset");
         goto out;
     }
-    if (opset > 17) {
-        graph_error(imp, "opset %lld is newer than this importer supports (7 to 17)",
-                    (long long)opset);
-        goto out;
-    }
     if (!define_inits(imp, g)) goto out;
-    /* Parameters: graph inputs that are not initializers. */
-    StrMap inits = {0};
-    for (uint32_t i = 0; i < g->n_inits; i++)
-        strmap_put(&inits, g->inits[i].name, strlen(g->inits[i].name), (void *)1);
+    /* Parameters: graph inputs that are not initializers, then (params_as_inputs) the
+     * floating-point initializers, which the definitions below shadow. inits maps a name to
+     * its initializer's index + 1, with bit 62 set when it becomes a parameter. */
+    StrMap inits = {0}, settings = {0};
+    const uintptr_t as_param = (uintptr_t)1 << 62;
+    if (opts && opts->params_as_inputs) settings_read(g, &settings);
+    for (uint32_t i = 0; i < g->n_inits; i++) {
+        const OxTensor *t = &g->inits[i];
+        int dt = ox_to_rly_dtype(t->data_type);
+        bool p = opts && opts->params_as_inputs && dt >= 0 && sup_dtype_is_float((rly_dtype)dt) &&
+                 t->ndim > 0 && strmap_get(&settings, t->name, strlen(t->name)) == NULL;
+        strmap_put(&inits, t->name, strlen(t->name),
+                   (void *)((uintptr_t)(i + 1) | (p ? as_param : 0)));
+    }
+    strmap_free(&settings);
     PtrVec params = {0};
     bool ok = true;
     uint32_t used_shapes = 0;
-    const char **onnx_names = arena_array(&imp->arena, g->n_inputs + 1, sizeof *onnx_names);
-    const char **relay_names = arena_array(&imp->arena, g->n_inputs + 1, sizeof *relay_names);
+    uint32_t n_cap = g->n_inputs + g->n_inits + 1;
+    const char **onnx_names = arena_array(&imp->arena, n_cap, sizeof *onnx_names);
+    const char **relay_names = arena_array(&imp->arena, n_cap, sizeof *relay_names);
+    const OxTensor **param_init = arena_array(&imp->arena, n_cap, sizeof *param_init);
+    const OxValueInfo **param_vi = arena_array(&imp->arena, n_cap, sizeof *param_vi);
     uint32_t n_params = 0;
-    for (uint32_t i = 0; i < g->n_inputs; i++)
-        if (!strmap_get(&inits, g->inputs[i].name, strlen(g->inputs[i].name)))
-            onnx_names[n_params++] = g->inputs[i].name;
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        const char *nm = g->inputs[i].name;
+        uintptr_t ix = (uintptr_t)strmap_get(&inits, nm, strlen(nm));
+        if (ix && !(ix & as_param)) continue; /* an input with a constant default */
+        param_vi[n_params] = &g->inputs[i];
+        param_init[n_params] = NULL;
+        onnx_names[n_params++] = nm;
+    }
+    for (uint32_t i = 0; i < g->n_inits; i++) {
+        const char *nm = g->inits[i].name;
+        uintptr_t ix = (uintptr_t)strmap_get(&inits, nm, strlen(nm));
+        if (!(ix & as_param)) continue;
+        bool is_input = false;
+        for (uint32_t k = 0; k < g->n_inputs && !is_input; k++)
+            is_input = strcmp(g->inputs[k].name, nm) == 0;
+        if (is_input) continue; /* a parameter at its input's place already */
+        param_vi[n_params] = NULL;
+        param_init[n_params] = &g->inits[i];
+        onnx_names[n_params++] = nm;
+    }
     bool renamed = param_names(imp, n_params, onnx_names, relay_names);
-    for (uint32_t i = 0; i < g->n_inputs && ok; i++) {
-        const OxValueInfo *vi = &g->inputs[i];
-        if (strmap_get(&inits, vi->name, strlen(vi->name))) continue;
-        const ImpShape *ov = NULL;
-        for (uint32_t k = 0; opts && k < opts->n_shapes; k++)
-            if (strcmp(opts->shapes[k].name, vi->name) == 0) ov = &opts->shapes[k], used_shapes++;
-        Type *t = value_type(imp, vi, ov);
+    for (uint32_t i = 0; i < n_params && ok; i++) {
+        const OxValueInfo *vi = param_vi[i];
+        Type *t = NULL;
+        if (vi == NULL) { /* an initializer: its own dtype and dims */
+            const OxTensor *ti = param_init[i];
+            t = ir_type_tensor(imp->ctx, (rly_dtype)ox_to_rly_dtype(ti->data_type), ti->ndim,
+                               ti->dims);
+        } else {
+            const ImpShape *ov = NULL;
+            for (uint32_t k = 0; opts && k < opts->n_shapes; k++)
+                if (strcmp(opts->shapes[k].name, vi->name) == 0)
+                    ov = &opts->shapes[k], used_shapes++;
+            t = value_type(imp, vi, ov);
+        }
         if (t == NULL) {
             ok = false;
             break;
         }
         Var *v = typed_var(imp, relay_names[params.len], t);
         vec_push(&params, v);
-        define(imp, vi->name, &v->base);
+        define(imp, onnx_names[i], &v->base);
     }
     strmap_free(&inits);
     if (ok && opts && used_shapes < opts->n_shapes) {

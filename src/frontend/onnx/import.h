@@ -44,6 +44,13 @@ extern const ImpConv
 extern const ImpConv imp_conv_seq[]; /* import_seq.c: sequences and optionals */
 extern const ImpConv imp_conv_control[]; /* import.c: If, Loop, Scan, Constant, Identity */
 
+/* The newest ai.onnx opset the converters handle (every operator whose semantics changed up to
+ * it has its row); a model importing a newer one is refused before any node is converted, and
+ * `rly info` reports it (imp_opset_unsupported). */
+#define IMP_OPSET_MAX 22
+/* When model m imports an ai.onnx opset newer than IMP_OPSET_MAX: that opset; else 0. */
+int64_t imp_opset_unsupported(const OxModel *m);
+
 /* The converter for op_type/domain at an opset (the row with the greatest `since` <= opset);
  * NULL when none. */
 const ImpConv *imp_find_conv(const char *op_type, const char *domain, int64_t opset);
@@ -145,6 +152,13 @@ Expr *imp_const_i64s(Imp *imp, uint32_t n, const int64_t *v); /* 1-D int64 */
 /* Cast e to dt (no-op when it already has that dtype). */
 Expr *imp_cast(Imp *imp, Expr *e, rly_dtype dt);
 
+/* x as a value of type t, a less precise type of x's (dims `?`): an annotated let when x's type
+ * differs (NULL when x is NULL). */
+Expr *imp_upcast(Imp *imp, Expr *x, Type *t);
+/* `if (cond) { then_e } else { else_e }` typed with the join of the branches' types (differing
+ * dims `?`), each branch upcast to it; NULL when an argument is NULL or they cannot join. */
+Expr *imp_if(Imp *imp, Expr *cond, Expr *then_e, Expr *else_e);
+
 /* Memory for a converter's temporaries (freed with the importer). */
 void *imp_alloc(Imp *imp, size_t n);
 
@@ -161,6 +175,10 @@ typedef struct ImpOptions {
     const ImpShape *shapes; /* --input-shapes: concrete shapes for graph inputs */
     uint32_t n_shapes;
     bool no_fold; /* keep calls on constants (tests of the converters themselves) */
+    /* The main graph's floating-point initializers of rank >= 1 become parameters of @main
+     * after the graph inputs (rly import --params-as-inputs); the others, and those a node
+     * reads as a setting (Resize scales, Clip bounds, ...: settings_read), stay constants. */
+    bool params_as_inputs;
 } ImpOptions;
 
 /* Import m into a new module of ctx (@main). NULL after reporting every error into ctx->diags

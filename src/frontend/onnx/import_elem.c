@@ -65,13 +65,16 @@ static const char *map_name(const NameMap *m, const char *op_type) {
 /* ---- one-to-one unary operators -------------------------------------------------------------- */
 
 static const NameMap unary_ops[] = {
-    {"Abs", "abs"},         {"Acos", "acos"},    {"Acosh", "acosh"}, {"Asin", "asin"},
-    {"Asinh", "asinh"},     {"Atan", "atan"},    {"Atanh", "atanh"}, {"Ceil", "ceil"},
-    {"Cos", "cos"},         {"Cosh", "cosh"},    {"Erf", "erf"},     {"Exp", "exp"},
-    {"Floor", "floor"},     {"IsNaN", "isnan"},  {"Log", "log"},     {"Neg", "negative"},
-    {"Not", "logical_not"}, {"Relu", "nn.relu"}, {"Round", "round"}, {"Sigmoid", "sigmoid"},
-    {"Sign", "sign"},       {"Sin", "sin"},      {"Sinh", "sinh"},   {"Sqrt", "sqrt"},
-    {"Tan", "tan"},         {"Tanh", "tanh"},    {NULL, NULL},
+    {"Abs", "abs"},      {"Acos", "acos"},       {"Acosh", "acosh"},
+    {"Asin", "asin"},    {"Asinh", "asinh"},     {"Atan", "atan"},
+    {"Atanh", "atanh"},  {"Ceil", "ceil"},       {"Cos", "cos"},
+    {"Cosh", "cosh"},    {"Erf", "erf"},         {"Exp", "exp"},
+    {"Floor", "floor"},  {"IsNaN", "isnan"},     {"Log", "log"},
+    {"Neg", "negative"}, {"Not", "logical_not"}, {"Relu", "nn.relu"},
+    {"Round", "round"},  {"Sigmoid", "sigmoid"}, {"Sign", "sign"},
+    {"Sin", "sin"},      {"Sinh", "sinh"},       {"Sqrt", "sqrt"},
+    {"Tan", "tan"},      {"Tanh", "tanh"},       {"BitwiseNot", "bitwise_not"},
+    {NULL, NULL},
 };
 
 static bool conv_unary(Imp *imp) {
@@ -139,6 +142,9 @@ static const NameMap binary_ops[] = {
     {"Less", "less"},
     {"GreaterOrEqual", "greater_equal"},
     {"LessOrEqual", "less_equal"},
+    {"BitwiseAnd", "bitwise_and"}, /* opset 18 */
+    {"BitwiseOr", "bitwise_or"},
+    {"BitwiseXor", "bitwise_xor"},
     {NULL, NULL},
 };
 
@@ -393,11 +399,42 @@ static bool conv_shrink(Imp *imp) {
 
 /* Softplus: log(exp(x) + 1), written max(x, 0) + log(1 + exp(-|x|)) so that large x does not
  * overflow to inf (the two agree wherever exp(x) is finite). */
-static bool conv_softplus(Imp *imp) {
-    Expr *x = imp_tin(imp, 0, "X");
+static Expr *softplus(Imp *imp, Expr *x) {
     Expr *t = un(imp, "exp", un(imp, "negative", un(imp, "abs", x)));
     t = un(imp, "log", bin(imp, "add", lit(imp, x, 1), t));
-    return imp_set_out(imp, 0, bin(imp, "add", bin(imp, "maximum", x, lit(imp, x, 0)), t));
+    return bin(imp, "add", bin(imp, "maximum", x, lit(imp, x, 0)), t);
+}
+
+static bool conv_softplus(Imp *imp) {
+    return imp_set_out(imp, 0, softplus(imp, imp_tin(imp, 0, "X")));
+}
+
+/* Mish (opset 18): x * tanh(softplus(x)). */
+static bool conv_mish(Imp *imp) {
+    Expr *x = imp_tin(imp, 0, "X");
+    return imp_set_out(imp, 0, bin(imp, "multiply", x, un(imp, "tanh", softplus(imp, x))));
+}
+
+/* Gelu (opset 20): approximate "none" is x/2 (1 + erf(x / sqrt 2)); "tanh" is
+ * x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static bool conv_gelu(Imp *imp) {
+    Expr *x = imp_tin(imp, 0, "X");
+    if (x == NULL) return false;
+    if (!sup_dtype_is_float(imp_dtype(x)))
+        return imp_error(imp, "X must be a float tensor, got %s", sup_dtype_name(imp_dtype(x)));
+    const char *approx = imp_attr_str(imp, "approximate", "none");
+    Expr *inner;
+    if (strcmp(approx, "none") == 0) {
+        inner = un(imp, "erf", bin(imp, "multiply", x, lit(imp, x, 1.0 / sqrt(2.0))));
+    } else if (strcmp(approx, "tanh") == 0) {
+        Expr *x3 = bin(imp, "multiply", bin(imp, "multiply", x, x), x);
+        Expr *t = bin(imp, "add", x, bin(imp, "multiply", lit(imp, x, 0.044715), x3));
+        inner = un(imp, "tanh", bin(imp, "multiply", lit(imp, x, sqrt(2.0 / PI)), t));
+    } else {
+        return imp_error(imp, "approximate \"%s\" is not supported (none, tanh)", approx);
+    }
+    Expr *half = bin(imp, "multiply", lit(imp, x, 0.5), x);
+    return imp_set_out(imp, 0, bin(imp, "multiply", half, bin(imp, "add", lit(imp, x, 1), inner)));
 }
 
 /* Softsign: x / (1 + |x|). */
@@ -683,5 +720,11 @@ const ImpConv imp_conv_elem[] = {
     {"HammingWindow", "", 17, conv_hamming},
     {"BlackmanWindow", "", 17, conv_blackman},
     {"Einsum", "", 12, conv_einsum},
+    {"BitwiseAnd", "", 18, conv_binary},
+    {"BitwiseOr", "", 18, conv_binary},
+    {"BitwiseXor", "", 18, conv_binary},
+    {"BitwiseNot", "", 18, conv_unary},
+    {"Mish", "", 18, conv_mish},
+    {"Gelu", "", 20, conv_gelu},
     {NULL, NULL, 0, NULL},
 };

@@ -232,14 +232,22 @@ static Expr *iota(Imp *imp, Expr *n) {
 
 enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC };
 /* Relay's and ONNX's names, in Relay's order. */
-enum { CT_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_PYTORCH, CT_TF_NN, CT_TF_CROP };
+enum {
+    CT_HALF_PIXEL,
+    CT_ALIGN_CORNERS,
+    CT_ASYMMETRIC,
+    CT_PYTORCH,
+    CT_TF_NN,
+    CT_TF_CROP,
+    CT_HALF_PIXEL_SYM /* Resize-19; Relay has none: resize_matrix only */
+};
 enum { NM_PREFER_FLOOR, NM_PREFER_CEIL, NM_FLOOR, NM_CEIL };
 
 static const char *const rz_methods[] = {"nearest", "linear", "cubic"};
 static const char *const rz_relay_methods[] = {"nearest_neighbor", "linear", "cubic"};
-static const char *const rz_modes[] = {"half_pixel",           "align_corners",
-                                       "asymmetric",           "pytorch_half_pixel",
-                                       "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+static const char *const rz_modes[] = {
+    "half_pixel",           "align_corners",      "asymmetric",          "pytorch_half_pixel",
+    "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric"};
 static const char *const rz_nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                          "ceil"};
 
@@ -247,10 +255,16 @@ typedef struct ResizeSpec {
     int method, mode, nearest;
     double cubic_a, extrap;
     bool exclude;
-    Expr *scales; /* 1-D float, one per axis, or NULL */
-    Expr *sizes;  /* 1-D integer, one per axis, or NULL (one of the two is set) */
-    Expr *roi;    /* 1-D float: starts then ends (tf_crop_and_resize), or NULL */
+    Expr *scales;      /* 1-D float, one per axis, or NULL */
+    Expr *sizes;       /* 1-D integer, one per axis, or NULL (one of the two is set) */
+    Expr *roi;         /* 1-D float: starts then ends (tf_crop_and_resize), or NULL */
+    bool antialias;    /* Resize-18: widen the linear/cubic filter by 1 / scale when downsampling */
+    int keep;          /* Resize-18 keep_aspect_ratio_policy: RZ_STRETCH, RZ_NOT_LARGER, ... */
+    Expr *fixed_scale; /* with sizes: 1-D float64 scales to use instead of sizes / in, or NULL */
 } ResizeSpec;
+
+enum { RZ_STRETCH, RZ_NOT_LARGER, RZ_NOT_SMALLER };
+static const char *const rz_keep[] = {"stretch", "not_larger", "not_smaller"};
 
 static int str_choice(const char *s, const char *const *names, int n) {
     for (int i = 0; i < n; i++)
@@ -445,6 +459,67 @@ static Expr *clamp_e(Imp *imp, Expr *v, Expr *hi) {
     return op2(imp, "maximum", op2(imp, "minimum", v, hi), f64(imp, 0.0));
 }
 
+/* Resize-18's antialias along axis d at run time, from the source coordinates c (f64, one per
+ * output index): the kernel (linear: 1 - |t|, cubic: Keys' with cubic_coeff_a) at
+ * t = (i - c) min(s, 1) over input indices i in [-P, in + P) with P = ceil(2 / min(s, 1)) + 2
+ * (every tap the reference's window holds), each row normalised (again over the in-range taps
+ * with exclude_outside); the taps outside the input fold onto the edge pixels (the reference
+ * pads with edge values) by a product with the one-hot clamp matrix, giving the (out, in)
+ * weights, applied by nn.dense with axis d last. */
+static Expr *resize_axis_aa(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, uint32_t d,
+                            Expr *in, Expr *s, Expr *c) {
+    bool cubic = rs->method == RZ_CUBIC;
+    Expr *one = f64(imp, 1.0), *zero = f64(imp, 0.0), *inf = imp_cast(imp, in, RLY_DTYPE_F64);
+    Expr *sp = op2(imp, "minimum", s, one);
+    Expr *reach = add(imp, op1(imp, "ceil", dvd(imp, f64(imp, 2.0), sp), NULL), f64(imp, 2.0));
+    Expr *ar[3] = {op1(imp, "negative", reach, NULL), add(imp, inf, reach), one};
+    for (int k = 0; k < 3; k++)
+        if (!ar[k]) return NULL;
+    Expr *i = imp_call(imp, "arange", 3, ar, NULL); /* (L,) */
+    static const int64_t row[2] = {1, -1}, col[2] = {-1, 1};
+    Expr *t = mul(imp, sub(imp, reshape(imp, i, 2, row), reshape(imp, c, 2, col)), sp);
+    Expr *at = op1(imp, "abs", t, NULL), *k;
+    if (!cubic) {
+        k = op2(imp, "maximum", sub(imp, one, at), zero);
+    } else {
+        double a = rs->cubic_a;
+        Expr *a2 = mul(imp, at, at), *a3 = mul(imp, a2, at);
+        Expr *near =
+            add(imp, sub(imp, mul(imp, f64(imp, a + 2), a3), mul(imp, f64(imp, a + 3), a2)), one);
+        Expr *far = sub(imp,
+                        add(imp, sub(imp, mul(imp, f64(imp, a), a3), mul(imp, f64(imp, 5 * a), a2)),
+                            mul(imp, f64(imp, 8 * a), at)),
+                        f64(imp, 4 * a));
+        k = where(imp, op2(imp, "less_equal", at, one), near,
+                  where(imp, op2(imp, "less", at, f64(imp, 2.0)), far, zero));
+    }
+    ImpAttrs rs1 = {0};
+    int64_t ax1 = 1;
+    ia_ints(imp, &rs1, "axis", 1, &ax1);
+    ia_bool(imp, &rs1, "keepdims", true);
+    Expr *w = dvd(imp, k, op1(imp, "sum", k, &rs1));
+    if (rs->exclude) {
+        Expr *inr =
+            op2(imp, "logical_and", op2(imp, "greater_equal", i, zero), op2(imp, "less", i, inf));
+        w = mul(imp, w, reshape(imp, imp_cast(imp, inr, RLY_DTYPE_F64), 2, row));
+        Expr *sum = op1(imp, "sum", w, &rs1);
+        w = dvd(imp, w, where(imp, op2(imp, "equal", sum, zero), one, sum));
+    }
+    /* clamp matrix (in, L): row j has a 1 where clip(i, 0, in - 1) == j */
+    Expr *ci = op2(imp, "maximum", op2(imp, "minimum", i, sub(imp, inf, one)), zero);
+    Expr *cm = op2(imp, "equal", reshape(imp, imp_cast(imp, iota(imp, in), RLY_DTYPE_F64), 2, col),
+                   reshape(imp, ci, 2, row));
+    Expr *wm = op2(imp, "nn.dense", w, imp_cast(imp, cm, RLY_DTYPE_F64)); /* (out, in) */
+    int64_t perm[16], inv[16];
+    for (uint32_t q = 0, n = 0; q < r; q++)
+        if (q != d) perm[n++] = q;
+    perm[r - 1] = d;
+    for (uint32_t q = 0; q < r; q++)
+        inv[perm[q]] = q;
+    Expr *z = op2(imp, "nn.dense", transpose(imp, y, r, perm), wm);
+    return transpose(imp, z, r, inv);
+}
+
 /* Resize y (rank r) along axis d as ONNX does. in: the input extent (int64 scalar), s: the
  * scale (f64 scalar), out: the output extent (int64 scalar), outf: length_resized (f64 scalar),
  * r0 and r1: the roi (float32 scalars, tf_crop_and_resize only). y is float64 unless nearest. */
@@ -465,6 +540,13 @@ static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, ui
                   sub(imp, dvd(imp, add(imp, xs, half), s), half), f64(imp, 0.0));
         break;
     case CT_TF_NN: c = dvd(imp, add(imp, xs, half), s); break;
+    case CT_HALF_PIXEL_SYM: {
+        /* offset = in / 2 (1 - out / (s in)), then half_pixel */
+        Expr *adj = dvd(imp, imp_cast(imp, out, RLY_DTYPE_F64), outf);
+        Expr *off = mul(imp, dvd(imp, inf, f64(imp, 2.0)), sub(imp, one, adj));
+        c = add(imp, off, sub(imp, dvd(imp, add(imp, xs, half), s), half));
+        break;
+    }
     default: {
         /* float32 roi arithmetic as the reference's */
         Expr *span = imp_cast(imp, sub(imp, r1, r0), RLY_DTYPE_F64);
@@ -478,7 +560,9 @@ static Expr *resize_axis(Imp *imp, const ResizeSpec *rs, Expr *y, uint32_t r, ui
     }
     }
     Expr *res;
-    if (rs->method == RZ_NEAREST) {
+    if (rs->antialias && rs->method != RZ_NEAREST) {
+        res = resize_axis_aa(imp, rs, y, r, d, in, s, c);
+    } else if (rs->method == RZ_NEAREST) {
         static const char *const rnd[] = {"ceil", "floor", "floor", "ceil"};
         Expr *p = c;
         if (rs->nearest == NM_PREFER_FLOOR) p = sub(imp, c, half);
@@ -637,7 +721,11 @@ static bool resize_run(Imp *imp, const ResizeSpec *rs, Expr *x) {
             in = take(imp, shape, imp_scalar_i(imp, RLY_DTYPE_I64, d), 0);
         }
         Expr *inf = imp_cast(imp, in, RLY_DTYPE_F64), *s, *out_e, *outf_e;
-        if (rs->sizes) {
+        if (rs->sizes && rs->fixed_scale) { /* keep_aspect_ratio_policy's sizes and scale */
+            out_e = elem(imp, rs->sizes, d, RLY_DTYPE_I64);
+            s = elem(imp, rs->fixed_scale, d, RLY_DTYPE_F64);
+            outf_e = mul(imp, s, inf);
+        } else if (rs->sizes) {
             out_e = elem(imp, rs->sizes, d, RLY_DTYPE_I64);
             outf_e = imp_cast(imp, out_e, RLY_DTYPE_F64);
             s = dvd(imp, outf_e, inf);
@@ -670,7 +758,7 @@ static bool resize_attrs(Imp *imp, ResizeSpec *rs) {
     const char *c = imp_attr_str(imp, "coordinate_transformation_mode", "half_pixel");
     const char *nm = imp_attr_str(imp, "nearest_mode", "round_prefer_floor");
     rs->method = str_choice(m, rz_methods, 3);
-    rs->mode = str_choice(c, rz_modes, 6);
+    rs->mode = str_choice(c, rz_modes, imp_opset(imp) >= 19 ? 7 : 6);
     rs->nearest = str_choice(nm, rz_nearest, 4);
     if (rs->method < 0)
         return imp_error(imp, "mode '%s' is not supported (nearest, linear, cubic)", m);
@@ -696,6 +784,409 @@ static bool conv_resize(Imp *imp) {
     if (!rs.scales && !rs.sizes) return imp_error(imp, "one of scales and sizes must be given");
     if (rs.mode != CT_TF_CROP) rs.roi = NULL;
     return resize_run(imp, &rs, x);
+}
+
+/* ---- Resize-18/19: antialias, keep_aspect_ratio_policy, axes, half_pixel_symmetric ---- */
+
+/* ONNX's source coordinate (the reference's _compute_x_ori); *outside: tf_crop_and_resize
+ * coordinates outside the input, which take extrapolation_value. */
+static double rz_coord18(int mode, double x, double in, double scale, double out_int, double r0,
+                         double r1, bool *outside) {
+    double outw = scale * in;
+    *outside = false;
+    switch (mode) {
+    case CT_ALIGN_CORNERS: return outw == 1.0 ? 0.0 : x * (in - 1) / (outw - 1);
+    case CT_ASYMMETRIC: return x / scale;
+    case CT_PYTORCH: return outw == 1.0 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case CT_TF_NN: return (x + 0.5) / scale;
+    case CT_HALF_PIXEL_SYM: {
+        double adj = out_int / outw, center = in / 2;
+        return center * (1 - adj) + (x + 0.5) / scale - 0.5;
+    }
+    case CT_TF_CROP: {
+        double c = outw == 1.0 ? (r1 - r0) * (in - 1) / 2 : x * (r1 - r0) * (in - 1) / (outw - 1);
+        c += r0 * (in - 1);
+        *outside = c < 0 || c > in - 1;
+        return c;
+    }
+    default: return (x + 0.5) / scale - 0.5;
+    }
+}
+
+/* The reference's cubic kernel at distance x. */
+static double rz_cubic(double x, double a) {
+    x = fabs(x);
+    if (x <= 1) return (a + 2) * x * x * x - (a + 3) * x * x + 1;
+    if (x < 2) return a * x * x * x - 5 * a * x * x + 8 * a * x - 4 * a;
+    return 0.0;
+}
+
+/* The taps of one output index: n coefficients for input indices b + first + k (b the pixel
+ * left of the coordinate, ratio in (0, 1] its distance from it); the reference's get_coeffs.
+ * n <= cap (checked by the caller: 4 + 4 / scale). */
+static int rz_taps(const ResizeSpec *rs, double ratio, double scale, double *c, int *first) {
+    if (rs->method == RZ_NEAREST) {
+        bool hi = ratio == 1.0;
+        if (!hi) {
+            switch (rs->nearest) {
+            case NM_PREFER_FLOOR: hi = ratio > 0.5; break;
+            case NM_PREFER_CEIL: hi = ratio >= 0.5; break;
+            case NM_FLOOR: hi = false; break;
+            default: hi = true; break;
+            }
+        }
+        c[0] = hi ? 0 : 1, c[1] = hi ? 1 : 0, *first = 0;
+        return 2;
+    }
+    double a = rs->cubic_a;
+    if (!rs->antialias) {
+        if (rs->method == RZ_LINEAR) {
+            c[0] = 1 - ratio, c[1] = ratio, *first = 0;
+            return 2;
+        }
+        double u = ratio + 1, v = 1 - ratio, z = v + 1;
+        c[0] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+        c[1] = ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1;
+        c[2] = ((a + 2) * v - (a + 3)) * v * v + 1;
+        c[3] = ((a * z - 5 * a) * z + 8 * a) * z - 4 * a;
+        *first = -1;
+        return 4;
+    }
+    double s = scale < 1.0 ? scale : 1.0, sum = 0;
+    int start = (int)floor((rs->method == RZ_LINEAR ? -1.0 : -2.0) / s) + 1, n = 2 - 2 * start;
+    for (int k = 0; k < n; k++) {
+        double t = (start + k - ratio) * s;
+        if (rs->method == RZ_LINEAR) {
+            t = 1 - fabs(t);
+            c[k] = t < 0 ? 0 : t > 1 ? 1 : t;
+        } else {
+            c[k] = rz_cubic(t, a);
+        }
+        sum += c[k];
+    }
+    for (int k = 0; k < n; k++)
+        c[k] /= sum;
+    *first = start;
+    return n;
+}
+
+/* Interpolation matrices at most this many elements (out x in per axis). */
+#define RZ_MATRIX_MAX ((int64_t)1 << 24)
+
+/* Resize x (static shape) to out[] with scales scale[] (roi: 2r values or NULL) as the ONNX
+ * reference does, one moved axis at a time: the weights of each axis are computed here into an
+ * (out, in) matrix (the reference's taps, edge-clamped, exclude_outside renormalised) and
+ * applied by nn.dense in float64 with x's axis last. Serves the Resize-18/19 features Relay's
+ * image.resize lacks (antialias, half_pixel_symmetric, keep_aspect_ratio_policy's rounded
+ * sizes) and needs the parameters at import. */
+static bool resize_matrix(Imp *imp, const ResizeSpec *rs, Expr *x, const int64_t *out,
+                          const double *scale, const double *roi) {
+    TensorType *t = imp_tt(x);
+    uint32_t r = t->ndim;
+    rly_dtype dt = t->dtype;
+    Expr *y = imp_cast(imp, x, RLY_DTYPE_F64);
+    for (uint32_t d = 0; d < r && y; d++) {
+        int64_t in = t->shape[d], no = out[d];
+        double r0 = roi ? roi[d] : 0.0, r1 = roi ? roi[r + d] : 1.0;
+        bool roi_id = !roi || (r0 == 0.0 && r1 == 1.0);
+        if (fabs(scale[d] - 1.0) <= 1e-9 && no == in && roi_id) continue;
+        if (in == 0) return imp_error(imp, "cannot resize the empty axis %u", d);
+        if (!(scale[d] > 0.0))
+            return imp_error(imp, "the scale of axis %u is %g; it must be positive", d, scale[d]);
+        double cap_taps = 4.0 + 4.0 / (scale[d] < 1.0 ? scale[d] : 1.0);
+        if (no > RZ_MATRIX_MAX / in || cap_taps > (double)RZ_MATRIX_MAX)
+            return imp_error(imp,
+                             "axis %u: resizing %lld to %lld elements is too large for "
+                             "this form (at most 2^24 weights per axis)",
+                             d, (long long)in, (long long)no);
+        int cap = (int)cap_taps;
+        double *w = imp_alloc(imp, (size_t)(no * in + 1) * sizeof(double));
+        double *c = imp_alloc(imp, (size_t)cap * sizeof(double));
+        bool *outside = imp_alloc(imp, (size_t)no + 1);
+        bool any_out = false;
+        memset(w, 0, (size_t)(no * in) * sizeof(double));
+        for (int64_t o = 0; o < no; o++) {
+            double co = rz_coord18(rs->mode, (double)o, (double)in, scale[d], (double)no,
+                                   (double)(float)r0, (double)(float)r1, &outside[o]);
+            any_out = any_out || outside[o];
+            double fl = floor(co), ratio = co == fl ? 1.0 : co - fl;
+            int64_t b = co == fl ? (int64_t)fl - 1 : (int64_t)fl;
+            int first, n = rz_taps(rs, ratio, scale[d], c, &first);
+            RLY_CHECK(n <= cap, "resize taps %d over %d", n, cap);
+            if (rs->exclude) {
+                double sum = 0;
+                for (int k = 0; k < n; k++) {
+                    int64_t i = b + first + k;
+                    if (i < 0 || i >= in) c[k] = 0;
+                    sum += c[k];
+                }
+                for (int k = 0; k < n && sum != 0; k++)
+                    c[k] /= sum;
+            }
+            for (int k = 0; k < n; k++) {
+                int64_t i = b + first + k;
+                i = i < 0 ? 0 : i >= in ? in - 1 : i;
+                w[o * in + i] += c[k];
+            }
+        }
+        /* y with axis d last, times w transposed, and back */
+        int64_t *perm = imp_alloc(imp, r * sizeof(int64_t)),
+                *inv = imp_alloc(imp, r * sizeof(int64_t));
+        for (uint32_t i = 0, k = 0; i < r; i++)
+            if (i != d) perm[k++] = i;
+        perm[r - 1] = d;
+        for (uint32_t i = 0; i < r; i++)
+            inv[perm[i]] = i;
+        int64_t wshape[2] = {no, in};
+        Expr *wm = imp_const_tensor(imp, RLY_DTYPE_F64, 2, wshape, w);
+        Expr *z = op2(imp, "nn.dense", transpose(imp, y, r, perm), wm);
+        z = transpose(imp, z, r, inv);
+        if (any_out && z) {
+            uint8_t *m = imp_alloc(imp, (size_t)no + 1);
+            for (int64_t o = 0; o < no; o++)
+                m[o] = outside[o];
+            Expr *mask = imp_const_tensor(imp, RLY_DTYPE_BOOL, 1, &no, m);
+            z = where(imp, along(imp, mask, r, d), f64(imp, rs->extrap), z);
+        }
+        y = z;
+    }
+    if (y && dt != RLY_DTYPE_F64) {
+        if (!sup_dtype_is_float(dt)) {
+            double lo, hi;
+            int_range(dt, &lo, &hi);
+            y = clip(imp, op1(imp, "round", y, NULL), lo, hi);
+        }
+        y = imp_cast(imp, y, dt);
+    }
+    return y ? out1(imp, y) : false;
+}
+
+/* A 1-D tensor of n entries for every axis of a rank-r tensor from v, which holds one entry per
+ * listed axis (Resize-18 `axes`; twice that for roi: starts, then ends): entry axes[j] is v[j]
+ * (v[na + j] for the ends), every other entry fill(axis). Folds when v is a constant. */
+static Expr *rz_expand(Imp *imp, Expr *v, uint32_t r, uint32_t na, const int64_t *axes, int halves,
+                       Expr *(*fill)(Imp *, Expr *, uint32_t, int), Expr *x) {
+    Expr **parts = imp_alloc(imp, (size_t)(halves * r + 1) * sizeof(Expr *));
+    for (int h = 0; h < halves; h++)
+        for (uint32_t d = 0; d < r; d++) {
+            int64_t j = -1;
+            for (uint32_t k = 0; k < na; k++)
+                if (axes[k] == (int64_t)d) j = k;
+            Expr *e;
+            if (j >= 0) {
+                int64_t idx = (int64_t)h * na + j;
+                e = take(imp, v, imp_const_i64s(imp, 1, &idx), 0);
+            } else {
+                e = fill(imp, x, d, h);
+            }
+            if (e == NULL) return NULL;
+            parts[h * r + d] = e;
+        }
+    return concat(imp, halves * r, parts, 0);
+}
+
+static Expr *fill_scale(Imp *imp, Expr *x, uint32_t d, int h) {
+    (void)x, (void)d, (void)h;
+    float one = 1.0f;
+    int64_t n = 1;
+    return imp_const_tensor(imp, RLY_DTYPE_F32, 1, &n, &one);
+}
+
+static Expr *fill_roi(Imp *imp, Expr *x, uint32_t d, int h) {
+    (void)x, (void)d;
+    float v = h ? 1.0f : 0.0f;
+    int64_t n = 1;
+    return imp_const_tensor(imp, RLY_DTYPE_F32, 1, &n, &v);
+}
+
+static Expr *fill_size(Imp *imp, Expr *x, uint32_t d, int h) {
+    (void)h;
+    int64_t dim = imp_tt(x)->shape[d];
+    if (dim >= 0) return imp_const_i64s(imp, 1, &dim);
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "dtype", "int64");
+    int64_t idx = d;
+    return take(imp, op1(imp, "shape_of", x, &a), imp_const_i64s(imp, 1, &idx), 0);
+}
+
+/* Resize-18 and -19: Resize-13 plus antialias, axes and keep_aspect_ratio_policy (18) and
+ * half_pixel_symmetric (19). The features Relay lacks go through resize_matrix. */
+static bool conv_resize18(Imp *imp) {
+    ResizeSpec rs = {0};
+    if (!resize_attrs(imp, &rs)) return false;
+    Expr *x = imp_in_req(imp, 0, "X");
+    if (!x) return false;
+    TensorType *t = imp_tt(x);
+    if (!t) return imp_error(imp, "X must be a tensor");
+    uint32_t r = t->ndim;
+    rs.roi = given(imp_in(imp, 1));
+    rs.scales = given(imp_in(imp, 2));
+    rs.sizes = given(imp_in(imp, 3));
+    if (rs.sizes) rs.scales = NULL;
+    if (!rs.scales && !rs.sizes) return imp_error(imp, "one of scales and sizes must be given");
+    if (rs.mode != CT_TF_CROP) rs.roi = NULL;
+    rs.antialias = imp_attr_int(imp, "antialias", 0) != 0;
+    const char *keep = imp_attr_str(imp, "keep_aspect_ratio_policy", "stretch");
+    rs.keep = str_choice(keep, rz_keep, 3);
+    if (rs.keep < 0) return imp_error(imp, "keep_aspect_ratio_policy '%s' is not supported", keep);
+    if (rs.antialias && rs.method == RZ_NEAREST)
+        return imp_error(imp, "antialias applies to linear and cubic modes only");
+    const int64_t *ax_attr;
+    uint32_t na = imp_attr_ints(imp, "axes", &ax_attr);
+    int64_t *axes = imp_alloc(imp, (r + 1) * sizeof(int64_t));
+    for (uint32_t j = 0; j < na; j++) {
+        if (!norm_axis(imp, ax_attr[j], r, "axes", &axes[j])) return false;
+        for (uint32_t k = 0; k < j; k++)
+            if (axes[k] == axes[j])
+                return imp_error(imp, "axes lists axis %lld twice", (long long)axes[j]);
+    }
+    if (imp_attr(imp, "axes") == NULL) {
+        na = r;
+        for (uint32_t d = 0; d < r; d++)
+            axes[d] = d;
+    }
+    Expr *vec = rs.sizes ? rs.sizes : rs.scales;
+    int64_t nv = numel_of(vec);
+    if (imp_rank(vec) != 1 || (nv >= 0 && nv != (int64_t)na))
+        return imp_error(imp, "%s must be a 1-D tensor of %u values (one per axis in axes)",
+                         rs.sizes ? "sizes" : "scales", na);
+    if (rs.roi) {
+        int64_t nr = numel_of(rs.roi);
+        if (imp_rank(rs.roi) != 1 || (nr >= 0 && nr != 2 * (int64_t)na))
+            return imp_error(imp, "roi must be a 1-D tensor of %u values (starts, then ends)",
+                             2 * na);
+    }
+    /* sizes with a policy other than stretch: one scale for the listed axes (the least or the
+     * greatest of sizes / in), each listed size round(scale * in); needs sizes at import */
+    const int64_t *zv = NULL;
+    uint32_t n;
+    int64_t *out = imp_alloc(imp, (r + 1) * sizeof(int64_t));
+    double *scale = imp_alloc(imp, (r + 1) * sizeof(double));
+    bool keep_sizes = rs.sizes && rs.keep != RZ_STRETCH;
+    bool need_matrix = rs.antialias || rs.mode == CT_HALF_PIXEL_SYM || keep_sizes;
+    /* the matrix form needs X's shape and the parameters at import */
+    bool can_matrix = true;
+    for (uint32_t d = 0; d < r; d++)
+        can_matrix = can_matrix && t->shape[d] >= 0;
+    can_matrix = can_matrix && imp_const(rs.sizes ? rs.sizes : rs.scales) != NULL &&
+                 (!rs.roi || imp_const(rs.roi) != NULL);
+    if (keep_sizes && !can_matrix) {
+        /* at run time: the scale is the least (not_larger) or greatest (not_smaller) of
+         * sizes[j] / in over the listed axes; a listed axis becomes floor(scale in + 0.5) */
+        Expr *sz = imp_cast(imp, rs.sizes, RLY_DTYPE_F64);
+        Expr **q = imp_alloc(imp, sizeof(Expr *) * (na + 1));
+        Expr **outs = imp_alloc(imp, sizeof(Expr *) * (r + 1));
+        Expr **scs = imp_alloc(imp, sizeof(Expr *) * (r + 1));
+        ImpAttrs a = {0};
+        ia_str(imp, &a, "dtype", "int64");
+        Expr *shape = op1(imp, "shape_of", x, &a);
+        for (uint32_t j = 0; j < na; j++) {
+            Expr *in = imp_cast(imp, take(imp, shape, imp_scalar_i(imp, RLY_DTYPE_I64, axes[j]), 0),
+                                RLY_DTYPE_F64);
+            q[j] = dvd(imp, take(imp, sz, imp_scalar_i(imp, RLY_DTYPE_I64, j), 0), in);
+            int64_t one = 1;
+            q[j] = reshape(imp, q[j], 1, &one);
+            if (q[j] == NULL) return false;
+        }
+        Expr *sc = op1(imp, rs.keep == RZ_NOT_LARGER ? "min" : "max", concat(imp, na, q, 0), NULL);
+        int64_t one = 1;
+        for (uint32_t d = 0; d < r; d++) {
+            Expr *in = take(imp, shape, imp_scalar_i(imp, RLY_DTYPE_I64, d), 0);
+            bool listed = false;
+            for (uint32_t j = 0; j < na; j++)
+                listed = listed || axes[j] == (int64_t)d;
+            Expr *o = listed ? imp_cast(imp,
+                                        op1(imp, "floor",
+                                            add(imp, mul(imp, sc, imp_cast(imp, in, RLY_DTYPE_F64)),
+                                                f64(imp, 0.5)),
+                                            NULL),
+                                        RLY_DTYPE_I64)
+                             : in;
+            outs[d] = reshape(imp, o, 1, &one);
+            scs[d] = reshape(imp, listed ? sc : f64(imp, 1.0), 1, &one);
+            if (!outs[d] || !scs[d]) return false;
+        }
+        rs.sizes = concat(imp, r, outs, 0);
+        rs.fixed_scale = concat(imp, r, scs, 0);
+        if (rs.roi)
+            rs.roi =
+                rz_expand(imp, imp_cast(imp, rs.roi, RLY_DTYPE_F32), r, na, axes, 2, fill_roi, x);
+        if (!rs.sizes || !rs.fixed_scale || (rs.mode == CT_TF_CROP && !rs.roi)) return false;
+        return resize_run(imp, &rs, x);
+    }
+    if (keep_sizes) {
+        if (!imp_const_ints(imp, rs.sizes, &zv, &n))
+            return imp_error(imp, "keep_aspect_ratio_policy '%s' needs sizes known at import",
+                             keep);
+        double sc = 0;
+        for (uint32_t j = 0; j < na; j++) {
+            int64_t in = t->shape[axes[j]];
+            if (in <= 0)
+                return imp_error(imp,
+                                 "keep_aspect_ratio_policy '%s' needs axis %lld static and "
+                                 "nonzero",
+                                 keep, (long long)axes[j]);
+            double q = (double)zv[j] / (double)in;
+            if (j == 0 || (rs.keep == RZ_NOT_LARGER ? q < sc : q > sc)) sc = q;
+        }
+        for (uint32_t d = 0; d < r; d++)
+            scale[d] = 1.0, out[d] = t->shape[d];
+        for (uint32_t j = 0; j < na; j++) {
+            scale[axes[j]] = sc;
+            out[axes[j]] = (int64_t)(sc * (double)t->shape[axes[j]] + 0.5);
+        }
+    }
+    /* every axis: unlisted ones keep their size (scale 1, roi 0..1) */
+    if (na != r || imp_attr(imp, "axes") != NULL) {
+        if (rs.scales) rs.scales = rz_expand(imp, rs.scales, r, na, axes, 1, fill_scale, x);
+        if (rs.sizes)
+            rs.sizes = rz_expand(imp, imp_cast(imp, rs.sizes, RLY_DTYPE_I64), r, na, axes, 1,
+                                 fill_size, x);
+        if (rs.roi)
+            rs.roi =
+                rz_expand(imp, imp_cast(imp, rs.roi, RLY_DTYPE_F32), r, na, axes, 2, fill_roi, x);
+        if ((rs.scales == NULL && rs.sizes == NULL) || (rs.mode == CT_TF_CROP && !rs.roi))
+            return false;
+    }
+    if (!need_matrix || !can_matrix) return resize_run(imp, &rs, x); /* composition */
+    /* resize_matrix: everything known at import */
+    const double *sv = NULL, *roi = NULL;
+    for (uint32_t d = 0; d < r; d++)
+        if (t->shape[d] < 0)
+            return imp_error(imp, "%s needs X's shape at import (axis %u is dynamic)",
+                             rs.antialias ? "antialias"
+                             : keep_sizes ? "keep_aspect_ratio_policy"
+                                          : "half_pixel_symmetric",
+                             d);
+    if (rs.mode == CT_TF_CROP && (!rs.roi || !const_f64s(imp, rs.roi, &roi, &n)))
+        return imp_error(imp, "roi must be known at import here");
+    if (!keep_sizes) {
+        if (rs.sizes) {
+            if (!imp_const_ints(imp, rs.sizes, &zv, &n))
+                return imp_error(imp, "sizes must be known at import here");
+            for (uint32_t d = 0; d < r; d++) {
+                if (zv[d] < 0 || zv[d] > SUP_DIM_MAX)
+                    return imp_error(imp, "sizes[%u] is %lld", d, (long long)zv[d]);
+                out[d] = zv[d];
+                scale[d] = t->shape[d] ? (double)zv[d] / (double)t->shape[d] : 1.0;
+            }
+        } else {
+            if (!const_f64s(imp, rs.scales, &sv, &n))
+                return imp_error(imp, "scales must be known at import here");
+            for (uint32_t d = 0; d < r; d++) {
+                if (!(sv[d] > 0.0))
+                    return imp_error(imp, "scales[%u] is %g; it must be positive", d, sv[d]);
+                double o = sv[d] * (double)t->shape[d];
+                if (!(o <= (double)SUP_DIM_MAX))
+                    return imp_error(imp, "scales[%u] is %g: the output is too large", d, sv[d]);
+                scale[d] = sv[d], out[d] = (int64_t)floor(o);
+            }
+        }
+    }
+    char why[160];
+    if (sup_shape_check(r, out, false, why, sizeof why) != NULL)
+        return imp_error(imp, "the output: %s", why);
+    return resize_matrix(imp, &rs, x, out, scale, roi);
 }
 
 /* Upsample-7/9 and Resize-10: asymmetric coordinates, nearest rounding down (TVM's and ONNX
@@ -747,21 +1238,133 @@ static bool conv_upsample9(Imp *imp) {
  * ONNX Runtime) moves an out-of-range coordinate onto the border before bicubic sampling with
  * padding_mode border; that step is applied to the grid here. (For reflection the two orders
  * give the same taps with mirrored weights, hence the same value.) */
+/* GridSample-20 over k spatial axes (used for 3-D: image.grid_sample is 2-D), as the reference
+ * computes it: grid (N, O..., k), component j indexing spatial axis k - 1 - j, unnormalized
+ * ((g + 1) (S - 1) / 2 with align_corners, else ((g + 1) S - 1) / 2); a coordinate outside
+ * [-0.5, S - 0.5] ([0, S - 1] with align_corners) is clamped (border) or reflected
+ * (reflection); nearest rounds half to even, linear weighs the 2^k corners. Corners outside the
+ * input read 0 (zeros) or the edge. The corners' flat indices gather from X as (N, C, S...)
+ * flattened. X's spatial dims must be static. */
+static bool grid_sample_nd(Imp *imp, Expr *x, Expr *g, int method, int pad, bool align) {
+    TensorType *tx = imp_tt(x), *tg = imp_tt(g);
+    uint32_t k = tx->ndim - 2;
+    if (tg->ndim != k + 2 || tg->shape[k + 1] != (int64_t)k)
+        return imp_error(imp, "grid must be (N, O..., %u) for a %u-D X", k, k + 2);
+    if (method == 2) return imp_error(imp, "cubic sampling is 2-D only");
+    int64_t spatial = 1;
+    for (uint32_t a = 0; a < k; a++) {
+        if (tx->shape[2 + a] < 1) return imp_error(imp, "X's spatial dims must be static");
+        spatial *= tx->shape[2 + a];
+    }
+    if (tx->shape[0] < 0 || tx->shape[1] < 0) return imp_error(imp, "X's N and C must be static");
+    for (uint32_t a = 0; a + 1 < tg->ndim; a++)
+        if (tg->shape[a] < 0) return imp_error(imp, "grid's shape must be static");
+    rly_dtype dt = tx->dtype;
+    Expr *c[3]; /* coordinate along spatial axis a, (N, O...) f64 */
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t a = k - 1 - j;
+        double sz = (double)tx->shape[2 + a];
+        Expr *gj =
+            imp_cast(imp, take(imp, g, imp_scalar_i(imp, RLY_DTYPE_I64, j), k + 1), RLY_DTYPE_F64);
+        Expr *v =
+            align
+                ? mul(imp, dvd(imp, add(imp, gj, f64(imp, 1)), f64(imp, 2)), f64(imp, sz - 1))
+                : dvd(imp, sub(imp, mul(imp, add(imp, gj, f64(imp, 1)), f64(imp, sz)), f64(imp, 1)),
+                      f64(imp, 2));
+        double lo = align ? 0 : -0.5, hi = align ? sz - 1 : sz - 0.5;
+        Expr *out = op2(imp, "logical_or", op2(imp, "less", v, f64(imp, lo)),
+                        op2(imp, "greater", v, f64(imp, hi)));
+        if (pad == 1) { /* border */
+            v = where(imp, out, clip(imp, v, 0, sz - 1), v);
+        } else if (pad == 2) { /* reflection by the near border until inside */
+            double rng = hi - lo;
+            Expr *below = op2(imp, "less", v, f64(imp, lo));
+            Expr *dx = where(imp, below, sub(imp, f64(imp, lo), v), sub(imp, v, f64(imp, hi)));
+            Expr *nr = op1(imp, "floor", dvd(imp, dx, f64(imp, rng)), NULL);
+            Expr *r = sub(imp, dx, mul(imp, nr, f64(imp, rng)));
+            Expr *even = op2(imp, "equal", op2(imp, "floor_mod", nr, f64(imp, 2)), f64(imp, 0));
+            Expr *from_lo = add(imp, f64(imp, lo), r), *from_hi = sub(imp, f64(imp, hi), r);
+            Expr *rv = where(imp, below, where(imp, even, from_lo, from_hi),
+                             where(imp, even, from_hi, from_lo));
+            v = rng > 0 ? where(imp, out, rv, v) : v;
+        }
+        c[a] = v;
+    }
+    int64_t n = tx->shape[0], ch = tx->shape[1], pts = 1;
+    for (uint32_t a = 0; a + 1 < tg->ndim - 1; a++)
+        pts *= tg->shape[1 + a];
+    int64_t xs[3] = {n, ch, spatial}, is[3] = {n, 1, pts}, bs[3] = {n, ch, pts};
+    Expr *xf = reshape(imp, imp_cast(imp, x, RLY_DTYPE_F64), 3, xs);
+    uint32_t n_corner = method == 1 ? 1u : 1u << k;
+    Expr *acc = NULL;
+    for (uint32_t q = 0; q < n_corner; q++) {
+        Expr *flat = NULL, *wt = NULL, *ok = NULL;
+        int64_t stride = 1;
+        for (int32_t a = (int32_t)k - 1; a >= 0; a--) {
+            double sz = (double)tx->shape[2 + a];
+            Expr *idx, *w = NULL;
+            if (method == 1) {
+                idx = op1(imp, "round", c[a], NULL);
+            } else {
+                Expr *f = op1(imp, "floor", c[a], NULL), *fr = sub(imp, c[a], f);
+                bool up = (q >> a) & 1;
+                idx = up ? add(imp, f, f64(imp, 1)) : f;
+                w = up ? fr : sub(imp, f64(imp, 1), fr);
+            }
+            Expr *in = op2(imp, "logical_and", op2(imp, "greater_equal", idx, f64(imp, 0)),
+                           op2(imp, "less_equal", idx, f64(imp, sz - 1)));
+            ok = ok ? op2(imp, "logical_and", ok, in) : in;
+            Expr *ci = mul(imp, clip(imp, idx, 0, sz - 1), f64(imp, (double)stride));
+            flat = flat ? add(imp, flat, ci) : ci;
+            if (w) wt = wt ? mul(imp, wt, w) : w;
+            stride *= tx->shape[2 + a];
+        }
+        if (pad == 0) { /* zeros: corners outside read 0 */
+            Expr *okf = imp_cast(imp, ok, RLY_DTYPE_F64);
+            wt = wt ? mul(imp, wt, okf) : okf;
+        }
+        Expr *ii = reshape(imp, imp_cast(imp, flat, RLY_DTYPE_I64), 3, is);
+        ImpAttrs bt = {0}, ga = {0};
+        ia_ints(imp, &bt, "shape", 3, bs);
+        ia_int(imp, &ga, "axis", 2);
+        ii = op1(imp, "broadcast_to", ii, &bt);
+        Expr *v = xf && ii ? imp_call2(imp, "gather", xf, ii, &ga) : NULL;
+        if (wt) v = mul(imp, v, reshape(imp, wt, 3, is));
+        if (v == NULL) return false;
+        acc = acc ? add(imp, acc, v) : v;
+    }
+    int64_t os[8] = {n, ch};
+    for (uint32_t a = 0; a < k; a++)
+        os[2 + a] = tg->shape[1 + a];
+    return out1(imp, imp_cast(imp, reshape(imp, acc, k + 2, os), dt));
+}
+
 static bool conv_grid_sample(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "X"), *g = imp_in_req(imp, 1, "grid");
     if (!x || !g) return false;
-    const char *mode = imp_attr_str(imp, "mode", "bilinear");
+    const char *mode = imp_attr_str(imp, "mode", imp_opset(imp) >= 20 ? "linear" : "bilinear");
     const char *pad = imp_attr_str(imp, "padding_mode", "zeros");
     static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
+    if (imp_opset(imp) >= 20) { /* GridSample-20 names the modes linear and cubic (N-D) */
+        if (strcmp(mode, "linear") == 0)
+            mode = "bilinear";
+        else if (strcmp(mode, "cubic") == 0)
+            mode = "bicubic";
+        else if (strcmp(mode, "nearest") != 0)
+            return imp_error(imp, "mode '%s' is not supported (linear, nearest, cubic)", mode);
+    }
     static const char *const pads[] = {"zeros", "border", "reflection"};
     if (str_choice(mode, modes, 3) < 0)
         return imp_error(imp, "mode '%s' is not supported (bilinear, nearest, bicubic)", mode);
     if (str_choice(pad, pads, 3) < 0)
         return imp_error(imp, "padding_mode '%s' is not supported (zeros, border, reflection)",
                          pad);
+    if (imp_opset(imp) >= 20 && imp_rank(x) == 5)
+        return grid_sample_nd(imp, x, g, str_choice(mode, modes, 3), str_choice(pad, pads, 3),
+                              imp_attr_int(imp, "align_corners", 0) != 0);
     if (imp_rank(x) != 4 || imp_rank(g) != 4)
-        return imp_error(imp, "X and grid must be 4-D, got ranks %u and %u", imp_rank(x),
-                         imp_rank(g));
+        return imp_error(imp, "X and grid must be 4-D%s, got ranks %u and %u",
+                         imp_opset(imp) >= 20 ? " or 5-D" : "", imp_rank(x), imp_rank(g));
     bool align = imp_attr_int(imp, "align_corners", 0) != 0;
     static const int64_t perm[4] = {0, 3, 1, 2};
     Expr *gt;
@@ -914,11 +1517,71 @@ static bool conv_nms(Imp *imp) {
 /* QuantizeLinear-10/13: saturate(round_half_even(x / y_scale) + y_zero_point). qnn.quantize
  * rounds half away from zero, so this is composed: the division in float32 (float64 for int32
  * x, as numpy promotes), round (ties to even), + zero point, clip, cast. */
+/* Blocked quantization (opset 21 block_size > 0): a parameter of x's rank holds one value per
+ * block of block_size elements along axis; repeated block_size times and cut to x's extent it
+ * has x's shape. NULL p gives NULL. */
+static Expr *blocked_param(Imp *imp, Expr *p, Expr *x, int64_t axis, int64_t block,
+                           const char *what) {
+    if (!p) return NULL;
+    uint32_t r = imp_rank(x);
+    int64_t ax;
+    if (!norm_axis(imp, axis, r, "axis", &ax)) return NULL;
+    TensorType *tp = imp_tt(p), *tx = imp_tt(x);
+    if (tp->ndim != r) {
+        imp_error(imp, "with block_size %s must have x's rank %u, got %u", what, r, tp->ndim);
+        return NULL;
+    }
+    int64_t d = tx->shape[ax];
+    if (d < 0) {
+        imp_error(imp, "blocked quantization needs x's axis %lld static", (long long)ax);
+        return NULL;
+    }
+    if (block > SUP_DIM_MAX) {
+        imp_error(imp, "block_size %lld is out of range (at most 2^62)", (long long)block);
+        return NULL;
+    }
+    if (tp->shape[ax] >= 0 && tp->shape[ax] != (d + block - 1) / block) {
+        imp_error(imp,
+                  "%s has %lld blocks along axis %lld; x's %lld elements in blocks of %lld "
+                  "need %lld",
+                  what, (long long)tp->shape[ax], (long long)ax, (long long)d, (long long)block,
+                  (long long)((d + block - 1) / block));
+        return NULL;
+    }
+    ImpAttrs ra = {0}, sl = {0};
+    ia_int(imp, &ra, "repeats", block);
+    ia_int(imp, &ra, "axis", ax);
+    int64_t b0 = 0;
+    ia_ints(imp, &sl, "begin", 1, &b0);
+    ia_ints(imp, &sl, "end", 1, &d);
+    ia_ints(imp, &sl, "axes", 1, &ax);
+    return op1(imp, "strided_slice", op1(imp, "repeat", p, &ra), &sl);
+}
+
 static bool conv_quantize(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "x"), *s = imp_in_req(imp, 1, "y_scale");
     Expr *zp = given(imp_in(imp, 2));
     if (!x || !s) return false;
-    rly_dtype out = zp ? imp_dtype(zp) : RLY_DTYPE_U8, xd = imp_dtype(x);
+    int64_t block = imp_opset(imp) >= 21 ? imp_attr_int(imp, "block_size", 0) : 0;
+    if (block < 0) return imp_error(imp, "block_size must be >= 0, got %lld", (long long)block);
+    /* opset 21: output_dtype names the result type when there is no zero point */
+    int64_t odt = imp_opset(imp) >= 21 ? imp_attr_int(imp, "output_dtype", 0) : 0;
+    int out_dt = zp ? (int)imp_dtype(zp) : odt ? imp_onnx_dtype(imp, (int32_t)odt) : RLY_DTYPE_U8;
+    if (out_dt < 0) return false;
+    if (block > 0) {
+        rly_dtype out = (rly_dtype)out_dt, xd = imp_dtype(x);
+        double lo = 0, hi = 0;
+        if (!quant_range(imp, out, &lo, &hi)) return false;
+        int64_t axis = imp_attr_int(imp, "axis", 1);
+        rly_dtype cd = xd == RLY_DTYPE_F64 ? RLY_DTYPE_F64 : RLY_DTYPE_F32;
+        Expr *sb = blocked_param(imp, s, x, axis, block, "y_scale");
+        Expr *zb = zp ? blocked_param(imp, zp, x, axis, block, "y_zero_point") : NULL;
+        if (!sb || (zp && !zb)) return false;
+        Expr *q = op1(imp, "round", dvd(imp, imp_cast(imp, x, cd), imp_cast(imp, sb, cd)), NULL);
+        if (zb) q = add(imp, q, imp_cast(imp, zb, cd));
+        return out1(imp, imp_cast(imp, clip(imp, q, lo, hi), out));
+    }
+    rly_dtype out = (rly_dtype)out_dt, xd = imp_dtype(x);
     double lo = 0, hi = 0;
     if (!quant_range(imp, out, &lo, &hi)) return false;
     uint32_t r = imp_rank(x);
@@ -937,6 +1600,18 @@ static bool conv_dequantize(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "x"), *s = imp_in_req(imp, 1, "x_scale");
     Expr *zp = given(imp_in(imp, 2));
     if (!x || !s) return false;
+    int64_t block = imp_opset(imp) >= 21 ? imp_attr_int(imp, "block_size", 0) : 0;
+    if (block < 0) return imp_error(imp, "block_size must be >= 0, got %lld", (long long)block);
+    if (block > 0) { /* (x - zero_point) * scale in float32, then the scale's dtype */
+        int64_t axis = imp_attr_int(imp, "axis", 1);
+        Expr *sb = blocked_param(imp, s, x, axis, block, "x_scale");
+        Expr *zb = zp ? blocked_param(imp, zp, x, axis, block, "x_zero_point") : NULL;
+        if (!sb || (zp && !zb)) return false;
+        Expr *v = imp_cast(imp, x, RLY_DTYPE_I32);
+        if (zb) v = sub(imp, v, imp_cast(imp, zb, RLY_DTYPE_I32));
+        v = mul(imp, imp_cast(imp, v, RLY_DTYPE_F32), imp_cast(imp, sb, RLY_DTYPE_F32));
+        return out1(imp, imp_cast(imp, v, imp_dtype(s)));
+    }
     if (imp_rank(s) > 1 || (zp && imp_rank(zp) > 1))
         return imp_error(imp, "x_scale and x_zero_point must be scalars or 1-D tensors");
     if (imp_dtype(s) != RLY_DTYPE_F32)
@@ -1318,6 +1993,175 @@ static bool conv_dft(Imp *imp) {
     return out1(imp, dft(imp, x, axis, n, inverse, onesided));
 }
 
+/* AffineGrid with the size known only at run time: the same product, the coordinates built
+ * from arange over the extents (broadcast to the grid), the result reshaped by dyn.reshape. */
+static bool affine_grid_dyn(Imp *imp, Expr *theta, Expr *size) {
+    TensorType *ts = imp_tt(size), *tt = imp_tt(theta);
+    if (ts->ndim != 1 || (ts->shape[0] != 4 && ts->shape[0] != 5) || !sup_dtype_is_int(ts->dtype))
+        return imp_error(imp, "size must be a 1-D integer tensor of 4 or 5 values");
+    if (!sup_dtype_is_float(tt->dtype) || tt->ndim != 3)
+        return imp_error(imp, "theta must be a 3-D float tensor");
+    uint32_t k = (uint32_t)ts->shape[0] - 2;
+    bool align = imp_attr_int(imp, "align_corners", 0) != 0;
+    Expr *sz = imp_cast(imp, size, RLY_DTYPE_I64), *v[3], *one = f64(imp, 1.0);
+    Expr *zero_grid = NULL;
+    int64_t shp[4];
+    for (uint32_t j = 0; j < k; j++) { /* spatial axis j: D/H/.., W last */
+        Expr *m = take(imp, sz, imp_scalar_i(imp, RLY_DTYPE_I64, 2 + j), 0);
+        Expr *mf = imp_cast(imp, m, RLY_DTYPE_F64);
+        Expr *ar[3] = {f64(imp, 0.0), mf, one};
+        Expr *i = mf ? imp_call(imp, "arange", 3, ar, NULL) : NULL;
+        Expr *c = align ? add(imp, f64(imp, -1.0),
+                              dvd(imp, mul(imp, f64(imp, 2.0), i),
+                                  op2(imp, "maximum", sub(imp, mf, one), one)))
+                        : add(imp, f64(imp, -1.0),
+                              dvd(imp, add(imp, mul(imp, f64(imp, 2.0), i), one), mf));
+        for (uint32_t q = 0; q <= k; q++)
+            shp[q] = q == j ? -1 : 1;
+        v[j] = reshape(imp, c, k + 1, shp);
+        Expr *z = op1(imp, "zeros_like", v[j], NULL);
+        zero_grid = zero_grid ? add(imp, zero_grid, z) : z;
+    }
+    Expr *parts[4];
+    for (uint32_t j = 0; j < k; j++) /* x (the last spatial axis) first */
+        parts[j] = add(imp, v[k - 1 - j], zero_grid);
+    parts[k] = op1(imp, "ones_like", zero_grid, NULL);
+    for (uint32_t q = 0; q <= k; q++)
+        if (parts[q] == NULL) return false;
+    int64_t bshape[3] = {1, -1, k + 1};
+    Expr *base = reshape(imp, concat(imp, k + 1, parts, (int64_t)k), 3, bshape);
+    ImpAttrs bt = {0};
+    ia_bool(imp, &bt, "transpose_b", true);
+    Expr *th = imp_cast(imp, theta, RLY_DTYPE_F64);
+    Expr *g = base && th ? imp_call2(imp, "nn.batch_matmul", base, th, &bt) : NULL;
+    /* (N, spatial..., k): N from theta, the extents from size */
+    Expr *pieces[6];
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "dtype", "int64");
+    static const int64_t first[1] = {0};
+    pieces[0] = take(imp, op1(imp, "shape_of", theta, &a), imp_const_i64s(imp, 1, first), 0);
+    int64_t lo = 2, hi = 2 + k, kk = k;
+    ImpAttrs sl = {0};
+    ia_ints(imp, &sl, "begin", 1, &lo);
+    ia_ints(imp, &sl, "end", 1, &hi);
+    pieces[1] = op1(imp, "strided_slice", sz, &sl);
+    pieces[2] = imp_const_i64s(imp, 1, &kk);
+    Expr *oshape = pieces[0] && pieces[1] ? concat(imp, 3, pieces, 0) : NULL;
+    g = g && oshape ? imp_call2(imp, "dyn.reshape", g, oshape, NULL) : NULL;
+    return out1(imp, imp_cast(imp, g, tt->dtype));
+}
+
+/* AffineGrid-20: theta (N, 2, 3) or (N, 3, 4) and size (N, C, H, W) or (N, C, D, H, W) give
+ * the sampling grid (N, H, W, 2) or (N, D, H, W, 3): theta times the homogeneous coordinates
+ * (x, y[, z], 1) of the output pixels, normalized to [-1, 1] (pixel centres, or the corners with
+ * align_corners). The coordinates are a constant built here (size must be known at import),
+ * the product nn.batch_matmul in float64, as the reference computes. */
+static bool conv_affine_grid(Imp *imp) {
+    Expr *theta = imp_tin(imp, 0, "theta"), *size = imp_tin(imp, 1, "size");
+    if (!theta || !size) return false;
+    const int64_t *sz;
+    uint32_t n;
+    if (!imp_const_ints(imp, size, &sz, &n)) return affine_grid_dyn(imp, theta, size);
+    if (n != 4 && n != 5) return imp_error(imp, "size must have 4 or 5 values, got %u", n);
+    uint32_t k = n - 2; /* spatial axes */
+    TensorType *tt = imp_tt(theta);
+    if (!sup_dtype_is_float(tt->dtype)) return imp_error(imp, "theta must be a float tensor");
+    if (tt->ndim != 3 || (tt->shape[1] >= 0 && tt->shape[1] != k) ||
+        (tt->shape[2] >= 0 && tt->shape[2] != k + 1))
+        return imp_error(imp, "theta must be (N, %u, %u) for a %u-D size", k, k + 1, n);
+    int64_t count = 1;
+    for (uint32_t i = 2; i < n; i++) {
+        if (sz[i] < 1 || sz[i] > ((int64_t)1 << 24))
+            return imp_error(imp, "size[%u] is %lld", i, (long long)sz[i]);
+        count *= sz[i];
+        if (count > ((int64_t)1 << 24)) return imp_error(imp, "the grid has more than 2^24 points");
+    }
+    bool align = imp_attr_int(imp, "align_corners", 0) != 0;
+    double *base = imp_alloc(imp, (size_t)(count * (k + 1)) * sizeof(double));
+    for (int64_t p = 0; p < count; p++) {
+        int64_t rest = p;
+        double *row = base + p * (k + 1);
+        /* spatial index j (0 = D or H, ..., last = W) gives component k - 1 - j: x first */
+        for (int32_t j = (int32_t)k - 1; j >= 0; j--) {
+            int64_t m = sz[2 + j], i = rest % m;
+            rest /= m;
+            double c = align ? (m == 1 ? -1.0 : -1.0 + 2.0 * (double)i / (double)(m - 1))
+                             : -1.0 + (2.0 * (double)i + 1.0) / (double)m;
+            row[k - 1 - j] = c;
+        }
+        row[k] = 1.0;
+    }
+    int64_t bshape[3] = {1, count, k + 1};
+    Expr *b = imp_const_tensor(imp, RLY_DTYPE_F64, 3, bshape, base);
+    ImpAttrs bt = {0};
+    ia_bool(imp, &bt, "transpose_b", true);
+    Expr *th = imp_cast(imp, theta, RLY_DTYPE_F64);
+    Expr *g = b && th ? imp_call2(imp, "nn.batch_matmul", b, th, &bt) : NULL;
+    int64_t oshape[5] = {sz[0], 0, 0, 0, 0};
+    for (uint32_t j = 0; j < k; j++)
+        oshape[1 + j] = sz[2 + j];
+    oshape[1 + k] = k;
+    if (tt->shape[0] < 0) oshape[0] = -1;
+    g = reshape(imp, g, k + 2, oshape);
+    return out1(imp, imp_cast(imp, g, tt->dtype));
+}
+
+/* DFT-20: the axis is input 2 (a constant scalar, default -2, counted on the input's rank
+ * including the trailing real/imaginary axis). */
+static bool conv_dft20(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "input");
+    if (!x) return false;
+    uint32_t r = imp_rank(x);
+    int64_t axis = -2;
+    Expr *ax = given(imp_in(imp, 2));
+    bool inverse = imp_attr_int(imp, "inverse", 0) != 0;
+    bool onesided = imp_attr_int(imp, "onesided", 0) != 0;
+    if (inverse && onesided) return imp_error(imp, "an inverse one-sided DFT is not supported");
+    Expr *len = given(imp_in(imp, 1));
+    const int64_t *v;
+    uint32_t n_v;
+    if (ax && !imp_const_ints(imp, ax, &v, &n_v)) {
+        /* an axis known at run time: the transform along each possible axis, chosen by an
+         * if-chain (the types joined); any other value is a run-time error at the node */
+        if (r < 2 || r > 16) return imp_error(imp, "input must have rank 2 to 16, got %u", r);
+        Expr *a = int_scalar(imp, ax, "axis");
+        a = where(imp, op2(imp, "less", a, imp_scalar_i(imp, RLY_DTYPE_I64, 0)),
+                  add(imp, a, imp_scalar_i(imp, RLY_DTYPE_I64, r)), a);
+        if (a == NULL) return false;
+        Expr **br = imp_alloc(imp, sizeof(Expr *) * r);
+        for (uint32_t k = 0; k + 1 < r; k++) {
+            Expr *n = len ? int_scalar(imp, len, "dft_length") : dim_of(imp, x, k);
+            if ((br[k] = dft(imp, x, k, n, inverse, onesided)) == NULL) return false;
+        }
+        TensorType *tt = AS_TENSOR_TYPE(imp_any_dims(imp, imp_type(br[0])));
+        int64_t *dims = imp_alloc(imp, sizeof *dims * (tt->ndim + 1));
+        for (uint32_t i = 0; i < tt->ndim; i++)
+            dims[i] = -1;
+        StrBuf msg = {0};
+        const char *name = imp_node(imp)->name;
+        sb_printf(&msg, "DFT%s%s%s: axis out of range [%d, %d] for an input of rank %u",
+                  name[0] ? " '" : "", name, name[0] ? "'" : "", -(int)r, (int)r - 2, r);
+        ImpAttrs ta = {0};
+        ia_ints(imp, &ta, "shape", tt->ndim, dims);
+        ia_str(imp, &ta, "dtype", sup_dtype_name(tt->dtype));
+        ia_str(imp, &ta, "message", sb_cstr(&msg));
+        Expr *y = imp_call(imp, "trap", 0, NULL, &ta);
+        sb_free(&msg);
+        for (int64_t k = (int64_t)r - 2; k >= 0 && y; k--)
+            y = imp_if(imp, op2(imp, "equal", a, imp_scalar_i(imp, RLY_DTYPE_I64, k)), br[k], y);
+        return out1(imp, y);
+    }
+    if (ax) {
+        if (n_v != 1) return imp_error(imp, "the 'axis' input must be a scalar");
+        axis = v[0];
+    }
+    if (axis == (int64_t)r - 1 || axis == -1)
+        return imp_error(imp, "axis %lld is the real/imaginary axis", (long long)axis);
+    if (!norm_axis(imp, axis, r, "axis", &axis)) return false;
+    Expr *n = len ? int_scalar(imp, len, "dft_length") : dim_of(imp, x, (uint32_t)axis);
+    return out1(imp, dft(imp, x, axis, n, inverse, onesided));
+}
+
 /* STFT-17: signal (batch, length, 1 or 2), frame_step, window and/or frame_length: frames
  * gathered with take (indices f * step + j), weighted by the window, transformed along the
  * frame axis. Output (batch, frames, bins, 2). */
@@ -1399,9 +2243,12 @@ const ImpConv imp_conv_misc[] = {
     {"Resize", "", 10, conv_resize10},
     {"Resize", "", 11, conv_resize},
     {"Resize", "", 13, conv_resize},
+    {"Resize", "", 18, conv_resize18}, /* antialias, axes, keep_aspect_ratio_policy */
+    {"Resize", "", 19, conv_resize18}, /* half_pixel_symmetric */
     {"Upsample", "", 7, conv_upsample7},
     {"Upsample", "", 9, conv_upsample9},
     {"GridSample", "", 16, conv_grid_sample},
+    {"GridSample", "", 20, conv_grid_sample}, /* modes linear/cubic; 4-D only here */
     {"RoiAlign", "", 10, conv_roi_align},
     {"RoiAlign", "", 16, conv_roi_align},
     {"NonMaxSuppression", "", 10, conv_nms},
@@ -1410,12 +2257,18 @@ const ImpConv imp_conv_misc[] = {
     {"QuantizeLinear", "", 13, conv_quantize},
     {"DequantizeLinear", "", 10, conv_dequantize},
     {"DequantizeLinear", "", 13, conv_dequantize},
+    {"QuantizeLinear", "", 19, conv_quantize}, /* saturate (float8 only) */
+    {"QuantizeLinear", "", 21, conv_quantize}, /* block_size, output_dtype */
+    {"DequantizeLinear", "", 19, conv_dequantize},
+    {"DequantizeLinear", "", 21, conv_dequantize}, /* block_size */
     {"DynamicQuantizeLinear", "", 11, conv_dynamic_quantize},
     {"QLinearConv", "", 10, conv_qlinear_conv},
     {"QLinearMatMul", "", 10, conv_qlinear_matmul},
     {"ConvInteger", "", 10, conv_conv_integer},
     {"MatMulInteger", "", 10, conv_matmul_integer},
     {"DFT", "", 17, conv_dft},
+    {"DFT", "", 20, conv_dft20}, /* axis an input */
+    {"AffineGrid", "", 20, conv_affine_grid},
     {"STFT", "", 17, conv_stft},
     {"MelWeightMatrix", "", 17, conv_mel},
     {NULL, NULL, 0, NULL},

@@ -354,6 +354,273 @@ static bool conv_transpose_convert(Imp *imp) {
     return y != NULL;
 }
 
+/* Col2Im-18: input (N, C * prod(block), L) holds, per column l, one block of the image
+ * (N, C, image...) it sums into: the inverse of im2col. That is a grouped transposed
+ * convolution (C groups) of the columns laid out as (N, C * prod(block), out...) with a
+ * one-hot kernel (in-channel c * K + j writes kernel position j of group c), with the strides,
+ * dilations and pads of the node; output_padding (or zeros, where Relay takes none) gives the
+ * last rows a window does not reach. image_shape and block_shape must be known at import. */
+static bool col2im_convert(Imp *imp) {
+    Expr *x = imp_tin(imp, 0, "input"), *img = imp_tin(imp, 1, "image_shape"),
+         *blk = imp_tin(imp, 2, "block_shape");
+    if (!x || !img || !blk) return false;
+    const int64_t *iv, *bv;
+    uint32_t ni, nb;
+    if (!imp_const_ints(imp, img, &iv, &ni) || !imp_const_ints(imp, blk, &bv, &nb))
+        return imp_error(imp, "image_shape and block_shape must be known at import");
+    if (ni != nb || ni < 1 || ni > NSP_MAX)
+        return imp_error(imp,
+                         "image_shape and block_shape must have 1 to %d values each, got "
+                         "%u and %u",
+                         NSP_MAX, ni, nb);
+    TensorType *tx = imp_tt(x);
+    if (tx->ndim != 3) return imp_error(imp, "input must be 3-D (N, C * prod(block), L)");
+    Window win = {.nsp = ni};
+    if (!attr_n_ints(imp, "strides", ni, 1, win.s) ||
+        !attr_n_ints(imp, "dilations", ni, 1, win.d) ||
+        !attr_n_ints(imp, "pads", 2 * ni, 0, win.pads))
+        return false;
+    int64_t kprod = 1, lprod = 1, out[NSP_MAX], opad[NSP_MAX], extra0[NSP_MAX] = {0},
+            extra[NSP_MAX] = {0};
+    bool need_pad = false;
+    for (uint32_t i = 0; i < ni; i++) {
+        if (bv[i] < 1 || bv[i] > WINDOW_MAX || iv[i] < 1 || iv[i] > WINDOW_MAX || win.s[i] < 1 ||
+            win.s[i] > WINDOW_MAX || win.d[i] < 1 || win.d[i] > WINDOW_MAX || win.pads[i] < 0 ||
+            win.pads[ni + i] < 0 || win.pads[i] > WINDOW_MAX || win.pads[ni + i] > WINDOW_MAX)
+            return imp_error(imp,
+                             "axis %u: image, block, strides, dilations must be in 1..2^31 "
+                             "and pads in 0..2^31",
+                             i);
+        win.k[i] = bv[i], win.in[i] = iv[i];
+        int64_t ext = win.d[i] * (bv[i] - 1) + 1,
+                span = iv[i] + win.pads[i] + win.pads[ni + i] - ext;
+        if (span < 0)
+            return imp_error(imp, "axis %u: the block (extent %lld) does not fit the padded image",
+                             i, (long long)ext);
+        out[i] = span / win.s[i] + 1;
+        if (!sup_dim_mul(kprod, bv[i], &kprod) || !sup_dim_mul(lprod, out[i], &lprod))
+            return imp_error(imp, "the block or column count is out of range (at most 2^62)");
+        /* what the transposed convolution gives without output_padding, and what is missing */
+        int64_t got = (out[i] - 1) * win.s[i] + ext - win.pads[i] - win.pads[ni + i];
+        opad[i] = iv[i] - got;
+        if (opad[i] >= win.s[i] && opad[i] >= win.d[i])
+            extra[i] = opad[i], opad[i] = 0, need_pad = true;
+    }
+    if (tx->shape[1] >= 0 && tx->shape[1] % kprod != 0)
+        return imp_error(imp, "input has %lld channels, not a multiple of prod(block_shape) = %lld",
+                         (long long)tx->shape[1], (long long)kprod);
+    if (tx->shape[1] < 0) return imp_error(imp, "input's dim 1 must be static");
+    if (tx->shape[2] >= 0 && tx->shape[2] != lprod)
+        return imp_error(imp, "input has %lld columns but the image and block give %lld",
+                         (long long)tx->shape[2], (long long)lprod);
+    int64_t c = tx->shape[1] / kprod, ck = tx->shape[1];
+    int64_t shape[2 + NSP_MAX] = {tx->shape[0], ck};
+    for (uint32_t i = 0; i < ni; i++)
+        shape[2 + i] = out[i];
+    ImpAttrs ra = {0};
+    ia_ints(imp, &ra, "newshape", 2 + ni, shape);
+    Expr *cols = imp_call1(imp, "reshape", x, &ra);
+    /* the one-hot kernel (C * K, 1, block...) */
+    int64_t wshape[2 + NSP_MAX] = {ck, 1};
+    for (uint32_t i = 0; i < ni; i++)
+        wshape[2 + i] = bv[i];
+    if (ck > ((int64_t)1 << 12) || kprod > ((int64_t)1 << 12))
+        return imp_error(imp, "the kernel is too large for this form (C * prod(block) = %lld)",
+                         (long long)ck);
+    double *w = imp_alloc(imp, (size_t)(ck * kprod) * sizeof(double));
+    memset(w, 0, (size_t)(ck * kprod) * sizeof(double));
+    for (int64_t row = 0; row < ck; row++)
+        w[row * kprod + row % kprod] = 1.0;
+    Expr *wt = imp_cast(imp, imp_const_tensor(imp, RLY_DTYPE_F64, 2 + ni, wshape, w), tx->dtype);
+    ImpAttrs a = {0};
+    window_attrs(imp, &a, &win);
+    ia_ints(imp, &a, "output_padding", ni, opad);
+    ia_int(imp, &a, "groups", c);
+    ia_int(imp, &a, "channels", c);
+    ia_ints(imp, &a, "kernel_size", ni, bv);
+    Expr *y = cols && wt ? imp_call2(imp, convt_ops[ni], cols, wt, &a) : NULL;
+    if (need_pad) y = pad_spatial(imp, y, ni, extra0, extra);
+    return imp_set_out(imp, 0, y);
+}
+
+/* DeformConv-19/22 (2-D): a convolution whose kernel taps move by per-position offsets (and
+ * are scaled by an optional mask). Composed: the sampling positions (the static tap grid plus
+ * the offsets, per offset group) are read bilinearly from X, as the reference does with
+ * GridSample (pixel coordinates, zeros outside): four corners each, indices into X's H * W
+ * taken with gather and weights zeroed where a corner falls outside; the samples times the mask
+ * form the columns (N, C * K, oH * oW) of an im2col, and a grouped nn.batch_matmul with W and
+ * the bias give Y. Static shapes. */
+static bool deform_conv_convert(Imp *imp) {
+    Expr *x = imp_tin(imp, 0, "X"), *w = imp_tin(imp, 1, "W"), *off = imp_tin(imp, 2, "offset");
+    Expr *b = imp_in(imp, 3), *mask = imp_in(imp, 4);
+    if (!x || !w || !off) return false;
+    TensorType *tx = imp_tt(x), *tw = imp_tt(w), *to = imp_tt(off);
+    if (tx->ndim != 4 || tw->ndim != 4 || to->ndim != 4)
+        return imp_error(imp,
+                         "only 2-D deformable convolution is supported (X, W and offset "
+                         "4-D), got ranks %u, %u and %u",
+                         tx->ndim, tw->ndim, to->ndim);
+    for (uint32_t i = 0; i < 4; i++)
+        if (tx->shape[i] < 0 || tw->shape[i] < 0 || to->shape[i] < 0)
+            return imp_error(imp, "X, W and offset must have static shapes");
+    if (!sup_dtype_is_float(tx->dtype)) return imp_error(imp, "X must be a float tensor");
+    int64_t n = tx->shape[0], c = tx->shape[1], ih = tx->shape[2], iw = tx->shape[3];
+    int64_t oc = tw->shape[0], kh = tw->shape[2], kw = tw->shape[3];
+    int64_t oh = to->shape[2], ow = to->shape[3];
+    int64_t grp = imp_attr_int(imp, "group", 1), og = imp_attr_int(imp, "offset_group", 1);
+    int64_t st[2], dl[2], pd[4], ks[2];
+    if (!attr_n_ints(imp, "strides", 2, 1, st) || !attr_n_ints(imp, "dilations", 2, 1, dl) ||
+        !attr_n_ints(imp, "pads", 4, 0, pd) || !attr_n_ints(imp, "kernel_shape", 2, 0, ks))
+        return false;
+    if ((ks[0] && ks[0] != kh) || (ks[1] && ks[1] != kw))
+        return imp_error(imp, "kernel_shape differs from W's spatial dims");
+    int64_t k = kh * kw, cols = k * oh * ow;
+    if (grp < 1 || og < 1 || c % grp || oc % grp || c % og || tw->shape[1] * grp != c)
+        return imp_error(imp,
+                         "group %lld and offset_group %lld do not divide the channels "
+                         "(X has %lld, W %lld x %lld)",
+                         (long long)grp, (long long)og, (long long)c, (long long)oc,
+                         (long long)tw->shape[1]);
+    if (to->shape[0] != n || to->shape[1] != og * 2 * k)
+        return imp_error(imp, "offset must be (N, offset_group * 2 * kH * kW, oH, oW)");
+    if (k * oh * ow > ((int64_t)1 << 24) || ih * iw > ((int64_t)1 << 30) ||
+        n * c > ((int64_t)1 << 20))
+        return imp_error(imp, "the sampling grid is too large for this form");
+    for (int q = 0; q < 2; q++)
+        if (st[q] < 1 || dl[q] < 1 || pd[q] < 0 || pd[q + 2] < 0 || st[q] > WINDOW_MAX ||
+            dl[q] > WINDOW_MAX || pd[q] > WINDOW_MAX || pd[q + 2] > WINDOW_MAX)
+            return imp_error(imp, "strides and dilations must be in 1..2^31, pads in 0..2^31");
+    for (int q = 0; q < 2; q++) {
+        int64_t in = q ? iw : ih, kk = q ? kw : kh, o = q ? ow : oh;
+        int64_t span = in + pd[q] + pd[q + 2] - ((kk - 1) * dl[q] + 1);
+        if (span < 0 || span / st[q] + 1 != o)
+            return imp_error(imp,
+                             "offset's spatial dims (%lld, %lld) are not the convolution's "
+                             "output size",
+                             (long long)oh, (long long)ow);
+    }
+    if (mask) {
+        TensorType *tm = imp_tt(mask);
+        if (!tm || tm->ndim != 4 || tm->shape[0] != n || tm->shape[1] != og * k ||
+            tm->shape[2] != oh || tm->shape[3] != ow)
+            return imp_error(imp, "mask must be (N, offset_group * kH * kW, oH, oW)");
+    }
+    rly_dtype dt = tx->dtype;
+    /* the tap grid (2, K, oH, oW): row and column of each tap before the offsets */
+    double *base = imp_alloc(imp, sizeof(double) * 2 * (size_t)cols);
+    for (int64_t i = 0; i < kh; i++)
+        for (int64_t j = 0; j < kw; j++)
+            for (int64_t y = 0; y < oh; y++)
+                for (int64_t z = 0; z < ow; z++) {
+                    size_t at = (size_t)(((i * kw + j) * oh + y) * ow + z);
+                    base[at] = (double)(y * st[0] - pd[0] + i * dl[0]);
+                    base[cols + at] = (double)(z * st[1] - pd[1] + j * dl[1]);
+                }
+    int64_t bshape[6] = {1, 1, 2, k, oh, ow}, oshape[6] = {n, og, k, 2, oh, ow};
+    int64_t perm[6] = {0, 1, 3, 2, 4, 5};
+    ImpAttrs ra = {0}, tr = {0};
+    ia_ints(imp, &ra, "newshape", 6, oshape);
+    ia_ints(imp, &tr, "axes", 6, perm);
+    Expr *o64 = imp_cast(imp, off, RLY_DTYPE_F64);
+    Expr *o6 = o64 ? imp_call1(imp, "reshape", o64, &ra) : NULL;
+    Expr *pos = o6 ? imp_call1(imp, "transpose", o6, &tr) : NULL; /* (N, G, 2, K, oH, oW) */
+    pos = pos ? imp_call2(imp, "add", pos, imp_const_tensor(imp, RLY_DTYPE_F64, 6, bshape, base),
+                          NULL)
+              : NULL;
+    Expr *ph = NULL, *pw = NULL;
+    for (int q = 0; q < 2 && pos; q++) { /* (N, G, K, oH, oW) each */
+        ImpAttrs sq = {0};
+        ia_int(imp, &sq, "axis", 2);
+        Expr *e = imp_call2(imp, "take", pos, imp_scalar_i(imp, RLY_DTYPE_I64, q), &sq);
+        if (q == 0)
+            ph = e;
+        else
+            pw = e;
+    }
+    if (!ph || !pw) return false;
+    Expr *h0 = imp_call1(imp, "floor", ph, NULL), *w0 = imp_call1(imp, "floor", pw, NULL);
+    Expr *lh = imp_call2(imp, "subtract", ph, h0, NULL),
+         *lw = imp_call2(imp, "subtract", pw, w0, NULL);
+    Expr *one = imp_scalar(imp, RLY_DTYPE_F64, 1.0), *zero = imp_scalar(imp, RLY_DTYPE_F64, 0.0);
+    int64_t gshape[4] = {n, og, c / og, ih * iw}, ishape[4] = {n, og, 1, cols},
+            fshape[4] = {n, og, c / og, cols};
+    ImpAttrs xr = {0}, ir = {0}, bt = {0}, ga = {0};
+    ia_ints(imp, &xr, "newshape", 4, gshape);
+    ia_ints(imp, &ir, "newshape", 4, ishape);
+    ia_ints(imp, &bt, "shape", 4, fshape);
+    ia_int(imp, &ga, "axis", 3);
+    Expr *xg = imp_call1(imp, "reshape", imp_cast(imp, x, RLY_DTYPE_F64), &xr);
+    Expr *acc = NULL;
+    for (int corner = 0; corner < 4; corner++) {
+        int dy = corner >> 1, dx = corner & 1;
+        Expr *hc = dy ? imp_call2(imp, "add", h0, one, NULL) : h0;
+        Expr *wc = dx ? imp_call2(imp, "add", w0, one, NULL) : w0;
+        Expr *wy = dy ? lh : imp_call2(imp, "subtract", one, lh, NULL);
+        Expr *wx = dx ? lw : imp_call2(imp, "subtract", one, lw, NULL);
+        Expr *hmax = imp_scalar(imp, RLY_DTYPE_F64, (double)(ih - 1));
+        Expr *wmax = imp_scalar(imp, RLY_DTYPE_F64, (double)(iw - 1));
+        Expr *ok =
+            imp_call2(imp, "logical_and",
+                      imp_call2(imp, "logical_and", imp_call2(imp, "greater_equal", hc, zero, NULL),
+                                imp_call2(imp, "less_equal", hc, hmax, NULL), NULL),
+                      imp_call2(imp, "logical_and", imp_call2(imp, "greater_equal", wc, zero, NULL),
+                                imp_call2(imp, "less_equal", wc, wmax, NULL), NULL),
+                      NULL);
+        Expr *wt = imp_call2(imp, "multiply", imp_call2(imp, "multiply", wy, wx, NULL),
+                             imp_cast(imp, ok, RLY_DTYPE_F64), NULL);
+        Expr *hcl =
+            imp_call2(imp, "maximum", imp_call2(imp, "minimum", hc, hmax, NULL), zero, NULL);
+        Expr *wcl =
+            imp_call2(imp, "maximum", imp_call2(imp, "minimum", wc, wmax, NULL), zero, NULL);
+        Expr *flat = imp_call2(
+            imp, "add",
+            imp_call2(imp, "multiply", hcl, imp_scalar(imp, RLY_DTYPE_F64, (double)iw), NULL), wcl,
+            NULL);
+        Expr *idx = imp_cast(imp, flat, RLY_DTYPE_I64);
+        idx = idx ? imp_call1(imp, "reshape", idx, &ir) : NULL;
+        idx = idx ? imp_call1(imp, "broadcast_to", idx, &bt) : NULL;
+        Expr *v = xg && idx ? imp_call2(imp, "gather", xg, idx, &ga) : NULL; /* (N, G, C/G, cols) */
+        Expr *wr = wt ? imp_call1(imp, "reshape", wt, &ir) : NULL;
+        Expr *term = v && wr ? imp_call2(imp, "multiply", v, wr, NULL) : NULL;
+        if (term == NULL) return false;
+        acc = acc ? imp_call2(imp, "add", acc, term, NULL) : term;
+    }
+    if (mask) {
+        Expr *m = imp_call1(imp, "reshape", imp_cast(imp, mask, RLY_DTYPE_F64), &ir);
+        acc = m ? imp_call2(imp, "multiply", acc, m, NULL) : NULL;
+    }
+    /* columns (group, C/group * K, N * oH * oW), rows of W (group, oC/group, C/group * K) */
+    int64_t cshape[4] = {n, grp, c / grp * k, oh * ow};
+    ImpAttrs c1 = {0}, c2 = {0}, c3 = {0}, w1 = {0};
+    ia_ints(imp, &c1, "newshape", 4, cshape);
+    int64_t p4[4] = {1, 2, 0, 3};
+    ia_ints(imp, &c2, "axes", 4, p4);
+    int64_t c3shape[3] = {grp, c / grp * k, n * oh * ow};
+    ia_ints(imp, &c3, "newshape", 3, c3shape);
+    int64_t wshape[3] = {grp, oc / grp, c / grp * k};
+    ia_ints(imp, &w1, "newshape", 3, wshape);
+    Expr *cl = acc ? imp_call1(imp, "reshape", acc, &c1) : NULL;
+    cl = cl ? imp_call1(imp, "transpose", cl, &c2) : NULL;
+    cl = cl ? imp_call1(imp, "reshape", cl, &c3) : NULL;
+    Expr *wm = imp_call1(imp, "reshape", imp_cast(imp, w, RLY_DTYPE_F64), &w1);
+    Expr *y =
+        cl && wm ? imp_call2(imp, "nn.batch_matmul", wm, cl, NULL) : NULL; /* (grp, oC/g, N*L) */
+    int64_t y4[4] = {oc, n, oh, ow}, yp[4] = {1, 0, 2, 3};
+    ImpAttrs y1 = {0}, y2 = {0};
+    ia_ints(imp, &y1, "newshape", 4, y4);
+    ia_ints(imp, &y2, "axes", 4, yp);
+    y = y ? imp_call1(imp, "reshape", y, &y1) : NULL;
+    y = y ? imp_call1(imp, "transpose", y, &y2) : NULL;
+    if (b && y) {
+        int64_t bs[3] = {-1, 1, 1};
+        ImpAttrs br = {0};
+        ia_ints(imp, &br, "newshape", 3, bs);
+        y = imp_call2(imp, "add", y,
+                      imp_call1(imp, "reshape", imp_cast(imp, b, RLY_DTYPE_F64), &br), NULL);
+    }
+    return imp_set_out(imp, 0, imp_cast(imp, y, dt));
+}
+
 /* ---- pools ----------------------------------------------------------------------------------- */
 
 /* Output size along spatial axis i (floor or ceil); -1 when the input dim is not static. */
@@ -858,6 +1125,51 @@ static bool instance_norm_convert(Imp *imp) {
     return y != NULL;
 }
 
+/* GroupNormalization-18/21: normalize X (N, C, ...) over each of num_groups groups of C /
+ * num_groups channels and the spatial axes, then scale and shift per channel (opset 21; in
+ * opset 18 scale and bias hold one value per group, repeated over its channels here). The
+ * statistics are computed in float32 when stash_type is 1 (the default) as the reference does.
+ * nn.group_norm. */
+static bool group_norm_convert(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "X"), *scale = imp_in_req(imp, 1, "scale"),
+         *b = imp_in_req(imp, 2, "bias");
+    if (!x || !scale || !b) return false;
+    int64_t g = imp_attr_int(imp, "num_groups", 0);
+    TensorType *xt = imp_tt(x);
+    if (g < 1) return imp_error(imp, "num_groups must be positive, got %lld", (long long)g);
+    if (xt->ndim < 2) return imp_error(imp, "X must have rank >= 2, got %u", xt->ndim);
+    int64_t c = xt->shape[1];
+    if (imp_rank(scale) != 1 || imp_rank(b) != 1)
+        return imp_error(imp, "scale and bias must be 1-D");
+    if (imp_opset(imp) < 21) { /* one value per group: repeat each C / G times */
+        if (c < 0) return imp_error(imp, "GroupNormalization-18 needs X's channel count");
+        if (c % g != 0)
+            return imp_error(imp, "%lld channels cannot be split into %lld groups", (long long)c,
+                             (long long)g);
+        ImpAttrs rp = {0};
+        ia_int(imp, &rp, "repeats", c / g);
+        ia_int(imp, &rp, "axis", 0);
+        scale = imp_call1(imp, "repeat", scale, &rp);
+        b = imp_call1(imp, "repeat", b, &rp);
+    }
+    /* An empty X is its own result. (nn.group_norm on a zero-sized dim trips SimplifyInference:
+     * "built an ill-typed reshape"; reported, src/passes is not this converter's.) */
+    for (uint32_t i = 0; i < xt->ndim; i++)
+        if (xt->shape[i] == 0) return imp_set_out(imp, 0, x);
+    rly_dtype dt = imp_dtype(x);
+    bool stash =
+        imp_attr_int(imp, "stash_type", 1) == 1 && dt != RLY_DTYPE_F32 && dt != RLY_DTYPE_F64;
+    rly_dtype work = stash ? RLY_DTYPE_F32 : dt;
+    Expr *args[3] = {imp_cast(imp, x, work), imp_cast(imp, scale, work), imp_cast(imp, b, work)};
+    if (!args[0] || !args[1] || !args[2]) return false;
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "num_groups", g);
+    ia_int(imp, &a, "axis", 1);
+    ia_float(imp, &a, "epsilon", imp_attr_float(imp, "epsilon", 1e-5));
+    Expr *y = imp_call(imp, "nn.group_norm", 3, args, &a);
+    return imp_set_out(imp, 0, imp_cast(imp, y, dt));
+}
+
 /* LayerNormalization-17: normalize over axes [axis, rank) in the stash type (float32 when
  * stash_type is 1), then scale and shift in X's type. nn.layer_norm covers the common form (the
  * last axis, 1-D Scale and B, no Mean/InvStdDev outputs); anything else is composed. */
@@ -1161,6 +1473,7 @@ const ImpConv imp_conv_nn[] = {
     {"LpPool", "", 1, lp_pool_convert},    /* p a float */
     {"LpPool", "", 2, lp_pool_convert},    /* p an int */
     {"LpPool", "", 11, lp_pool_convert},
+    {"LpPool", "", 18, lp_pool_convert}, /* ceil_mode, dilations */
     {"GlobalAveragePool", "", 1, global_avg_pool_convert},
     {"GlobalMaxPool", "", 1, global_max_pool_convert},
     {"GlobalLpPool", "", 1, global_lp_pool_convert},
@@ -1177,6 +1490,10 @@ const ImpConv imp_conv_nn[] = {
     {"InstanceNormalization", "", 1, instance_norm_convert},
     {"InstanceNormalization", "", 6, instance_norm_convert},
     {"LayerNormalization", "", 17, layer_norm_convert},
+    {"Col2Im", "", 18, col2im_convert},
+    {"DeformConv", "", 19, deform_conv_convert},
+    {"GroupNormalization", "", 18, group_norm_convert}, /* scale, bias per group */
+    {"GroupNormalization", "", 21, group_norm_convert}, /* per channel; stash_type */
     {"LRN", "", 1, lrn_convert},
     {"LRN", "", 13, lrn_convert},
     {"MeanVarianceNormalization", "", 1, mvn1_convert},

@@ -123,11 +123,13 @@ static Expr *reduce_apply(Imp *imp, RedKind kind, Expr *x, uint32_t n, const int
     return reduce_post(imp, kind, none ? pre : reduce_op(imp, kind, pre, n, axes, keepdims));
 }
 
-/* The reduction over axes known only at run time (a 1-D tensor `ax` of k entries). The result
- * is computed at x's shape: along each axis i in turn, where i is listed, the values are
- * replaced by their reduction broadcast back along i. With keepdims the first slice along the
- * listed axes is the result (dyn.strided_slice); without, the listed dims are then dropped by
- * dyn.reshape, which needs k static (the result's rank is r - k). */
+/* The reduction over axes known only at run time (a 1-D tensor `ax` of k entries). Along each
+ * axis i in turn, `if (listed[i]) { reduce(s, axis=[i], keepdims=True) } else { s }` (types
+ * joined: the dim becomes `?`), so an axis is reduced only when listed and an empty axis
+ * reduces to 1 (ONNX's test_reduce_sum_empty_set: (2, 0, 4) over axis 1 is (2, 1, 4)). With
+ * keepdims that is the result; without, the listed dims are then dropped by dyn.reshape,
+ * which needs k static (the result's rank is r - k). (A composite at x's shape, with `where`
+ * choosing between s and its reduction, broadcast a reduced empty axis back to 0.) */
 static Expr *reduce_dynamic(Imp *imp, RedKind kind, Expr *x, Expr *ax, bool keepdims, bool noop) {
     uint32_t r = imp_rank(x);
     TensorType *ta = imp_tt(ax);
@@ -176,41 +178,26 @@ static Expr *reduce_dynamic(Imp *imp, RedKind kind, Expr *x, Expr *ax, bool keep
         int64_t one_axis = i;
         Expr *li = imp_call2(imp, "take", listed, imp_scalar_i(imp, RLY_DTYPE_I64, i), &tk);
         Expr *red = reduce_op(imp, kind, s, 1, &one_axis, true);
-        s = li && red ? imp_call(imp, "where", 3, (Expr *[]){li, red, s}, NULL) : NULL;
+        s = imp_if(imp, li, red, s);
     }
     if (s == NULL || listed == NULL) return NULL;
-    ImpAttrs sh = {0};
-    ia_str(imp, &sh, "dtype", "int64");
-    Expr *shape = imp_call1(imp, "shape_of", x, &sh);
-    Expr *end = shape
-                    ? imp_call(imp, "where", 3,
-                               (Expr *[]){listed, imp_scalar_i(imp, RLY_DTYPE_I64, 1), shape}, NULL)
-                    : NULL;
-    int64_t *zeros = imp_alloc(imp, (r + 1) * sizeof(int64_t));
-    int64_t *ones = imp_alloc(imp, (r + 1) * sizeof(int64_t));
-    for (uint32_t i = 0; i < r; i++) {
-        zeros[i] = 0;
-        ones[i] = 1;
-    }
-    Expr *y = end ? imp_call(imp, "dyn.strided_slice", 4,
-                             (Expr *[]){s, imp_const_i64s(imp, r, zeros), end,
-                                        imp_const_i64s(imp, r, ones)},
-                             NULL)
-                  : NULL;
-    if (y && !keepdims) {
+    Expr *y = s;
+    if (!keepdims) {
         /* the unlisted axes in order: a stable ascending sort puts them (false) first */
         if (k > r) {
             imp_error(imp, "'axes' lists %lld axes of a rank-%u tensor", (long long)k, r);
             return NULL;
         }
-        ImpAttrs as = {0}, sl = {0};
+        ImpAttrs as = {0}, sl = {0}, sh = {0};
         ia_str(imp, &as, "dtype", "int64");
+        ia_str(imp, &sh, "dtype", "int64");
         Expr *order = imp_call1(imp, "argsort", imp_cast(imp, listed, RLY_DTYPE_I32), &as);
         int64_t b0 = 0, e0 = r - k;
         ia_ints(imp, &sl, "begin", 1, &b0);
         ia_ints(imp, &sl, "end", 1, &e0);
         Expr *kept = order ? imp_call1(imp, "strided_slice", order, &sl) : NULL;
-        Expr *newshape = kept ? imp_call2(imp, "take", shape, kept, &tk) : NULL;
+        Expr *shape = imp_call1(imp, "shape_of", y, &sh);
+        Expr *newshape = kept && shape ? imp_call2(imp, "take", shape, kept, &tk) : NULL;
         y = newshape ? imp_call2(imp, "dyn.reshape", y, newshape, NULL) : NULL;
     }
     return reduce_post(imp, kind, y);
@@ -349,8 +336,20 @@ static bool topk_common(Imp *imp, bool k_input) {
     }
     Expr *y;
     if (kt == NULL) {
-        /* Relay reads k < 1 as the whole axis */
-        if (k < 1) return imp_error(imp, "k must be at least 1, got %lld", (long long)k);
+        /* Relay reads k < 1 as the whole axis; ONNX's k = 0 gives empty values and indices */
+        if (k < 0) return imp_error(imp, "k must not be negative, got %lld", (long long)k);
+        if (k == 0) {
+            int64_t zero = 0, one = 1;
+            ImpAttrs s = {0};
+            ia_ints(imp, &s, "begin", 1, &zero);
+            ia_ints(imp, &s, "end", 1, &zero);
+            ia_ints(imp, &s, "strides", 1, &one);
+            ia_ints(imp, &s, "axes", 1, &axis);
+            Expr *none = imp_call1(imp, "strided_slice", x, &s);
+            if (none == NULL) return false;
+            imp_out(imp, 0, none);
+            return imp_set_out(imp, 1, imp_cast(imp, none, RLY_DTYPE_I64));
+        }
         ia_int(imp, &a, "k", k);
         y = imp_call1(imp, "topk", x, &a);
     } else {

@@ -856,13 +856,62 @@ static bool conv_tile(Imp *imp) {
 
 /* ---- Pad ------------------------------------------------------------------------------------- */
 
+/* Pad-19's "wrap" along one axis of static size d > 0: b elements from the end before, e from
+ * the start after (either may exceed d: the input repeats). Tiles the axis 1 + ceil(b / d) +
+ * ceil(e / d) times and slices the window out. */
+static Expr *wrap_axis(Imp *imp, Expr *x, uint32_t axis, int64_t b, int64_t e) {
+    uint32_t r = imp_rank(x);
+    int64_t d = dim_of(x, axis);
+    int64_t total;
+    if (b > SUP_DIM_MAX || e > SUP_DIM_MAX || !sup_dim_add(b, e, &total) ||
+        !sup_dim_add(total, d < 0 ? 0 : d, &total)) {
+        imp_error(imp, "pads along axis %u are out of range (the result's dims are at most 2^62)",
+                  axis);
+        return NULL;
+    }
+    if (!dim_known(d) || d == 0) {
+        imp_error(imp, "mode \"wrap\" needs a static, nonzero dim %u (got %s)", axis,
+                  dim_known(d) ? "0" : "?");
+        return NULL;
+    }
+    int64_t nb = (b + d - 1) / d, ne = (e + d - 1) / d, *reps = alloc_i64(imp, r);
+    for (uint32_t i = 0; i < r; i++)
+        reps[i] = i == axis ? 1 + nb + ne : 1;
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "reps", r, reps);
+    Expr *t = nb + ne > 0 ? imp_call1(imp, "tile", x, &a) : x;
+    int64_t start = nb * d - b;
+    return slice_axis(imp, t, axis, start, start + b + d + e, 1);
+}
+
+/* wrap with widths known at run time (b, e: int64 scalars; negative ones crop): the indices
+ * floor_mod(arange(-b, d + e), d) taken along the axis. */
+static Expr *wrap_axis_dyn(Imp *imp, Expr *x, uint32_t axis, Expr *b, Expr *e) {
+    int64_t d = dim_of(x, axis);
+    if (!dim_known(d) || d == 0) {
+        imp_error(imp, "mode \"wrap\" needs a static, nonzero dim %u (got %s)", axis,
+                  dim_known(d) ? "0" : "?");
+        return NULL;
+    }
+    Expr *dd = imp_scalar_i(imp, RLY_DTYPE_I64, d);
+    Expr *args[3] = {imp_call1(imp, "negative", b, NULL), imp_call2(imp, "add", dd, e, NULL),
+                     imp_scalar_i(imp, RLY_DTYPE_I64, 1)};
+    Expr *idx = args[0] && args[1] ? imp_call(imp, "arange", 3, args, NULL) : NULL;
+    idx = idx ? imp_call2(imp, "floor_mod", idx, dd, NULL) : NULL;
+    return take(imp, x, idx, axis, NULL);
+}
+
 /* pads: [b_0, ..., b_{n-1}, e_0, ..., e_{n-1}]; negative values crop. edge and reflect take no
- * negative widths in nn.pad, so those crop with strided_slice first. */
+ * negative widths in nn.pad, so those crop with strided_slice first; wrap (Pad-19) is tiles and
+ * a slice per axis (wrap_axis). */
 static bool pad_common(Imp *imp, Expr *x, uint32_t np, const int64_t *pads, Expr *value) {
     uint32_t r = imp_rank(x);
     const char *mode = imp_attr_str(imp, "mode", "constant");
-    if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
-        return imp_error(imp, "mode \"%s\" is not supported (constant, reflect, edge)", mode);
+    bool wrap = strcmp(mode, "wrap") == 0 && imp_opset(imp) >= 19;
+    if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 &&
+        strcmp(mode, "edge") != 0 && !wrap)
+        return imp_error(imp, "mode \"%s\" is not supported (constant, reflect, edge%s)", mode,
+                         imp_opset(imp) >= 19 ? ", wrap" : "");
     if (np != 2 * r)
         return imp_error(imp, "pads has %u values but the input of rank %u needs %u", np, r, 2 * r);
     int64_t *w = alloc_i64(imp, 2 * (size_t)r);
@@ -871,6 +920,17 @@ static bool pad_common(Imp *imp, Expr *x, uint32_t np, const int64_t *pads, Expr
         w[2 * i] = pads[i];
         w[2 * i + 1] = pads[r + i];
         crop = crop || pads[i] < 0 || pads[r + i] < 0;
+    }
+    if (wrap) {
+        for (uint32_t i = 0; i < r && x; i++) {
+            int64_t b = w[2 * i], e = w[2 * i + 1];
+            if (b < -SUP_DIM_MAX || e < -SUP_DIM_MAX)
+                return imp_error(imp, "pads along axis %u are out of range", i);
+            if (b < 0) x = slice_axis(imp, x, i, -b, SLICE_END, 1), b = 0;
+            if (x && e < 0) x = slice_axis(imp, x, i, 0, e, 1), e = 0;
+            if (x && (b > 0 || e > 0)) x = wrap_axis(imp, x, i, b, e);
+        }
+        return imp_set_out(imp, 0, x);
     }
     if (crop && strcmp(mode, "constant") != 0) {
         int64_t *b = alloc_i64(imp, r), *e = alloc_i64(imp, r), *ax = alloc_i64(imp, r);
@@ -918,9 +978,46 @@ static bool conv_pad11(Imp *imp) {
         if ((v = reshape(imp, v, 0, NULL)) == NULL) return false;
     }
     Expr *ax = imp_in(imp, 3); /* Pad-18: the axes the pads apply to */
+    const int64_t *axes;
+    uint32_t na;
+    if (ax != NULL && !(imp_const_ints(imp, ax, &axes, &na) && imp_const_ints(imp, p, &pads, &n))) {
+        /* run-time axes or pads: full[a] = sum_j (axes[j] == a) pads[j] (the same for ends) */
+        TensorType *ta = imp_tt(ax), *tp = imp_tt(p);
+        if (ta == NULL || tp == NULL || ta->ndim != 1 || tp->ndim != 1 ||
+            !dim_known(ta->shape[0]) || !sup_dtype_is_int(ta->dtype))
+            return imp_error(imp, "'axes' must be a 1-D integer tensor of static length");
+        int64_t k = ta->shape[0], *iota = alloc_i64(imp, r);
+        for (uint32_t i = 0; i < r; i++)
+            iota[i] = i;
+        Expr *a64 = imp_cast(imp, ax, RLY_DTYPE_I64);
+        Expr *neg = imp_call2(imp, "less", a64, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL);
+        Expr *an = neg ? imp_call(imp, "where", 3,
+                                  (Expr *[]){neg,
+                                             imp_call2(imp, "add", a64,
+                                                       imp_scalar_i(imp, RLY_DTYPE_I64, r), NULL),
+                                             a64},
+                                  NULL)
+                       : NULL;
+        ImpAttrs ex = {0}, sum0 = {0};
+        ia_int(imp, &ex, "axis", 1);
+        int64_t zero = 0;
+        ia_ints(imp, &sum0, "axis", 1, &zero);
+        Expr *col = an ? imp_call1(imp, "expand_dims", an, &ex) : NULL;
+        Expr *hit = imp_cast(imp, imp_call2(imp, "equal", col, imp_const_i64s(imp, r, iota), NULL),
+                             RLY_DTYPE_I64); /* (k, r) */
+        Expr *p64 = imp_cast(imp, p, RLY_DTYPE_I64), *half[2];
+        for (int h = 0; h < 2; h++) {
+            Expr *ph = slice_axis(imp, p64, 0, h * k, (h + 1) * k, 1);
+            Expr *pc = ph ? imp_call1(imp, "expand_dims", ph, &ex) : NULL;
+            Expr *m = hit && pc ? imp_call2(imp, "multiply", hit, pc, NULL) : NULL;
+            half[h] = m ? imp_call1(imp, "sum", m, &sum0) : NULL;
+        }
+        if (half[0] == NULL || half[1] == NULL) return false;
+        p = concat2(imp, half[0], half[1], 0);
+        if (p == NULL) return false;
+        ax = NULL;
+    }
     if (ax != NULL) {
-        const int64_t *axes;
-        uint32_t na;
         if (!const_ints(imp, ax, "axes", &axes, &na) || !const_ints(imp, p, "pads", &pads, &n))
             return false;
         if (n != 2 * na)
@@ -939,6 +1036,18 @@ static bool conv_pad11(Imp *imp) {
     /* run-time pads [b_0.., e_0..] -> pad_width rows [b_i, e_i]; negative pads crop only in
      * constant mode here (nn.pad's rule) */
     const char *mode = imp_attr_str(imp, "mode", "constant");
+    if (strcmp(mode, "wrap") == 0 && imp_opset(imp) >= 19) {
+        TensorType *tp = imp_tt(p);
+        if (tp == NULL || tp->ndim != 1 || tp->shape[0] != 2 * (int64_t)r)
+            return imp_error(imp, "'pads' must be a 1-D tensor of %u values", 2 * r);
+        Expr *p64 = imp_cast(imp, p, RLY_DTYPE_I64);
+        for (uint32_t i = 0; i < r && x; i++) {
+            Expr *b = take(imp, p64, imp_scalar_i(imp, RLY_DTYPE_I64, i), 0, NULL);
+            Expr *e = take(imp, p64, imp_scalar_i(imp, RLY_DTYPE_I64, r + i), 0, NULL);
+            x = b && e ? wrap_axis_dyn(imp, x, i, b, e) : NULL;
+        }
+        return imp_set_out(imp, 0, x);
+    }
     if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
         return imp_error(imp, "mode \"%s\" is not supported (constant, reflect, edge)", mode);
     int64_t two_r[2] = {2, r};
@@ -951,6 +1060,114 @@ static bool conv_pad11(Imp *imp) {
     if (y == NULL) return false;
     imp_out(imp, 0, y);
     return true;
+}
+
+/* CenterCropPad-18: crop or pad (with zeros) each listed axis to `shape`, centred (the extra
+ * element of an odd difference goes after: crop start and pad before are (|d - s|) / 2).
+ * Needs the target shape at import and the listed dims static. */
+/* A 1-D int64 tensor of the n int64 scalars es. */
+static Expr *vec_of(Imp *imp, uint32_t n, Expr **es) {
+    static const int64_t one[1] = {1};
+    Expr **parts = imp_alloc(imp, sizeof(Expr *) * (n + 1));
+    for (uint32_t i = 0; i < n; i++)
+        if ((parts[i] = reshape(imp, es[i], 1, one)) == NULL) return NULL;
+    if (n == 1) return parts[0];
+    ImpAttrs a = {0};
+    ia_int(imp, &a, "axis", 0);
+    return imp_call1(imp, "concatenate", imp_tuple(imp, n, parts), &a);
+}
+
+/* CenterCropPad with the target shape (or a listed dim) known only at run time: per axis the
+ * crop window [max(d - s, 0) / 2, + min(s, d)) (dyn.strided_slice) and the pads
+ * max(s - d, 0) / 2 before, the rest after (dyn.nn.pad). */
+static bool center_crop_pad_dyn(Imp *imp, Expr *x, Expr *sh, uint32_t na, const int64_t *axes) {
+    uint32_t r = imp_rank(x);
+    TensorType *ts = imp_tt(sh);
+    if (ts->ndim != 1 || (ts->shape[0] >= 0 && ts->shape[0] != na))
+        return imp_error(imp, "shape must be a 1-D tensor of %u values", na);
+    Expr *s64 = imp_cast(imp, sh, RLY_DTYPE_I64);
+    Expr **b = imp_alloc(imp, sizeof(Expr *) * 4 * (r + 1)), **e = b + r + 1, **pb = e + r + 1,
+         **pe = pb + r + 1;
+    Expr *zero = imp_scalar_i(imp, RLY_DTYPE_I64, 0), *two = imp_scalar_i(imp, RLY_DTYPE_I64, 2);
+    for (uint32_t a = 0; a < r; a++) {
+        Expr *d = dim_scalar(imp, x, a, RLY_DTYPE_I64);
+        int64_t j = -1;
+        for (uint32_t k = 0; k < na; k++)
+            if (axes[k] == (int64_t)a) j = k;
+        if (j < 0) {
+            b[a] = zero, e[a] = d, pb[a] = zero, pe[a] = zero;
+            continue;
+        }
+        Expr *sj = take(imp, s64, imp_scalar_i(imp, RLY_DTYPE_I64, j), 0, NULL);
+        Expr *over = imp_call2(imp, "maximum", imp_call2(imp, "subtract", d, sj, NULL), zero, NULL);
+        Expr *under =
+            imp_call2(imp, "maximum", imp_call2(imp, "subtract", sj, d, NULL), zero, NULL);
+        b[a] = imp_call2(imp, "floor_divide", over, two, NULL);
+        e[a] = imp_call2(imp, "add", b[a], imp_call2(imp, "minimum", sj, d, NULL), NULL);
+        pb[a] = imp_call2(imp, "floor_divide", under, two, NULL);
+        pe[a] = imp_call2(imp, "subtract", under, pb[a], NULL);
+        if (!b[a] || !e[a] || !pb[a] || !pe[a]) return false;
+    }
+    int64_t *ones = alloc_i64(imp, r);
+    for (uint32_t a = 0; a < r; a++)
+        ones[a] = 1;
+    Expr *args[4] = {x, vec_of(imp, r, b), vec_of(imp, r, e), imp_const_i64s(imp, r, ones)};
+    if (!args[1] || !args[2]) return false;
+    Expr *y = imp_call(imp, "dyn.strided_slice", 4, args, NULL);
+    ImpAttrs ex = {0}, cat = {0};
+    ia_int(imp, &ex, "axis", 1);
+    ia_int(imp, &cat, "axis", 1);
+    Expr *cols[2] = {imp_call1(imp, "expand_dims", vec_of(imp, r, pb), &ex),
+                     imp_call1(imp, "expand_dims", vec_of(imp, r, pe), &ex)};
+    if (!y || !cols[0] || !cols[1]) return false;
+    Expr *pw = imp_call1(imp, "concatenate", imp_tuple(imp, 2, cols), &cat);
+    ImpAttrs pa = {0};
+    ia_str(imp, &pa, "pad_mode", "constant");
+    Expr *pargs[3] = {y, pw, imp_scalar(imp, imp_dtype(x), 0)};
+    return imp_set_out(imp, 0, pw ? imp_call(imp, "dyn.nn.pad", 3, pargs, &pa) : NULL);
+}
+
+static bool conv_center_crop_pad(Imp *imp) {
+    Expr *x = imp_in_req(imp, 0, "input_data"), *sh = imp_in_req(imp, 1, "shape");
+    if (x == NULL || sh == NULL) return false;
+    uint32_t r = imp_rank(x), n, na;
+    const int64_t *sv, *ax_attr;
+    na = imp_attr_ints(imp, "axes", &ax_attr);
+    bool has_axes = imp_attr(imp, "axes") != NULL;
+    if (!has_axes) na = r;
+    int64_t *axes = alloc_i64(imp, na + 1);
+    bool all_static = true;
+    for (uint32_t j = 0; j < na; j++) {
+        axes[j] = j;
+        if (has_axes && !norm_axis(imp, ax_attr[j], r, "axis", &axes[j])) return false;
+        for (uint32_t k = 0; k < j; k++)
+            if (axes[k] == axes[j])
+                return imp_error(imp, "axes lists axis %lld twice", (long long)axes[j]);
+        all_static = all_static && dim_known(dim_of(x, (uint32_t)axes[j]));
+    }
+    if (imp_tt(sh) == NULL || !sup_dtype_is_int(imp_dtype(sh)))
+        return imp_error(imp, "shape must be an integer tensor");
+    if (!all_static || !imp_const_ints(imp, sh, &sv, &n))
+        return center_crop_pad_dyn(imp, x, sh, na, axes);
+    if (n != na) return imp_error(imp, "shape has %u values for %u axes", n, na);
+    int64_t *pads = alloc_i64(imp, 2 * (size_t)r);
+    memset(pads, 0, 2 * (size_t)r * sizeof(int64_t));
+    bool any_pad = false;
+    for (uint32_t j = 0; j < na; j++) {
+        int64_t a = axes[j];
+        int64_t d = dim_of(x, (uint32_t)a), s = sv[j];
+        if (s < 0) return imp_error(imp, "shape[%u] is negative (%lld)", j, (long long)s);
+        if (s < d) {
+            int64_t start = (d - s) / 2;
+            if ((x = slice_axis(imp, x, a, start, start + s, 1)) == NULL) return false;
+        } else if (s > d) {
+            pads[a] = (s - d) / 2;
+            pads[r + a] = s - d - pads[a];
+            any_pad = true;
+        }
+    }
+    if (!any_pad) return imp_set_out(imp, 0, x);
+    return pad_common(imp, x, 2 * r, pads, NULL);
 }
 
 /* ---- Shape, Size, ConstantOfShape ------------------------------------------------------------ */
@@ -1332,6 +1549,8 @@ const ImpConv imp_conv_shape[] = {
     {"Pad", "", 11, conv_pad11},
     {"Pad", "", 13, conv_pad11},
     {"Pad", "", 18, conv_pad11}, /* axes */
+    {"Pad", "", 19, conv_pad11}, /* mode wrap */
+    {"CenterCropPad", "", 18, conv_center_crop_pad},
     {"Shape", "", 1, conv_shape},
     {"Shape", "", 13, conv_shape},
     {"Shape", "", 15, conv_shape}, /* start, end */

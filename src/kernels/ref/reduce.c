@@ -9,9 +9,12 @@
  * double, rounded once on store; integers in 64-bit wrapping arithmetic, wrapped to the dtype on
  * store. Semantics chosen where numpy and TVM differ or leave a case open:
  *   - an empty reduction gives 0 for sum, 1 for prod, true for all, false for any, -inf for
- *     logsumexp, NaN for a float mean and the error "reduction over an empty axis" for max, min,
- *     argmax and argmin; an integer mean or variance over an empty axis (or variance with
- *     unbiased over a single element) is "integer division by zero";
+ *     logsumexp, NaN for a float mean, the dtype's lowest value for max (-inf for floats, false
+ *     for bool) and its highest for min (+inf, true), as TVM's reducers start and ONNX's
+ *     ReduceMax/ReduceMin-20 specify; argmax and argmin over an empty axis are the error
+ *     "reduction over an empty axis" (ONNX: no index to give); an integer mean or variance over
+ *     an empty axis (or variance with unbiased over a single element) is "integer division by
+ *     zero";
  *   - mean of integers: the exact sum (in 64 bits) divided by the count truncating toward zero
  *     (TVM sums in the dtype first, which differs only when the sum overflows the dtype);
  *   - max and min propagate NaN; argmax and argmin treat NaN as the extreme value, so the first
@@ -175,11 +178,22 @@ static int k_mean(KCall *kc) { return accumulate(kc, ACC_MEAN); }
 
 /* ---- max, min -------------------------------------------------------------------------------- */
 
+/* The identity of max (is_max) or min over dtype dt as re_loadbits gives values (signed ones
+ * sign-extended): the dtype's lowest or highest value (bool false or true). */
+static uint64_t int_identity(rly_dtype dt, bool is_max) {
+    if (dt == RLY_DTYPE_BOOL) return is_max ? 0 : 1;
+    unsigned bits = (unsigned)sup_dtype_size(dt) * 8;
+    uint64_t ones = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    if (!re_is_signed(dt)) return is_max ? 0 : ones;
+    uint64_t sign = (uint64_t)1 << (bits - 1);
+    return is_max ? (uint64_t)0 - sign : sign - 1;
+}
+
 static int extreme(KCall *kc, bool is_max) {
     const DLTensor *x = k_arg(kc, 0);
     rly_dtype dt = k_dtype(x);
     RedPlan p;
-    if (red_plan(kc, x, true, &p) != 0 || empty_error(kc, &p) != 0) return -1;
+    if (red_plan(kc, x, true, &p) != 0) return -1;
     DLTensor *y = red_out(kc, &p, dt);
     if (y == NULL) return -1;
     const void *src = k_ptr(x);
@@ -187,6 +201,8 @@ static int extreme(KCall *kc, bool is_max) {
     if (re_is_float(dt)) {
         double *best = red_scratch(kc, p.n_out, sizeof *best);
         if (best == NULL) return -1;
+        for (int64_t o = 0; o < p.n_out; o++) /* what an empty reduction leaves */
+            best[o] = is_max ? -INFINITY : INFINITY;
         for (int64_t i = 0; i < p.n_in; i++, re_bcast_next(&p.it)) {
             double v = re_loadf(src, dt, i), *b = &best[p.it.off[0]];
             if (p.it.off[1] == 0 || isnan(v))
@@ -201,6 +217,8 @@ static int extreme(KCall *kc, bool is_max) {
     uint64_t *best = red_scratch(kc, p.n_out, sizeof *best);
     if (best == NULL) return -1;
     bool sgn = re_is_signed(dt);
+    for (int64_t o = 0; o < p.n_out; o++)
+        best[o] = int_identity(dt, is_max);
     for (int64_t i = 0; i < p.n_in; i++, re_bcast_next(&p.it)) {
         uint64_t v = re_loadbits(src, dt, i), *b = &best[p.it.off[0]];
         if (p.it.off[1] == 0 || (is_max ? bits_gt(v, *b, sgn) : bits_gt(*b, v, sgn))) *b = v;
