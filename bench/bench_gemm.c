@@ -115,6 +115,8 @@ static const Shape shapes[] = {
     {"bert 128x512x128 pre", 128, 512, 128, true, false},
     {"dense 1x1000x512 pre", 1, 1000, 512, true, false},
     {"lstm 1x1024x256 pre", 1, 1024, 256, true, false},
+    {"lstm in 32x1024x256 pre", 32, 1024, 256, true, false},
+    {"gru in 32x768x256 pre", 32, 768, 256, true, false},
     {"dqn dense 1x512x3136 pre", 1, 512, 3136, true, false},
 };
 

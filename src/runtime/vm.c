@@ -476,30 +476,182 @@ free_outs:
  * the program (another dtype, a broadcast it does not do), leaving everything as it was. slot:
  * the planned buffers of the calls from start on (NULL: none). */
 static Value not_fused_tag;
+
+/* The value of operand id of a fused program: a computed value, a constant, or a field of a
+ * tuple computed before the run (vm_fuse.c early_field; the run leaves its fields unset). */
+static const Value *fused_operand(const Vm *vm, const VmPacked *p, Value *const *vals,
+                                  uint32_t id) {
+    if (id < p->n_inputs) return vals[id];
+    const VmNode *n = &p->nodes[id - p->n_inputs];
+    if (n->kind == VM_NODE_CONST) return vm->exe->consts[n->index];
+    if (n->kind == VM_NODE_FIELD) {
+        const Value *t = vals[n->args[0]];
+        if (t == NULL || t->kind != VAL_TUPLE || n->index >= RT_TUPLE(t)->n) return NULL;
+        return RT_TUPLE(t)->f[n->index];
+    }
+    return vals[id];
+}
+
+/* The view nodes of a run (vm_fuse.c view_node), made when it starts: tensor headers over their
+ * sources' elements. A split's entry is its source; each field of it, its piece. */
+typedef struct FuseViews {
+    uint32_t n;
+    uint32_t node[VM_FUSE_MAX_VIEWS];
+    DLTensor t[VM_FUSE_MAX_VIEWS];
+    int64_t shape[VM_FUSE_MAX_VIEWS][K_MAX_DIMS];
+} FuseViews;
+
+static const KAttr *node_attr(const VmNode *n, const char *name) {
+    for (uint32_t i = 0; i < n->n_attrs; i++)
+        if (n->attrs[i].name != NULL && strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+/* The tensor of value id to a run: a view's header, else the value's own (NULL: no tensor). */
+static const DLTensor *run_tensor(const Vm *vm, const VmPacked *p, Value *const *vals,
+                                  const FuseViews *fv, uint32_t id) {
+    if (fv != NULL && id >= p->n_inputs)
+        for (uint32_t i = 0; i < fv->n; i++)
+            if (fv->node[i] == id - p->n_inputs) return &fv->t[i];
+    const Value *v = fused_operand(vm, p, vals, id);
+    return v != NULL && v->kind == VAL_TENSOR ? &RT_TENSOR(v)->t : NULL;
+}
+
+/* The shape of view node n over x into shape (its rank in *nd); false when it is none (a bad
+ * attribute, or a split piece that is not contiguous: the run then does not apply). */
+static bool view_shape(const VmNode *n, const DLTensor *x, uint32_t field, uint32_t *nd,
+                       int64_t *shape, int64_t *elem_offset) {
+    uint32_t r = (uint32_t)x->ndim, o = 0;
+    *elem_offset = 0;
+    if (n->op_id == OP_ID_SQUEEZE) {
+        const KAttr *ax = node_attr(n, "axis");
+        bool drop[K_MAX_DIMS] = {0};
+        if (ax == NULL || ax->kind == KA_NONE) {
+            for (uint32_t i = 0; i < r; i++)
+                drop[i] = x->shape[i] == 1;
+        } else if (ax->kind == KA_INTS) {
+            for (uint32_t j = 0; j < ax->n; j++) {
+                int64_t a;
+                if (!k_axis(ax->ints[j], r, &a) || x->shape[a] != 1) return false;
+                drop[a] = true;
+            }
+        } else {
+            return false;
+        }
+        for (uint32_t i = 0; i < r; i++)
+            if (!drop[i]) shape[o++] = x->shape[i];
+    } else if (n->op_id == OP_ID_EXPAND_DIMS) {
+        const KAttr *ax = node_attr(n, "axis"), *nn = node_attr(n, "num_newaxis");
+        if (ax == NULL || nn == NULL || ax->kind != KA_INT || nn->kind != KA_INT) return false;
+        if (ax->i < -(int64_t)r - 1 || ax->i > (int64_t)r || nn->i < 0 ||
+            nn->i > K_MAX_DIMS - (int64_t)r)
+            return false;
+        int64_t pivot = ax->i < 0 ? (int64_t)r + ax->i + 1 : ax->i;
+        for (int64_t i = 0; i < pivot; i++)
+            shape[o++] = x->shape[i];
+        for (int64_t i = 0; i < nn->i; i++)
+            shape[o++] = 1;
+        for (int64_t i = pivot; i < (int64_t)r; i++)
+            shape[o++] = x->shape[i];
+    } else { /* OP_ID_SPLIT: piece `field` */
+        const KAttr *ax = node_attr(n, "axis"), *is = node_attr(n, "indices_or_sections");
+        int64_t axis;
+        if (ax == NULL || is == NULL || ax->kind != KA_INT || r == 0 || !k_axis(ax->i, r, &axis))
+            return false;
+        for (int64_t i = 0; i < axis; i++)
+            if (x->shape[i] != 1) return false; /* pieces not contiguous */
+        int64_t d = x->shape[axis], lo, hi;
+        if (is->kind == KA_INT) {
+            if (is->i <= 0 || d % is->i != 0 || field >= (uint64_t)is->i) return false;
+            lo = (int64_t)field * (d / is->i);
+            hi = lo + d / is->i;
+        } else if (is->kind == KA_INTS) {
+            if (field > is->n) return false;
+            lo = field ? is->ints[field - 1] : 0;
+            hi = field < is->n ? is->ints[field] : d;
+            if (lo < 0 || hi < lo || hi > d) return false;
+        } else {
+            return false;
+        }
+        int64_t inner = k_shape_numel(r - (uint32_t)axis - 1, x->shape + axis + 1);
+        for (uint32_t i = 0; i < r; i++)
+            shape[o++] = x->shape[i];
+        shape[axis] = hi - lo;
+        *elem_offset = lo * inner;
+    }
+    *nd = o;
+    return true;
+}
+
+/* The views of run fu over vals; false when one cannot be made (the run does not apply). */
+static bool make_views(const Vm *vm, const VmPacked *p, const VmFuse *fu, Value *const *vals,
+                       FuseViews *fv) {
+    fv->n = 0;
+    for (uint32_t k = fu->start; k < fu->end; k++) {
+        const VmNode *n = &p->nodes[k];
+        bool field = n->kind == VM_NODE_FIELD;
+        if (!field && !vm_fuse_view_op(n)) continue;
+        uint32_t a = n->args[0];
+        const VmNode *src = a >= p->n_inputs ? &p->nodes[a - p->n_inputs] : NULL;
+        bool of_split = field && a >= p->n_inputs + fu->start && src->kind == VM_NODE_CALL;
+        if (field && !of_split) continue; /* a field of a tuple value: fused_operand */
+        const DLTensor *x = run_tensor(vm, p, vals, fv, a);
+        if (x == NULL || fv->n == VM_FUSE_MAX_VIEWS || x->strides != NULL) return false;
+        uint32_t i = fv->n;
+        DLTensor *t = &fv->t[i];
+        *t = *x;
+        if (n->kind == VM_NODE_CALL && n->op_id == OP_ID_SPLIT) { /* its fields cut x */
+            fv->node[fv->n++] = k;
+            continue;
+        }
+        uint32_t nd;
+        int64_t off;
+        if (!view_shape(field ? src : n, x, field ? n->index : 0, &nd, fv->shape[i], &off))
+            return false;
+        t->ndim = (int32_t)nd;
+        t->shape = fv->shape[i];
+        t->byte_offset += (uint64_t)off * sup_dtype_size(k_dtype(x));
+        fv->node[fv->n++] = k;
+    }
+    return true;
+}
+
+/* Whether a planned result buffer b can take a fused program's result: the plan does not see
+ * the run (it places the result as the run's last operator's output), so an operand whose last
+ * reader is an earlier operator of the run may lie under it. Sharing exactly the same elements
+ * is fine (every step reads element i before the result's element i is written); any other
+ * overlap makes the run write an operand before reading it. */
+static bool result_buffer_ok(const RtTensor *b, const DLTensor *const *ops, uint32_t n_ops) {
+    const uint8_t *o0 = rt_tensor_data(b), *o1 = o0 + (size_t)k_numel(&b->t) * sizeof(float);
+    for (uint32_t i = 0; i < n_ops; i++) {
+        const uint8_t *a0 = (const uint8_t *)ops[i]->data + ops[i]->byte_offset;
+        const uint8_t *a1 = a0 + (size_t)k_numel(ops[i]) * sup_dtype_size(k_dtype(ops[i]));
+        if (a1 <= o0 || o1 <= a0) continue;
+        if (a0 != o0 || a1 != o1) return false;
+    }
+    return true;
+}
 #define NOT_FUSED (&not_fused_tag)
 static Value *run_fused(Vm *vm, const VmPacked *p, const VmFuse *fu, Value **vals,
                         const uint32_t *slot, const FnPlan *fp, const char *loc) {
     const FxProgram *prog = fu->prog;
     const DLTensor *ops[FX_MAX_OPERANDS];
-    for (uint32_t i = 0; i < prog->n_operands; i++) {
-        uint32_t id = fu->operand[i];
-        const Value *v = vals[id];
-        if (id >= p->n_inputs && p->nodes[id - p->n_inputs].kind == VM_NODE_CONST)
-            v = vm->exe->consts[p->nodes[id - p->n_inputs].index];
-        if (v == NULL || v->kind != VAL_TENSOR) return NOT_FUSED;
-        ops[i] = &RT_TENSOR(v)->t;
-    }
+    FuseViews fv;
+    if (!make_views(vm, p, fu, vals, &fv)) return NOT_FUSED;
+    for (uint32_t i = 0; i < prog->n_operands; i++)
+        if ((ops[i] = run_tensor(vm, p, vals, &fv, fu->operand[i])) == NULL) return NOT_FUSED;
     uint32_t nd;
     int64_t shape[K_MAX_DIMS];
     if (!fx_shape(prog, ops, &nd, shape)) return NOT_FUSED;
     RtTensor *out = NULL;
-    if (slot != NULL && slot[fu->n_calls - 1] != VM_PLAN_NONE) {
-        RtTensor *b = fp->buf[slot[fu->n_calls - 1]];
+    if (slot != NULL && slot[fu->n_slots - 1] != VM_PLAN_NONE) {
+        RtTensor *b = fp->buf[slot[fu->n_slots - 1]];
         if (k_dtype(&b->t) != RLY_DTYPE_F32 || (uint32_t)b->t.ndim != nd ||
             memcmp(b->t.shape, shape, sizeof(int64_t) * nd) != 0)
             return NOT_FUSED; /* the plan's buffer is for another shape: run as usual */
-        out = (RtTensor *)rt_retain(&b->hdr);
-    } else {
+        if (result_buffer_ok(b, ops, prog->n_operands)) out = (RtTensor *)rt_retain(&b->hdr);
+    }
+    if (out == NULL) {
         char why[256];
         out = rt_tensor_new(RLY_DTYPE_F32, nd, shape, why, sizeof why);
         if (out == NULL) {
@@ -530,17 +682,14 @@ static int epi_begin(void *ctx, const DLTensor *out0) {
     VmEpi *e = ctx;
     const FxProgram *prog = e->fu->prog;
     const DLTensor *ops[FX_MAX_OPERANDS];
+    FuseViews fv;
+    if (!make_views(e->vm, e->p, e->fu, e->vals, &fv)) return -1;
     for (uint32_t i = 0; i < prog->n_operands; i++) {
         uint32_t id = e->fu->operand[i];
-        if (id == e->p->n_inputs + e->fu->anchor) {
+        if (id == e->p->n_inputs + e->fu->anchor)
             ops[i] = out0;
-            continue;
-        }
-        const Value *v = e->vals[id];
-        if (id >= e->p->n_inputs && e->p->nodes[id - e->p->n_inputs].kind == VM_NODE_CONST)
-            v = e->vm->exe->consts[e->p->nodes[id - e->p->n_inputs].index];
-        if (v == NULL || v->kind != VAL_TENSOR) return -1;
-        ops[i] = &RT_TENSOR(v)->t;
+        else if ((ops[i] = run_tensor(e->vm, e->p, e->vals, &fv, id)) == NULL)
+            return -1;
     }
     uint32_t nd;
     int64_t shape[K_MAX_DIMS];
@@ -550,8 +699,9 @@ static int epi_begin(void *ctx, const DLTensor *out0) {
         if (k_dtype(&b->t) != RLY_DTYPE_F32 || (uint32_t)b->t.ndim != nd ||
             memcmp(b->t.shape, shape, sizeof(int64_t) * nd) != 0)
             return -1;
-        e->res = (RtTensor *)rt_retain(&b->hdr);
-    } else {
+        if (result_buffer_ok(b, ops, prog->n_operands)) e->res = (RtTensor *)rt_retain(&b->hdr);
+    }
+    if (e->res == NULL) {
         e->res = rt_tensor_new(RLY_DTYPE_F32, nd, shape, e->why, sizeof e->why);
         if (e->res == NULL) {
             e->failed = e->why;
@@ -612,7 +762,7 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
                 return NULL;
             }
             if (sv != NOT_FUSED) {
-                if (slot != NULL) slot += fu->n_calls;
+                if (slot != NULL) slot += fu->n_slots;
                 k = fused_done(vm, p, pi, k, sv, vals);
                 continue;
             }
@@ -627,14 +777,18 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
                     pre[o] = *slot == VM_PLAN_NONE ? NULL : fp->buf[*slot];
             }
             if (fu != NULL && k == fu->anchor) { /* the program as the anchor's epilogue */
-                VmEpi e = {.vm = vm, .p = p, .fu = fu, .vals = vals, .fp = fp, .loc = loc};
-                if (pre != NULL) e.res_slot = slot + fu->n_calls - 1; /* slot: past the anchor's */
+                /* fields set one by one: an initializer would zero the 25 KB FxBound (fx_bind
+                 * fills what it reads) on every call */
+                VmEpi e;
+                e.vm = vm, e.p = p, e.fu = fu, e.vals = vals, e.fp = fp, e.loc = loc;
+                e.res_slot = NULL, e.res = NULL, e.failed = NULL, e.why[0] = '\0';
+                if (pre != NULL) e.res_slot = slot + fu->n_slots - 1; /* slot: past the anchor's */
                 KEpilogue epi = {epi_begin, epi_apply, &e};
                 bool done = false;
                 v = run_call(vm, n, vals, loc, pre, &epi, &done);
                 if (v != NULL && done) {
                     rt_release(v); /* the anchor's own value: only the program read it */
-                    if (slot != NULL) slot += fu->n_calls;
+                    if (slot != NULL) slot += fu->n_slots;
                     k = fused_done(vm, p, pi, k, &e.res->hdr, vals);
                     continue;
                 }

@@ -52,13 +52,17 @@ bool vm_unbox(uint8_t rk, const Value *v, VmReg *out, char *err, size_t cap);
 typedef struct VmFuse {
     uint32_t anchor;      /* the anchor's node, UINT32_MAX for none */
     uint32_t start, end;  /* the run: nodes start .. end - 1 */
-    uint32_t n_calls;     /* calls in the run (each has one planned slot) */
+    uint32_t n_calls;     /* the program's calls in the run (views not counted) */
+    uint32_t n_slots;     /* planned slots of the run's calls (views and a split's fields too) */
     uint32_t operand[16]; /* prog's operands as value ids of the primitive function */
     struct FxProgram *prog;
 } VmFuse;
 /* The fused program of p, or NULL when p is not such a group (or has one operator only).
  * Free with vm_fuse_free. */
 VmFuse *vm_fuse_analyze(const VmPacked *p);
+/* Views (squeeze, expand_dims, split) and fields in a run: at most this many. */
+#define VM_FUSE_MAX_VIEWS 32
+bool vm_fuse_view_op(const VmNode *n);
 void vm_fuse_free(VmFuse *f);
 
 #endif /* RLY_RUNTIME_VM_IMPL_H */

@@ -16,6 +16,7 @@ The corpora:
                               higher-order mode: closures, references, ADTs)
   examples/*.rly              the examples
   tests/golden/typed/*.rly    the typed goldens that have a @main
+  tests/vm/fused*.rly         the VM's fused-group programs (views, anchors, tuple results)
   tests/py/test_lang.py       the language cases (CASES: closures, the prelude, references,
                               recursion, match, polymorphism)
 
@@ -62,7 +63,8 @@ TIMEOUT_ON = 120  # the optimized run must finish when the unoptimized one did
 def corpus():
     """(name, text) of every program."""
     progs = []
-    for pattern in ("tests/autodiff/*.rly", "examples/*.rly", "tests/golden/typed/*.rly"):
+    for pattern in ("tests/autodiff/*.rly", "examples/*.rly", "tests/golden/typed/*.rly",
+                    "tests/vm/fused*.rly"):
         for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
             with open(path) as f:
                 text = f.read()

@@ -395,6 +395,12 @@ static inline const float *off_ptr(const float *p, int64_t off) {
  * deinterleaved once into 36 arrays d[i][k][tile] over the block's tiles (dk, db_stride floats
  * apart), then 16 consecutive tiles a vector, spanning tile rows, into the packed-B panels of
  * the 36 products at v. */
+/* GCC at -O3 takes e[][] of the wide path for maybe-uninitialized: every row i is set by BT6 when
+ * `wide` before store_tiles reads it (a false positive; -O2 does not warn) */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 static FAST_AVX512 void blk_in(const WRun *r, int64_t t0, int nb, float *v, float *dk) {
     const Conv *c = r->c;
     int64_t per_image = r->th * r->tw, plane = c->h * c->w;
@@ -471,6 +477,9 @@ static FAST_AVX512 void blk_in(const WRun *r, int64_t t0, int nb, float *v, floa
         zero_cols(v, v_item, c->cin, ic, nb);
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* The block's output transform for output channels [oc0, oc1) from their products at m
  * (M[oc - oc0][alpha][column], nb columns), and the fused tail of the batch's tile rows

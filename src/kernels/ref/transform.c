@@ -363,7 +363,7 @@ static int concatenate_ref(KCall *kc) {
             return k_error(kc, "the joined axis %lld is too large (over 2^62)", (long long)axis);
         chunk[i] = k_shape_numel(n - (uint32_t)axis, t->shape + axis);
     }
-    DLTensor *o = k_out(kc, 0, k_dtype(t0), n, shape);
+    DLTensor *o = k_out_raw(kc, 0, k_dtype(t0), n, shape); /* join_blocks writes every byte */
     if (o != NULL) join_blocks(kc, k, k_shape_numel((uint32_t)axis, shape), chunk, k_ptr(o));
     return o == NULL ? -1 : 0;
 }
@@ -387,7 +387,7 @@ static int stack_ref(KCall *kc) {
     if (chunk == NULL) return -1;
     for (uint32_t i = 0; i < k; i++)
         chunk[i] = k_shape_numel((uint32_t)(n - axis), t0->shape + axis);
-    DLTensor *o = k_out(kc, 0, k_dtype(t0), (uint32_t)n + 1, shape);
+    DLTensor *o = k_out_raw(kc, 0, k_dtype(t0), (uint32_t)n + 1, shape); /* every byte written */
     if (o != NULL) join_blocks(kc, k, k_shape_numel((uint32_t)axis, shape), chunk, k_ptr(o));
     return o == NULL ? -1 : 0;
 }
