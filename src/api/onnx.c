@@ -17,6 +17,33 @@
 
 static void free_model(void *m) { ox_model_free(m); }
 
+/* A float8 tensor as the emulated float32 tensor the importer carries it as (docs/onnx.md,
+ * "float8 and int4 emulation"), in arena; other tensors unchanged (int4/uint4 are read
+ * unpacked, one int8/uint8 each, already). */
+static const OxTensor *emulated(const OxTensor *t, Arena *arena) {
+    if (!OX_IS_FLOAT8(t->data_type)) return t;
+    OxTensor *w = arena_alloc(arena, sizeof *w);
+    *w = *t;
+    w->data_type = OX_FLOAT;
+    w->borrowed = false;
+    w->nbytes = t->data ? (size_t)t->count * sizeof(float) : 0;
+    float *f = t->data ? arena_array(arena, (size_t)t->count, sizeof *f) : NULL;
+    for (int64_t i = 0; f && i < t->count; i++)
+        f[i] = ox_float8_value(t->data_type, ((const uint8_t *)t->data)[i]);
+    w->data = f;
+    return w;
+}
+
+/* Every tensor of a test value (inside sequences and optionals) as emulated(). */
+static void emulate_value(OxValue *v, Arena *arena) {
+    if (v->kind == OXV_TENSOR) {
+        v->tensor = (OxTensor *)emulated(v->tensor, arena);
+        return;
+    }
+    for (uint32_t i = 0; i < v->n; i++)
+        emulate_value(&v->items[i], arena); /* depth bounded by the reader (OX_MAX_DEPTH) */
+}
+
 /* Parse "name:[1,3,224,224] other:[2]" (also ';' or ',' between entries); a dim `?` stays
  * unknown (for a sequence or optional input the entry gives its tensors' rank). */
 static bool parse_shapes(const char *s, ImpShape *out, uint32_t cap, uint32_t *n, char *err,
@@ -93,6 +120,8 @@ static rly_status save_params(const OxModel *m, Module *mod, const char *params_
     Npz z = {0};
     z.items = calloc(f->n_params + 1, sizeof *z.items); /* outside RLY_TRY: checked here */
     if (z.items == NULL) return api_fail(RLY_STATUS_NOMEM, "out of memory");
+    Arena tmp; /* float8 initializers widened */
+    arena_init(&tmp);
     for (uint32_t i = 0; i < f->n_params; i++) {
         const char *onnx = f->params[i]->name;
         if (on && on->kind == ATTR_LIST && i < on->list.n && on->list.items[i]->kind == ATTR_STR)
@@ -101,6 +130,7 @@ static rly_status save_params(const OxModel *m, Module *mod, const char *params_
         for (uint32_t k = 0; k < g->n_inits && t == NULL; k++)
             if (strcmp(g->inits[k].name, onnx) == 0) t = &g->inits[k];
         if (t == NULL) continue; /* a graph input */
+        t = emulated(t, &tmp); /* float8 weights: the float32 parameter */
         NpzEntry *e = &z.items[z.n++];
         e->name = (char *)f->params[i]->name;
         e->arr.dtype = (rly_dtype)ox_to_rly_dtype(t->data_type);
@@ -115,6 +145,7 @@ static rly_status save_params(const OxModel *m, Module *mod, const char *params_
     if (!rt_npz_save(params_npz, &z, false, err, sizeof err))
         st = api_fail(RLY_STATUS_IO, "%s", err);
     free(z.items);
+    arena_free(&tmp);
     return st;
 }
 
@@ -204,6 +235,17 @@ static int by_count(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
+/* Bit t of *seen for each emulated type (float8, int4/uint4) a type uses. */
+static void note_emulated(const OxType *t, uint32_t *seen) {
+    for (; t != NULL; t = t->kind == OXT_SEQUENCE || t->kind == OXT_OPTIONAL ? t->elem : NULL)
+        if (t->kind == OXT_TENSOR && (OX_IS_FLOAT8(t->elem_type) || OX_IS_INT4(t->elem_type)))
+            *seen |= 1u << t->elem_type;
+}
+
+static void note_emulated_dt(int64_t dt, uint32_t *seen) {
+    if (OX_IS_FLOAT8(dt) || OX_IS_INT4(dt)) *seen |= 1u << dt;
+}
+
 rly_status rly_onnx_info(const char *path, char **text) {
     *text = NULL;
     char err[512];
@@ -238,6 +280,17 @@ rly_status rly_onnx_info(const char *path, char **text) {
         sb_putc(&sb, '\n');
     }
     sb_printf(&sb, "initializers: %u (%zu bytes)\n", g->n_inits, weight_bytes);
+    /* float8 / int4 values anywhere: the graph's values, initializers, Constant values and the
+     * targets of Cast and QuantizeLinear (output_dtype) */
+    uint32_t emul = 0;
+    for (uint32_t i = 0; i < g->n_inputs; i++)
+        note_emulated(&g->inputs[i].type, &emul);
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        note_emulated(&g->outputs[i].type, &emul);
+    for (uint32_t i = 0; i < g->n_value_infos; i++)
+        note_emulated(&g->value_infos[i].type, &emul);
+    for (uint32_t i = 0; i < g->n_inits; i++)
+        note_emulated_dt(g->inits[i].data_type, &emul);
     /* Operator histogram over every graph (subgraphs included). */
     Vec(OpCount) counts = {0};
     StrMap index = {0};
@@ -250,6 +303,11 @@ rly_status rly_onnx_info(const char *path, char **text) {
             const OxNode *nd = &gg->nodes[i];
             n_nodes++;
             for (uint32_t a = 0; a < nd->n_attrs; a++) {
+                const OxAttr *at = &nd->attrs[a];
+                if (at->t) note_emulated_dt(at->t->data_type, &emul);
+                if (at->type == OXA_INT &&
+                    (strcmp(at->name, "to") == 0 || strcmp(at->name, "output_dtype") == 0))
+                    note_emulated_dt(at->i, &emul);
                 if (nd->attrs[a].g) vec_push(&stack, nd->attrs[a].g);
                 for (uint32_t j = 0; j < nd->attrs[a].n_graphs; j++)
                     vec_push(&stack, nd->attrs[a].graphs[j]);
@@ -281,6 +339,14 @@ rly_status rly_onnx_info(const char *path, char **text) {
     }
     if (counts.len > 1)
         qsort(counts.data, counts.len, sizeof(OpCount), by_count); /* data may be NULL */
+    if (emul) { /* issue 18: Relay has no float8/int4 dtypes; say how they are carried */
+        sb_puts(&sb, "emulated types:");
+        for (int32_t t = OX_FLOAT8E4M3FN, k = 0; t <= OX_INT4; t++)
+            if (emul & (1u << t))
+                sb_printf(&sb, "%s %s (as %s)", k++ ? "," : "", ox_type_name(t),
+                          OX_IS_FLOAT8(t) ? "float32" : t == OX_INT4 ? "int8" : "uint8");
+        sb_putc(&sb, '\n');
+    }
     sb_printf(&sb, "nodes: %u\noperators:\n", n_nodes);
     uint32_t n_unsup = 0;
     for (size_t i = 0; i < counts.len; i++) {
@@ -604,6 +670,8 @@ static bool load_set_files(const char *set_dir, char **names, uint32_t n, const 
             if ((vals[k] = ox_load_value_file(p, kind, arena, err, sizeof err)) == NULL) {
                 sb_printf(why, "%s", err);
                 ok = false;
+            } else {
+                emulate_value(vals[k], arena); /* float8 data: float32 values */
             }
         }
         sb_free(&p_sb);

@@ -44,6 +44,10 @@ struct Imp {
     /* sequences and optionals */
     Module *mod;               /* the module being built (the prelude is parsed into it) */
     Vec(struct ElemVar) elems; /* element types not known yet (see ElemVar) */
+    /* emulated values: Expr -> its ONNX data type (a float8 type carried as float32, INT4 as
+     * int8, UINT4 as uint8), for the converters that read an input's type (CastLike's
+     * target_type, QuantizeLinear's y_zero_point); never iterated */
+    PtrMap emul;
 };
 
 /* An element type not known yet: the tensors of a sequence or optional whose rank no type
@@ -313,8 +317,25 @@ int ox_to_rly_dtype(int32_t t) {
     case OX_UINT32: return RLY_DTYPE_U32;
     case OX_UINT64: return RLY_DTYPE_U64;
     case OX_BFLOAT16: return RLY_DTYPE_BF16;
+    /* emulated (docs/onnx.md, "float8 and int4 emulation"): the values, exactly, in a wider
+     * dtype; Cast and QuantizeLinear to these types round and saturate to the format */
+    case OX_FLOAT8E4M3FN:
+    case OX_FLOAT8E4M3FNUZ:
+    case OX_FLOAT8E5M2:
+    case OX_FLOAT8E5M2FNUZ: return RLY_DTYPE_F32;
+    case OX_UINT4: return RLY_DTYPE_U8;
+    case OX_INT4: return RLY_DTYPE_I8;
     default: return -1;
     }
+}
+
+void imp_emul_mark(Imp *imp, Expr *e, int32_t onnx_type) {
+    if (e != NULL && (OX_IS_FLOAT8(onnx_type) || OX_IS_INT4(onnx_type)))
+        ptrmap_put(&imp->emul, e, (void *)(uintptr_t)onnx_type);
+}
+
+int32_t imp_emul_type(Imp *imp, Expr *e) {
+    return e ? (int32_t)(uintptr_t)ptrmap_get(&imp->emul, e) : 0;
 }
 
 int imp_onnx_dtype(Imp *imp, int32_t onnx_type) {
@@ -549,11 +570,20 @@ Expr *imp_tensor_const(Imp *imp, const OxTensor *t, bool borrow) {
         return NULL;
     }
     Expr *c;
-    if (borrow && t->data != NULL && t->count > 0)
+    if (OX_IS_FLOAT8(t->data_type) && t->data != NULL && t->count > 0) {
+        /* emulated: each byte's value as a float32 */
+        float *f = arena_array(&imp->arena, (size_t)t->count, sizeof *f);
+        const uint8_t *b = t->data;
+        for (int64_t i = 0; i < t->count; i++)
+            f[i] = ox_float8_value(t->data_type, b[i]);
+        c = ir_constant_new(imp->ctx, (rly_dtype)dt, t->ndim, t->dims, f, imp->span);
+    } else if (borrow && t->data != NULL && t->count > 0) {
         c = ir_constant_borrow(imp->ctx, (rly_dtype)dt, t->ndim, t->dims, t->data, imp->span);
-    else
+    } else {
         c = ir_constant_new(imp->ctx, (rly_dtype)dt, t->ndim, t->dims, t->data, imp->span);
+    }
     c->checked_type = ir_type_tensor(imp->ctx, (rly_dtype)dt, t->ndim, t->dims);
+    imp_emul_mark(imp, c, t->data_type);
     return c;
 }
 
@@ -2375,6 +2405,9 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         Var *v = typed_var(imp, relay_names[params.len], t);
         vec_push(&params, v);
         define(imp, onnx_names[i], &v->base);
+        if (vi == NULL || vi->type.kind == OXT_TENSOR)
+            imp_emul_mark(imp, &v->base,
+                          vi ? vi->type.elem_type : param_init[i]->data_type); /* emulated */
     }
     strmap_free(&inits);
     if (ok && opts && used_shapes < opts->n_shapes) {
@@ -2442,6 +2475,7 @@ out:
     scope_pop(imp);
     pass_folder_free(imp->folder);
     ptrmap_free(&imp->node_off);
+    ptrmap_free(&imp->emul);
     vec_free(&imp->elems);
     arena_free(&imp->arena);
     return mod;

@@ -106,8 +106,21 @@ bool imp_const_ints(Imp *imp, Expr *e, const int64_t **vals, uint32_t *n);
 /* A constant scalar (or one-element tensor) as double; false when not constant. */
 bool imp_const_f64(Expr *e, double *v);
 
-/* rly dtype of an ONNX data type; -1 (after reporting) when Relay has none. */
+/* rly dtype of an ONNX data type; -1 (after reporting) when Relay has none. The float8 types
+ * give float32 and INT4/UINT4 int8/uint8: their values are carried emulated, exactly, in those
+ * dtypes (docs/onnx.md, "float8 and int4 emulation"). */
 int imp_onnx_dtype(Imp *imp, int32_t onnx_type);
+/* Record that e holds values of the emulated ONNX type onnx_type (ignored for other types) /
+ * the emulated ONNX type recorded for e, 0 when none (initializers, Constant values, graph
+ * inputs and the results of Cast and QuantizeLinear to these types are recorded). */
+void imp_emul_mark(Imp *imp, Expr *e, int32_t onnx_type);
+int32_t imp_emul_type(Imp *imp, Expr *e);
+/* x cast to the ONNX data type `to`, emulated types included: a float8 type rounds x (as
+ * float32) to the format's nearest value, ties to even, overflow saturating to the largest
+ * finite value when `saturate`, else giving inf (e5m2) or NaN (the others); INT4/UINT4 round
+ * float x half to even and clip to [-8, 7] / [0, 15] (integers are clipped). The result is
+ * recorded (imp_emul_mark). NULL after reporting (a type Relay lacks and does not emulate). */
+Expr *imp_cast_onnx(Imp *imp, Expr *x, int32_t to, bool saturate);
 
 /* ---- building expressions ---------------------------------------------------------------------
  */

@@ -31,6 +31,12 @@ static Expr *lit(Imp *imp, Expr *x, double v) {
     return x ? imp_scalar(imp, imp_dtype(x), v) : NULL;
 }
 
+/* where(c, a, b) (NULL passes through); also used by the activations below. */
+static Expr *where3(Imp *imp, Expr *c, Expr *a, Expr *b) {
+    Expr *args[3] = {c, a, b};
+    return c && a && b ? imp_call(imp, "where", 3, args, NULL) : NULL;
+}
+
 /* Whether the node names output i (an optional output left out is ""). */
 
 /* Required input i, which must be a tensor. */
@@ -239,19 +245,101 @@ static bool cast_target(Imp *imp, int32_t *out) {
     return imp_error(imp, "attribute 'to' names no data type: '%s'", to->s.s ? to->s.s : "");
 }
 
+/* ---- float8 and int4 emulation ------------------------------------------------------------------
+ * A float8 value is carried as the float32 of the same value; rounding a float32 to a float8
+ * format is composed of existing operators on its bits (no Relay dtype, no new operator):
+ *   a = |x|, E = its float32 exponent (the bits >> 23, unbiased), clamped below at the format's
+ *   least normal exponent emin (below it the format is subnormal: one fixed step);
+ *   q = 2^(max(E, emin) - m), the format's step at a (m mantissa bits), built from its bits;
+ *   r = round(a / q) * q: a / q is exact (a power of two), round ties to even, the product exact
+ *   (it may reach 2^(E + 1), the next binade, which the format also holds unless it overflows);
+ *   r > the largest finite value: that value when saturating, else inf (e5m2) or NaN (the others,
+ *   which have no inf); NaN stays NaN; the sign is x's sign bit put back (fnuz formats: zero
+ *   is +0, they have no -0). */
+
+typedef struct F8Format {
+    int32_t type;   /* OX_FLOAT8* */
+    int m, emin;    /* mantissa bits; least normal exponent */
+    double max;     /* largest finite value */
+    bool inf, uz;   /* has infinities; "fnuz" (no -0, one NaN) */
+} F8Format;
+
+static const F8Format f8_formats[] = {
+    {OX_FLOAT8E4M3FN, 3, -6, 448.0, false, false},
+    {OX_FLOAT8E4M3FNUZ, 3, -7, 240.0, false, true},
+    {OX_FLOAT8E5M2, 2, -14, 57344.0, true, false},
+    {OX_FLOAT8E5M2FNUZ, 2, -15, 57344.0, false, true},
+};
+
+static Expr *reinterp(Imp *imp, Expr *x, rly_dtype dt) {
+    if (x == NULL) return NULL;
+    ImpAttrs a = {0};
+    ia_str(imp, &a, "dtype", sup_dtype_name(dt));
+    return imp_call1(imp, "reinterpret", x, &a);
+}
+
+static Expr *cast_float8(Imp *imp, Expr *x, const F8Format *f, bool saturate) {
+    x = imp_cast(imp, x, RLY_DTYPE_F32);
+    Expr *a = un(imp, "abs", x);
+    Expr *bits = reinterp(imp, a, RLY_DTYPE_I32);
+    Expr *e = bin(imp, "right_shift", bits, imp_scalar_i(imp, RLY_DTYPE_I32, 23));
+    e = bin(imp, "maximum", e, imp_scalar_i(imp, RLY_DTYPE_I32, f->emin + 127));
+    Expr *qbits = bin(imp, "left_shift", bin(imp, "subtract", e, imp_scalar_i(imp, RLY_DTYPE_I32, f->m)),
+                      imp_scalar_i(imp, RLY_DTYPE_I32, 23));
+    Expr *q = reinterp(imp, qbits, RLY_DTYPE_F32);
+    Expr *r = bin(imp, "multiply", un(imp, "round", bin(imp, "divide", a, q)), q);
+    Expr *big = imp_scalar(imp, RLY_DTYPE_F32, f->max);
+    if (saturate)
+        r = bin(imp, "minimum", r, big);
+    else
+        r = where3(imp, bin(imp, "greater", r, big),
+                   imp_scalar(imp, RLY_DTYPE_F32, f->inf ? INFINITY : NAN), r);
+    /* x's sign bit onto r (|r| has none); fnuz: zero stays +0 */
+    Expr *sign = bin(imp, "bitwise_and", reinterp(imp, x, RLY_DTYPE_I32),
+                     imp_scalar_i(imp, RLY_DTYPE_I32, INT32_MIN));
+    Expr *sr = reinterp(imp, bin(imp, "bitwise_or", reinterp(imp, r, RLY_DTYPE_I32), sign),
+                        RLY_DTYPE_F32);
+    if (f->uz) sr = where3(imp, bin(imp, "equal", r, imp_scalar(imp, RLY_DTYPE_F32, 0)), r, sr);
+    return where3(imp, un(imp, "isnan", x), x, sr);
+}
+
+Expr *imp_cast_onnx(Imp *imp, Expr *x, int32_t to, bool saturate) {
+    if (x == NULL) return NULL;
+    Expr *r = NULL;
+    if (OX_IS_FLOAT8(to)) {
+        r = cast_float8(imp, x, &f8_formats[to - OX_FLOAT8E4M3FN], saturate);
+    } else if (OX_IS_INT4(to)) {
+        rly_dtype dt = imp_dtype(x);
+        if (sup_dtype_is_float(dt)) x = un(imp, "round", x);
+        else if (dt == RLY_DTYPE_BOOL) x = imp_cast(imp, x, RLY_DTYPE_I8);
+        ImpAttrs a = {0};
+        ia_float(imp, &a, "a_min", to == OX_INT4 ? -8 : 0);
+        ia_float(imp, &a, "a_max", to == OX_INT4 ? 7 : 15);
+        r = imp_cast(imp, x ? imp_call1(imp, "clip", x, &a) : NULL,
+                     to == OX_INT4 ? RLY_DTYPE_I8 : RLY_DTYPE_U8);
+    } else {
+        int dt = imp_onnx_dtype(imp, to);
+        return dt < 0 ? NULL : imp_cast(imp, x, (rly_dtype)dt);
+    }
+    imp_emul_mark(imp, r, to);
+    return r;
+}
+
 static bool conv_cast(Imp *imp) {
     int32_t to = 0;
     if (!cast_target(imp, &to)) return false;
     Expr *x = imp_tin(imp, 0, "input");
     if (x == NULL) return false;
-    int dt = imp_onnx_dtype(imp, to);
-    if (dt < 0) return false;
-    return imp_set_out(imp, 0, imp_cast(imp, x, (rly_dtype)dt));
+    bool saturate = imp_opset(imp) < 19 || imp_attr_int(imp, "saturate", 1) != 0;
+    return imp_set_out(imp, 0, imp_cast_onnx(imp, x, to, saturate));
 }
 
 static bool conv_castlike(Imp *imp) {
     Expr *x = imp_tin(imp, 0, "input"), *like = imp_tin(imp, 1, "target_type");
     if (x == NULL || like == NULL) return false;
+    int32_t to = imp_emul_type(imp, like);
+    bool saturate = imp_opset(imp) < 19 || imp_attr_int(imp, "saturate", 1) != 0;
+    if (to != 0) return imp_set_out(imp, 0, imp_cast_onnx(imp, x, to, saturate));
     return imp_set_out(imp, 0, imp_cast(imp, x, imp_dtype(like)));
 }
 
@@ -325,10 +413,6 @@ static bool conv_leaky_relu(Imp *imp) {
                            (Expr *[]){neg, bin(imp, "multiply", x, lit(imp, x, alpha)), x}, NULL)
                 : NULL;
     return imp_set_out(imp, 0, neg ? y : NULL);
-}
-
-static Expr *where3(Imp *imp, Expr *c, Expr *x, Expr *y) {
-    return c && x && y ? imp_call(imp, "where", 3, (Expr *[]){c, x, y}, NULL) : NULL;
 }
 
 /* Elu: x < 0 ? alpha * (exp(x) - 1) : x. */

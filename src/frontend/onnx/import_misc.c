@@ -1568,10 +1568,28 @@ static bool conv_quantize(Imp *imp) {
     int64_t odt = imp_opset(imp) >= 21 ? imp_attr_int(imp, "output_dtype", 0) : 0;
     int out_dt = zp ? (int)imp_dtype(zp) : odt ? imp_onnx_dtype(imp, (int32_t)odt) : RLY_DTYPE_U8;
     if (out_dt < 0) return false;
+    /* emulated output types (opsets 19 and 21): float8 (y = x / y_scale + y_zero_point rounded
+     * to the format, saturating unless saturate = 0) and int4/uint4 (the 4-bit range) */
+    int32_t emul = zp ? imp_emul_type(imp, zp) : (int32_t)odt;
+    if (OX_IS_FLOAT8(emul)) {
+        uint32_t r8 = imp_rank(x);
+        int64_t axis = imp_attr_int(imp, "axis", 1);
+        Expr *sp = block > 0 ? blocked_param(imp, s, x, axis, block, "y_scale")
+                             : param_along(imp, s, r8, axis, "y_scale");
+        Expr *zq = !zp          ? NULL
+                   : block > 0 ? blocked_param(imp, zp, x, axis, block, "y_zero_point")
+                               : param_along(imp, zp, r8, axis, "y_zero_point");
+        if (!sp || (zp && !zq)) return false;
+        Expr *q = dvd(imp, imp_cast(imp, x, RLY_DTYPE_F32), imp_cast(imp, sp, RLY_DTYPE_F32));
+        if (zq) q = add(imp, q, zq);
+        return out1(imp, imp_cast_onnx(imp, q, emul, imp_attr_int(imp, "saturate", 1) != 0));
+    }
+    bool four = OX_IS_INT4(emul);
     if (block > 0) {
         rly_dtype out = (rly_dtype)out_dt, xd = imp_dtype(x);
         double lo = 0, hi = 0;
         if (!quant_range(imp, out, &lo, &hi)) return false;
+        if (four) lo = emul == OX_INT4 ? -8 : 0, hi = emul == OX_INT4 ? 7 : 15;
         int64_t axis = imp_attr_int(imp, "axis", 1);
         rly_dtype cd = xd == RLY_DTYPE_F64 ? RLY_DTYPE_F64 : RLY_DTYPE_F32;
         Expr *sb = blocked_param(imp, s, x, axis, block, "y_scale");
@@ -1579,11 +1597,14 @@ static bool conv_quantize(Imp *imp) {
         if (!sb || (zp && !zb)) return false;
         Expr *q = op1(imp, "round", dvd(imp, imp_cast(imp, x, cd), imp_cast(imp, sb, cd)), NULL);
         if (zb) q = add(imp, q, imp_cast(imp, zb, cd));
-        return out1(imp, imp_cast(imp, clip(imp, q, lo, hi), out));
+        Expr *y = imp_cast(imp, clip(imp, q, lo, hi), out);
+        if (four) imp_emul_mark(imp, y, emul);
+        return out1(imp, y);
     }
     rly_dtype out = (rly_dtype)out_dt, xd = imp_dtype(x);
     double lo = 0, hi = 0;
     if (!quant_range(imp, out, &lo, &hi)) return false;
+    if (four) lo = emul == OX_INT4 ? -8 : 0, hi = emul == OX_INT4 ? 7 : 15;
     uint32_t r = imp_rank(x);
     int64_t axis = imp_opset(imp) >= 13 ? imp_attr_int(imp, "axis", 1) : 1;
     rly_dtype cd = xd == RLY_DTYPE_F64 || !sup_dtype_is_float(xd) ? RLY_DTYPE_F64 : RLY_DTYPE_F32;
@@ -1591,7 +1612,9 @@ static bool conv_quantize(Imp *imp) {
         dvd(imp, imp_cast(imp, x, cd), imp_cast(imp, param_along(imp, s, r, axis, "y_scale"), cd));
     q = op1(imp, "round", q, NULL);
     if (zp) q = add(imp, q, imp_cast(imp, param_along(imp, zp, r, axis, "y_zero_point"), cd));
-    return out1(imp, imp_cast(imp, clip(imp, q, lo, hi), out));
+    Expr *y = imp_cast(imp, clip(imp, q, lo, hi), out);
+    if (four) imp_emul_mark(imp, y, emul);
+    return out1(imp, y);
 }
 
 /* DequantizeLinear-10/13 -> qnn.dequantize: (float32)(int32(x) - zero_point) * scale, which is
@@ -1602,6 +1625,20 @@ static bool conv_dequantize(Imp *imp) {
     if (!x || !s) return false;
     int64_t block = imp_opset(imp) >= 21 ? imp_attr_int(imp, "block_size", 0) : 0;
     if (block < 0) return imp_error(imp, "block_size must be >= 0, got %lld", (long long)block);
+    if (sup_dtype_is_float(imp_dtype(x))) { /* float8 x (emulated as float32): as below */
+        int64_t axis = imp_attr_int(imp, "axis", 1);
+        uint32_t r8 = imp_rank(x);
+        Expr *sp = block > 0 ? blocked_param(imp, s, x, axis, block, "x_scale")
+                             : param_along(imp, s, r8, axis, "x_scale");
+        Expr *zq = !zp          ? NULL
+                   : block > 0 ? blocked_param(imp, zp, x, axis, block, "x_zero_point")
+                               : param_along(imp, zp, r8, axis, "x_zero_point");
+        if (!sp || (zp && !zq)) return false;
+        Expr *v = imp_cast(imp, x, RLY_DTYPE_F32);
+        if (zq) v = sub(imp, v, imp_cast(imp, zq, RLY_DTYPE_F32));
+        v = mul(imp, v, imp_cast(imp, sp, RLY_DTYPE_F32));
+        return out1(imp, imp_cast(imp, v, imp_dtype(s)));
+    }
     if (block > 0) { /* (x - zero_point) * scale in float32, then the scale's dtype */
         int64_t axis = imp_attr_int(imp, "axis", 1);
         Expr *sb = blocked_param(imp, s, x, axis, block, "x_scale");

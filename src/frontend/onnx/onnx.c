@@ -25,7 +25,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -71,7 +73,9 @@ size_t ox_elem_size(int32_t t) {
     case 17: /* FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ: one byte each */
     case 18:
     case 19:
-    case 20: return 1;
+    case 20:
+    case OX_UINT4: /* unpacked by the reader: one byte per element */
+    case OX_INT4: return 1;
     case OX_UINT16:
     case OX_INT16:
     case OX_FLOAT16:
@@ -84,8 +88,25 @@ size_t ox_elem_size(int32_t t) {
     case OX_UINT64:
     case OX_COMPLEX64: return 8;
     case OX_COMPLEX128: return 16;
-    default: return 0; /* UNDEFINED, STRING, sub-byte types (INT4 ...), unknown */
+    default: return 0; /* UNDEFINED, STRING, other sub-byte types (FLOAT4E2M1 ...), unknown */
     }
+}
+
+float ox_float8_value(int32_t t, uint8_t b) {
+    /* 1 sign bit, then e exponent bits of bias `bias`, then m mantissa bits; exponent 0 is
+     * subnormal. fn: no infinities, S.1111.111 is NaN; fnuz: no -0, no inf, 0x80 alone is NaN;
+     * e5m2: IEEE-like (exponent all ones: inf or NaN). */
+    bool e5 = t == OX_FLOAT8E5M2 || t == OX_FLOAT8E5M2FNUZ;
+    bool uz = t == OX_FLOAT8E4M3FNUZ || t == OX_FLOAT8E5M2FNUZ;
+    int m_bits = e5 ? 2 : 3, bias = (e5 ? 15 : 7) + (uz ? 1 : 0);
+    int exp = (b & 0x7f) >> m_bits, man = b & ((1 << m_bits) - 1);
+    int exp_max = (1 << (7 - m_bits)) - 1;
+    float sign = (b & 0x80) ? -1.0f : 1.0f;
+    if (uz && b == 0x80) return NAN;
+    if (t == OX_FLOAT8E4M3FN && exp == exp_max && man == (1 << m_bits) - 1) return NAN;
+    if (t == OX_FLOAT8E5M2 && exp == exp_max) return man ? NAN : sign * INFINITY;
+    if (exp == 0) return sign * ldexpf((float)man, 1 - bias - m_bits);
+    return sign * ldexpf((float)((1 << m_bits) | man), exp - bias - m_bits);
 }
 
 const char *ox_type_name(int32_t t) {
@@ -483,7 +504,8 @@ static bool src_fits(int src, int32_t t, size_t *per) {
     case SRC_DOUBLE: *per = t == OX_COMPLEX128 ? 2 : 1; return t == OX_DOUBLE || t == OX_COMPLEX128;
     case SRC_INT32:
         return t == OX_INT32 || t == OX_INT16 || t == OX_INT8 || t == OX_UINT16 || t == OX_UINT8 ||
-               t == OX_BOOL || t == OX_FLOAT16 || t == OX_BFLOAT16 || (t >= 17 && t <= 20);
+               t == OX_BOOL || t == OX_FLOAT16 || t == OX_BFLOAT16 || OX_IS_FLOAT8(t) ||
+               OX_IS_INT4(t); /* 4-bit: one value holds a packed byte */
     case SRC_STRING: return t == OX_STRING;
     case SRC_INT64: return t == OX_INT64;
     case SRC_UINT64: return t == OX_UINT32 || t == OX_UINT64;
@@ -500,6 +522,17 @@ static void count_vals(Dec *d, const PbField *f, int src, int wire, size_t *n_va
         n_vals[src] += rep_count(d, f, wire, src_names[src]);
     }
     has[src] = true;
+}
+
+/* INT4/UINT4 elements packed two a byte (low nibble first) into one byte each, int4
+ * sign-extended. The caller checked that src holds (count + 1) / 2 bytes. */
+static const void *unpack4(Dec *d, const uint8_t *src, int64_t count, bool sign) {
+    uint8_t *dst = alloc_n(d, (size_t)count, 1);
+    for (int64_t i = 0; i < count; i++) {
+        unsigned v = (src[i / 2] >> (4 * (i & 1))) & 0xfu;
+        dst[i] = (uint8_t)(sign && v >= 8 ? v + 0xf0u : v);
+    }
+    return dst;
 }
 
 static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
@@ -642,12 +675,23 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
                     esize);
         nbytes = (size_t)count * esize;
     }
+    bool four = OX_IS_INT4(t->data_type), sign4 = t->data_type == OX_INT4;
+    size_t packed = four ? (size_t)(count / 2 + count % 2) : nbytes; /* bytes in the file */
     if (src == SRC_RAW) {
-        if (raw_len != nbytes)
+        if (four && raw_len != packed)
+            fail_at(d, NO_OFFSET,
+                    "raw_data has %zu bytes; dims %s of %s (two a byte) need %zu bytes", raw_len,
+                    ds, ox_type_name(t->data_type), packed);
+        if (raw_len != packed)
             fail_at(d, NO_OFFSET,
                     "raw_data has %zu bytes; dims %s of %s need %" PRId64 " x %zu = %zu bytes",
                     raw_len, ds, ox_type_name(t->data_type), count, esize, nbytes);
         if (nbytes == 0) return;
+        if (four) {
+            t->data = unpack4(d, raw, count, sign4);
+            t->nbytes = nbytes;
+            return;
+        }
         if (!d->copy && (uintptr_t)raw % elem_align(t->data_type) == 0) {
             t->data = raw;
             t->borrowed = true;
@@ -658,11 +702,15 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
         return;
     }
     if (src == SRC_EXT) {
-        load_external(d, t, ext, n_ext, nbytes);
+        load_external(d, t, ext, n_ext, packed);
+        if (four && t->data) t->data = unpack4(d, t->data, count, sign4);
         t->nbytes = t->data ? nbytes : 0;
         return;
     }
-    if (n_vals[src] % per != 0 || (uint64_t)(n_vals[src] / per) != (uint64_t)count)
+    if (four && n_vals[src] != packed)
+        fail_at(d, NO_OFFSET, "%s has %zu values; dims %s of %s need %zu (two a value)",
+                src_names[src], n_vals[src], ds, ox_type_name(t->data_type), packed);
+    if (!four && (n_vals[src] % per != 0 || (uint64_t)(n_vals[src] / per) != (uint64_t)count))
         fail_at(d, NO_OFFSET, "%s has %zu values; dims %s of %s need %" PRId64 "%s", src_names[src],
                 n_vals[src], ds, ox_type_name(t->data_type), count,
                 per == 2 ? " complex elements (2 values each)" : "");
@@ -671,7 +719,7 @@ static void decode_tensor(Dec *d, const uint8_t *p, size_t n, OxTensor *t) {
         t->strings = strs;
         return;
     }
-    t->data = vals;
+    t->data = four ? unpack4(d, vals, count, sign4) : vals;
     t->nbytes = nbytes;
 }
 
@@ -1323,7 +1371,15 @@ void ox_encode_tensor(const OxTensor *t, StrBuf *out) {
         for (int64_t i = 0; t->strings != NULL && i < t->count; i++)
             pb_put_bytes(out, 6, t->strings[i].s, t->strings[i].n);
     if (t->name != NULL && t->name[0] != '\0') pb_put_bytes(out, 8, t->name, strlen(t->name));
-    if (t->data_type != OX_STRING) {
+    if (OX_IS_INT4(t->data_type)) { /* packed again, two a byte, low nibble first */
+        size_t n = t->data && t->count > 0 ? (size_t)(t->count / 2 + t->count % 2) : 0;
+        uint8_t *packed = n ? sup_calloc(n, 1) : NULL;
+        const uint8_t *u = t->data;
+        for (size_t i = 0; i < 2 * n && (int64_t)i < t->count; i++)
+            packed[i / 2] |= (uint8_t)((u[i] & 0xfu) << (4 * (i & 1)));
+        pb_put_bytes(out, 9, packed, n);
+        free(packed);
+    } else if (t->data_type != OX_STRING) {
         size_t n = t->count > 0 ? (size_t)t->count * ox_elem_size(t->data_type) : 0;
         pb_put_bytes(out, 9, t->data, t->data ? n : 0);
     }

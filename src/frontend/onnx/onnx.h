@@ -38,7 +38,23 @@ enum {
     OX_COMPLEX64 = 14,
     OX_COMPLEX128 = 15,
     OX_BFLOAT16 = 16,
+    /* float8 and 4-bit types (opsets 19 and 21): Relay has no such dtypes; the importer carries
+     * them emulated (float8 as float32, int4/uint4 as int8/uint8; docs/onnx.md) */
+    OX_FLOAT8E4M3FN = 17,
+    OX_FLOAT8E4M3FNUZ = 18,
+    OX_FLOAT8E5M2 = 19,
+    OX_FLOAT8E5M2FNUZ = 20,
+    OX_UINT4 = 21,
+    OX_INT4 = 22,
 };
+
+/* Is t one of the four float8 types / INT4 or UINT4? */
+#define OX_IS_FLOAT8(t) ((t) >= OX_FLOAT8E4M3FN && (t) <= OX_FLOAT8E5M2FNUZ)
+#define OX_IS_INT4(t) ((t) == OX_UINT4 || (t) == OX_INT4)
+
+/* The value of a float8 byte b of float8 type t (OX_IS_FLOAT8), exactly, as a float (NaN for
+ * the NaN codes, +-inf for e5m2's infinities). */
+float ox_float8_value(int32_t t, uint8_t b);
 
 /* AttributeProto.AttributeType numbers. */
 enum {
@@ -71,7 +87,10 @@ typedef struct OxTensor {
     int64_t *dims;
     int64_t count; /* product of dims (1 for a scalar) */
     /* Elements, little-endian, sup-style sizes (bool 1 byte, float16/bfloat16 2 bytes, ...);
-     * count * element size bytes. NULL when count == 0. For OX_STRING: strings[] instead. */
+     * count * element size bytes. NULL when count == 0. For OX_STRING: strings[] instead.
+     * float8 types: the format's byte per element, as stored. INT4/UINT4 (packed two a byte in
+     * the file, low nibble first) are unpacked: one byte per element, int4 sign-extended (an
+     * int8), so data is never borrowed for them; the encoder packs them again. */
     const void *data;
     size_t nbytes;
     bool borrowed;  /* data points into the mapped file */
@@ -79,7 +98,8 @@ typedef struct OxTensor {
     const char *doc;
 } OxTensor;
 
-/* Element size in bytes of an ONNX data type; 0 for STRING/UNDEFINED/unknown. */
+/* Element size in bytes of an ONNX data type in OxTensor.data (1 for the unpacked INT4/UINT4);
+ * 0 for STRING/UNDEFINED/unknown and the other sub-byte types. */
 size_t ox_elem_size(int32_t data_type);
 /* "float", "int64", ... as ONNX names them ("UNKNOWN(23)" in a static buffer otherwise). */
 const char *ox_type_name(int32_t data_type);
