@@ -33,6 +33,7 @@
 #define SPIN_NS 200000       /* how long an idle worker spins before it sleeps (0.2 ms) */
 #define CALLER_SPIN_NS 50000 /* how long the caller spins for joined workers before it sleeps */
 #define YIELD_NS 20000 /* past this, spinners also sched_yield (more threads than free cores) */
+#define SPREADS 8      /* times a pool moves a worker off its caller's CPU (spread), at most */
 
 #define CTL_CLOSED ((uint64_t)1 << 31)
 #define CTL_JOINED_MASK (CTL_CLOSED - 1)
@@ -44,6 +45,7 @@ typedef struct Worker {
     pthread_t th;
     _Atomic int tid; /* its kernel thread id, once it runs (0 before) */
     _Atomic int cpu; /* the CPU it last ran on, as it last looked (-1: not known) */
+    bool kept_off;   /* spread: its affinity excludes a CPU for now (the caller's side only) */
 } Worker;
 
 struct SupPool {
@@ -64,6 +66,7 @@ struct SupPool {
     pthread_cond_t done; /* a worker finished (the caller waits) */
     cpu_set_t allowed;   /* the CPUs the process may use, when the pool was made */
     int n_allowed;
+    int spreads_left; /* spread: how many more times a worker may be moved off the caller's CPU */
 };
 
 static inline void cpu_relax(void) {
@@ -177,6 +180,7 @@ SupPool *sup_pool_new(int n_threads) {
     CPU_ZERO(&p->allowed);
     if (sched_getaffinity(0, sizeof p->allowed, &p->allowed) == 0)
         p->n_allowed = CPU_COUNT(&p->allowed);
+    p->spreads_left = SPREADS;
     int started = 0;
     for (; started < n_threads - 1; started++) {
         Worker *w = &p->workers[started];
@@ -216,22 +220,36 @@ int sup_pool_threads(const SupPool *p) { return p ? p->n : 1; }
 /* A worker last seen (starting, spinning, joining a run) on the caller's CPU shares that core
  * with it: the caller then does most tasks itself while the worker waits for its turn, and a
  * 2-thread run takes the 1-thread time (LSTM: 0.62 ms instead of 0.34, for whole 20 ms
- * benchmarks, in 7 of 12 fresh processes started 0.3 s apart). The scheduler puts them there at
- * times (a new thread beside its creator, a wake-up on the waker's CPU) and is slow to part two
- * threads that hand work back and forth every few microseconds (each looks cache-hot). So such a
- * worker is told to run anywhere but the caller's CPU: one affinity call, only when it happens;
- * no worker is pinned to one CPU (pinning each worker to a fixed CPU was slower: the caller could
- * land on a worker's CPU for good). After this, 2 of 12. Needs at least as many CPUs as threads. */
+ * benchmarks, in 9 of 20 fresh processes started 0.3 s apart on an idle machine). The scheduler
+ * puts them there at times (a new thread beside its creator, a wake-up on the waker's CPU) and is
+ * slow to part two threads that hand work back and forth every few microseconds (each looks
+ * cache-hot). So such a worker gets an affinity of every allowed CPU but the caller's, and its
+ * full affinity back as soon as it is seen elsewhere: the scheduler stays free to place it (a
+ * worker kept off the caller's CPU for good doubled SqueezeNet's 2-thread time while another
+ * process held the other core). SPREADS moves per pool at most, so a machine whose other cores
+ * are busy is not fought over run after run. Needs at least as many CPUs as threads. */
 static void spread(SupPool *p) {
     int me = sched_getcpu();
     if (me < 0 || me >= CPU_SETSIZE) return;
     for (int i = 0; i < p->n - 1; i++) {
         Worker *w = &p->workers[i];
         int tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
-        if (tid <= 0 || atomic_load_explicit(&w->cpu, memory_order_relaxed) != me) continue;
+        int at = atomic_load_explicit(&w->cpu, memory_order_relaxed);
+        if (tid <= 0) continue;
+        if (w->kept_off) { /* moved: free again (so a busy machine can still place it) */
+            if (at >= 0 && at != me) {
+                (void)sched_setaffinity(tid, sizeof p->allowed, &p->allowed);
+                w->kept_off = false;
+            }
+            continue;
+        }
+        if (at != me || p->spreads_left <= 0) continue;
         cpu_set_t set = p->allowed;
         CPU_CLR(me, &set);
-        if (CPU_COUNT(&set) > 0) (void)sched_setaffinity(tid, sizeof set, &set);
+        if (CPU_COUNT(&set) > 0 && sched_setaffinity(tid, sizeof set, &set) == 0) {
+            w->kept_off = true;
+            p->spreads_left--;
+        }
         atomic_store_explicit(&w->cpu, -1, memory_order_relaxed);
     }
 }

@@ -13,6 +13,7 @@
  * - external data in a temporary directory, zero-copy raw_data in the mapping. */
 #define _XOPEN_SOURCE 700 /* mkdtemp, symlink */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1008,6 +1009,58 @@ static void test_tensor_fields(void) {
           "float8e4m3fn");
     ox_model_free(m);
     sb_free(&mb);
+    /* int4 / uint4: packed two a byte, low nibble first; read one byte each (int4 signed) */
+    put_v(&t, 2, OX_INT4);
+    put_v(&t, 1, 3);
+    put_l(&t, 9, "\x9f\x07", 2);
+    mb = model_of_init(&t);
+    m = LOAD_OK(mb);
+    const int8_t *i4 = m ? m->graph->inits[0].data : NULL;
+    CHECK(i4 && m->graph->inits[0].nbytes == 3 && i4[0] == -1 && i4[1] == -7 && i4[2] == 7,
+          "int4 raw_data");
+    if (m) { /* encodes packed again */
+        StrBuf enc = {0};
+        ox_encode_tensor(&m->graph->inits[0], &enc);
+        Arena a;
+        arena_init(&a);
+        char err[256];
+        OxTensor *back = ox_decode_tensor(enc.data, enc.len, &a, err, sizeof err);
+        CHECK(back && back->nbytes == 3 && memcmp(back->data, i4, 3) == 0, "int4 round trip");
+        arena_free(&a);
+        sb_free(&enc);
+    }
+    ox_model_free(m);
+    sb_free(&mb);
+    put_v(&t, 2, OX_UINT4);
+    put_v(&t, 1, 3);
+    put_v(&t, 5, 0x9f);
+    put_v(&t, 5, 0x07);
+    mb = model_of_init(&t);
+    m = LOAD_OK(mb);
+    const uint8_t *u4 = m ? m->graph->inits[0].data : NULL;
+    CHECK(u4 && u4[0] == 15 && u4[1] == 9 && u4[2] == 7, "uint4 int32_data");
+    ox_model_free(m);
+    sb_free(&mb);
+    /* float8 byte values: normal, subnormal, largest, NaN and inf codes of each format */
+    static const struct {
+        int32_t t;
+        uint8_t b;
+        float v; /* NaN: expect NaN */
+    } f8[] = {
+        {OX_FLOAT8E4M3FN, 0x38, 1.0f},       {OX_FLOAT8E4M3FN, 0x7e, 448.0f},
+        {OX_FLOAT8E4M3FN, 0x01, 0x1p-9f},    {OX_FLOAT8E4M3FN, 0xff, NAN},
+        {OX_FLOAT8E4M3FN, 0xb8, -1.0f},      {OX_FLOAT8E4M3FNUZ, 0x7f, 240.0f},
+        {OX_FLOAT8E4M3FNUZ, 0x80, NAN},      {OX_FLOAT8E4M3FNUZ, 0x01, 0x1p-10f},
+        {OX_FLOAT8E5M2, 0x7b, 57344.0f},     {OX_FLOAT8E5M2, 0xfc, -INFINITY},
+        {OX_FLOAT8E5M2, 0x7d, NAN},          {OX_FLOAT8E5M2, 0x01, 0x1p-16f},
+        {OX_FLOAT8E5M2FNUZ, 0x7f, 57344.0f}, {OX_FLOAT8E5M2FNUZ, 0x01, 0x1p-17f},
+        {OX_FLOAT8E5M2FNUZ, 0x80, NAN},      {OX_FLOAT8E5M2FNUZ, 0x3c, 0.5f},
+    };
+    for (size_t i = 0; i < sizeof f8 / sizeof f8[0]; i++) {
+        float v = ox_float8_value(f8[i].t, f8[i].b);
+        CHECK(isnan(f8[i].v) ? isnan(v) : v == f8[i].v, "%s 0x%02x is %g, expected %g",
+              ox_type_name(f8[i].t), f8[i].b, (double)v, (double)f8[i].v);
+    }
 }
 
 /* ==== hostile input ============================================================================
@@ -1144,10 +1197,19 @@ static void test_hostile(void) {
     put_l(&t, 9, "1234", 4);
     b = model_of_init(&t);
     EXPECT_ERR(b, "no data_type");
-    put_v(&t, 2, 22);
+    put_v(&t, 2, 22); /* int4, one element: one packed byte, not two */
+    put_l(&t, 9, "12", 2);
+    b = model_of_init(&t);
+    EXPECT_ERR(b, "raw_data has 2 bytes; dims () of int4 (two a byte) need 1 bytes");
+    put_v(&t, 2, 21);
+    put_v(&t, 1, 3);
+    put_v(&t, 5, 0x21);
+    b = model_of_init(&t);
+    EXPECT_ERR(b, "int32_data has 1 values; dims (3) of uint4 need 2 (two a value)");
+    put_v(&t, 2, 23); /* float4e2m1: not read */
     put_l(&t, 9, "1", 1);
     b = model_of_init(&t);
-    EXPECT_ERR(b, "int4 are not supported");
+    EXPECT_ERR(b, "float4e2m1 are not supported");
     put_v(&t, 2, 99);
     b = model_of_init(&t);
     EXPECT_ERR(b, "UNKNOWN(99)");
@@ -1800,7 +1862,7 @@ static void test_names(void) {
     CHECK(ox_elem_size(OX_FLOAT) == 4 && ox_elem_size(OX_BOOL) == 1 &&
               ox_elem_size(OX_COMPLEX128) == 16 && ox_elem_size(OX_BFLOAT16) == 2 &&
               ox_elem_size(OX_STRING) == 0 && ox_elem_size(OX_UNDEFINED) == 0 &&
-              ox_elem_size(22) == 0 && ox_elem_size(-1) == 0,
+              ox_elem_size(OX_INT4) == 1 && ox_elem_size(23) == 0 && ox_elem_size(-1) == 0,
           "ox_elem_size");
     CHECK(strcmp(ox_type_name(OX_FLOAT), "float") == 0 &&
               strcmp(ox_type_name(OX_BFLOAT16), "bfloat16") == 0 &&

@@ -2367,6 +2367,17 @@ Module *imp_import(Ctx *ctx, const OxModel *m, const ImpOptions *opts) {
         const char *nm = g->inputs[i].name;
         uintptr_t ix = (uintptr_t)strmap_get(&inits, nm, strlen(nm));
         if (ix && !(ix & as_param)) continue; /* an input with a constant default */
+        const OxTensor *bound = NULL;         /* ImpOptions.bind_*: a constant, not a parameter */
+        for (uint32_t k = 0; opts && k < opts->n_binds && !bound; k++)
+            if (strcmp(opts->bind_names[k], nm) == 0) bound = opts->bind_vals[k];
+        if (bound) {
+            Expr *c = imp_tensor_const(imp, bound, false);
+            if (c == NULL)
+                ok = false;
+            else
+                define(imp, nm, c);
+            continue;
+        }
         param_vi[n_params] = &g->inputs[i];
         param_init[n_params] = NULL;
         onnx_names[n_params++] = nm;

@@ -192,6 +192,12 @@ typedef struct ImpOptions {
      * after the graph inputs (rly import --params-as-inputs); the others, and those a node
      * reads as a setting (Resize scales, Clip bounds, ...: settings_read), stay constants. */
     bool params_as_inputs;
+    /* Graph inputs given values (`rly test`, for a test that feeds as an input what the
+     * converter needs at import: Col2Im's image_shape, AffineGrid's size): each named input
+     * becomes a constant of its tensor instead of a parameter of @main. */
+    const char *const *bind_names;
+    const OxTensor *const *bind_vals;
+    uint32_t n_binds;
 } ImpOptions;
 
 /* Import m into a new module of ctx (@main). NULL after reporting every error into ctx->diags

@@ -258,10 +258,10 @@ static bool cast_target(Imp *imp, int32_t *out) {
  *   is +0, they have no -0). */
 
 typedef struct F8Format {
-    int32_t type;   /* OX_FLOAT8* */
-    int m, emin;    /* mantissa bits; least normal exponent */
-    double max;     /* largest finite value */
-    bool inf, uz;   /* has infinities; "fnuz" (no -0, one NaN) */
+    int32_t type; /* OX_FLOAT8* */
+    int m, emin;  /* mantissa bits; least normal exponent */
+    double max;   /* largest finite value */
+    bool inf, uz; /* has infinities; "fnuz" (no -0, one NaN) */
 } F8Format;
 
 static const F8Format f8_formats[] = {
@@ -284,8 +284,9 @@ static Expr *cast_float8(Imp *imp, Expr *x, const F8Format *f, bool saturate) {
     Expr *bits = reinterp(imp, a, RLY_DTYPE_I32);
     Expr *e = bin(imp, "right_shift", bits, imp_scalar_i(imp, RLY_DTYPE_I32, 23));
     e = bin(imp, "maximum", e, imp_scalar_i(imp, RLY_DTYPE_I32, f->emin + 127));
-    Expr *qbits = bin(imp, "left_shift", bin(imp, "subtract", e, imp_scalar_i(imp, RLY_DTYPE_I32, f->m)),
-                      imp_scalar_i(imp, RLY_DTYPE_I32, 23));
+    Expr *qbits =
+        bin(imp, "left_shift", bin(imp, "subtract", e, imp_scalar_i(imp, RLY_DTYPE_I32, f->m)),
+            imp_scalar_i(imp, RLY_DTYPE_I32, 23));
     Expr *q = reinterp(imp, qbits, RLY_DTYPE_F32);
     Expr *r = bin(imp, "multiply", un(imp, "round", bin(imp, "divide", a, q)), q);
     Expr *big = imp_scalar(imp, RLY_DTYPE_F32, f->max);
@@ -297,8 +298,8 @@ static Expr *cast_float8(Imp *imp, Expr *x, const F8Format *f, bool saturate) {
     /* x's sign bit onto r (|r| has none); fnuz: zero stays +0 */
     Expr *sign = bin(imp, "bitwise_and", reinterp(imp, x, RLY_DTYPE_I32),
                      imp_scalar_i(imp, RLY_DTYPE_I32, INT32_MIN));
-    Expr *sr = reinterp(imp, bin(imp, "bitwise_or", reinterp(imp, r, RLY_DTYPE_I32), sign),
-                        RLY_DTYPE_F32);
+    Expr *sr =
+        reinterp(imp, bin(imp, "bitwise_or", reinterp(imp, r, RLY_DTYPE_I32), sign), RLY_DTYPE_F32);
     if (f->uz) sr = where3(imp, bin(imp, "equal", r, imp_scalar(imp, RLY_DTYPE_F32, 0)), r, sr);
     return where3(imp, un(imp, "isnan", x), x, sr);
 }
@@ -310,8 +311,10 @@ Expr *imp_cast_onnx(Imp *imp, Expr *x, int32_t to, bool saturate) {
         r = cast_float8(imp, x, &f8_formats[to - OX_FLOAT8E4M3FN], saturate);
     } else if (OX_IS_INT4(to)) {
         rly_dtype dt = imp_dtype(x);
-        if (sup_dtype_is_float(dt)) x = un(imp, "round", x);
-        else if (dt == RLY_DTYPE_BOOL) x = imp_cast(imp, x, RLY_DTYPE_I8);
+        if (sup_dtype_is_float(dt))
+            x = un(imp, "round", x);
+        else if (dt == RLY_DTYPE_BOOL)
+            x = imp_cast(imp, x, RLY_DTYPE_I8);
         ImpAttrs a = {0};
         ia_float(imp, &a, "a_min", to == OX_INT4 ? -8 : 0);
         ia_float(imp, &a, "a_max", to == OX_INT4 ? 7 : 15);

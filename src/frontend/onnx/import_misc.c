@@ -1576,7 +1576,7 @@ static bool conv_quantize(Imp *imp) {
         int64_t axis = imp_attr_int(imp, "axis", 1);
         Expr *sp = block > 0 ? blocked_param(imp, s, x, axis, block, "y_scale")
                              : param_along(imp, s, r8, axis, "y_scale");
-        Expr *zq = !zp          ? NULL
+        Expr *zq = !zp         ? NULL
                    : block > 0 ? blocked_param(imp, zp, x, axis, block, "y_zero_point")
                                : param_along(imp, zp, r8, axis, "y_zero_point");
         if (!sp || (zp && !zq)) return false;
@@ -1630,7 +1630,7 @@ static bool conv_dequantize(Imp *imp) {
         uint32_t r8 = imp_rank(x);
         Expr *sp = block > 0 ? blocked_param(imp, s, x, axis, block, "x_scale")
                              : param_along(imp, s, r8, axis, "x_scale");
-        Expr *zq = !zp          ? NULL
+        Expr *zq = !zp         ? NULL
                    : block > 0 ? blocked_param(imp, zp, x, axis, block, "x_zero_point")
                                : param_along(imp, zp, r8, axis, "x_zero_point");
         if (!sp || (zp && !zq)) return false;
