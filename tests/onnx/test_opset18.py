@@ -531,8 +531,9 @@ def emul_case(name, nodes, inputs, in_types, out_type, want=None, inits=None, op
     if got.dtype != want.dtype or got.shape != want.shape:
         return check(name, False, "got %s %s, expected %s %s" % (got.dtype, got.shape,
                                                                  want.dtype, want.shape))
-    if want.dtype.kind == "f":
-        same = (got == want) | (np.isnan(got) & np.isnan(want))
+    if want.dtype.kind == "f":  # the sign of zero too (fnuz formats have no -0)
+        same = ((got == want) & (np.signbit(got) == np.signbit(want))) | \
+            (np.isnan(got) & np.isnan(want))
     else:
         same = got == want
     bad = np.flatnonzero(~same)
