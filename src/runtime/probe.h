@@ -55,6 +55,11 @@ uint32_t rt_profile_intern(RtProfile *p, const char *s, size_t n);
  * of a JSON object without its braces (`"loc": "a.rly:3:5", "shapes": "..."`), or UINT32_MAX. */
 void rt_profile_add(RtProfile *p, uint32_t name, uint32_t cat, uint32_t args, uint64_t t0,
                     uint64_t t1);
+/* Record an event of the thread pool's worker w (1, 2, ...: its own track in the trace, named
+ * "pool worker w"), not summed into the table (the calling thread's event of the same operator
+ * already counts its time). */
+void rt_profile_add_worker(RtProfile *p, uint32_t name, uint32_t cat, uint32_t args, int worker,
+                           uint64_t t0, uint64_t t1);
 /* Append `"key": "value"` (value JSON-escaped) to an args object being built in sb. */
 void rt_profile_arg(StrBuf *sb, const char *key, const char *value);
 /* Write p as a Chrome trace (JSON object format, "traceEvents") to path, whole or not at all.

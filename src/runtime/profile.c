@@ -33,6 +33,7 @@ struct RtProfile {
     Vec(ProfEvent) ev;    /* at most RT_PROFILE_MAX_EVENTS */
     Vec(ProfTotal) total; /* by name id (grown on demand) */
     uint64_t dropped;     /* events past the cap */
+    int max_worker;       /* the highest pool worker with events (rt_profile_add_worker) */
     uint64_t origin;      /* rt_profile_now() at rt_profile_new: ts 0 */
 };
 
@@ -122,6 +123,21 @@ void rt_profile_add(RtProfile *p, uint32_t name, uint32_t cat, uint32_t args, ui
     vec_push(&p->ev, e);
 }
 
+/* Pool workers' tracks: tids past any calling thread's (thread_id counts those from 1). */
+#define WORKER_TID 100000u
+
+void rt_profile_add_worker(RtProfile *p, uint32_t name, uint32_t cat, uint32_t args, int worker,
+                           uint64_t t0, uint64_t t1) {
+    if (worker <= 0) return;
+    if (p->ev.len >= RT_PROFILE_MAX_EVENTS) {
+        p->dropped++;
+        return;
+    }
+    ProfEvent e = {name, cat, args, WORKER_TID + (uint32_t)worker, t0, t1 > t0 ? t1 - t0 : 0};
+    vec_push(&p->ev, e);
+    if (worker > p->max_worker) p->max_worker = worker;
+}
+
 static void json_escaped(StrBuf *sb, const char *s) {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -153,6 +169,11 @@ bool rt_profile_write(const RtProfile *p, const char *path, char *err, size_t ca
     sb_puts(&sb, "},\n\"traceEvents\": [\n");
     sb_puts(&sb, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": "
                  "{\"name\": \"rly\"}}");
+    for (int w = 1; w <= p->max_worker; w++)
+        sb_printf(&sb,
+                  ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %u, "
+                  "\"args\": {\"name\": \"pool worker %d\"}}",
+                  WORKER_TID + (unsigned)w, w);
     for (size_t i = 0; i < p->ev.len && ok; i++) {
         const ProfEvent *e = &p->ev.data[i];
         uint64_t t0 = e->t0 >= p->origin ? e->t0 - p->origin : 0;

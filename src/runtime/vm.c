@@ -883,9 +883,16 @@ static void probe_record(Vm *vm, const VmPacked *p, const VmReg *R, const uint32
     const char *name = p->name ? p->name : "packed";
     const char *cat = n_calls > 1 ? "fused group" : "operator";
     RtProfile *pr = vm->prof;
-    rt_profile_add(pr, rt_profile_intern(pr, name, strlen(name)),
-                   rt_profile_intern(pr, cat, strlen(cat)),
-                   rt_profile_intern(pr, sb->data, sb->len), t0, t1);
+    uint32_t nid = rt_profile_intern(pr, name, strlen(name)),
+             cid = rt_profile_intern(pr, cat, strlen(cat)),
+             aid = rt_profile_intern(pr, sb->data, sb->len);
+    rt_profile_add(pr, nid, cid, aid, t0, t1);
+    /* what the pool's workers did for it: their own tracks */
+    SupSpan sp[64];
+    for (size_t n; (n = sup_pool_take_spans(vm->pool, sp, 64)) > 0;)
+        for (size_t i = 0; i < n; i++)
+            rt_profile_add_worker(pr, nid, cid, aid, sp[i].worker, (uint64_t)sp[i].t0,
+                                  (uint64_t)sp[i].t1);
 }
 
 /* The nodes of packed function p run again one by one, on the reference kernels (ref) or on
@@ -1772,7 +1779,10 @@ void vm_free(Vm *vm) {
 }
 
 void vm_set_limits(Vm *vm, const RtLimits *limits) { vm->limits = *limits; }
-void vm_set_pool(Vm *vm, SupPool *pool) { vm->pool = pool; }
+void vm_set_pool(Vm *vm, SupPool *pool) {
+    vm->pool = pool;
+    sup_pool_trace(pool, vm->prof != NULL); /* workers' spans for the profile */
+}
 
 void vm_set_probe(Vm *vm, unsigned mask) {
     vm->check_numerics = (mask & VM_PROBE_NUMERICS) != 0;
@@ -1782,6 +1792,7 @@ void vm_set_probe(Vm *vm, unsigned mask) {
     } else if (vm->prof == NULL) {
         vm->prof = rt_profile_new();
     }
+    sup_pool_trace(vm->pool, vm->prof != NULL); /* workers' spans for the profile */
     /* float scalar operations take the generic VM_SCALAR entry, which checks */
     for (uint32_t i = 0; i < vm->exe->n_funcs; i++) {
         const VmFunction *f = &vm->exe->funcs[i];

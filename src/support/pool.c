@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +68,10 @@ struct SupPool {
     cpu_set_t allowed;   /* the CPUs the process may use, when the pool was made */
     int n_allowed;
     int spreads_left; /* spread: how many more times a worker may be moved off the caller's CPU */
+    bool trace;       /* sup_pool_trace: spans are recorded (set between runs only) */
+    int64_t *span_t0, *span_t1; /* per thread: its span in the current run (t0 0: none) */
+    SupSpan *spans;             /* the runs' spans since sup_pool_take_spans */
+    size_t n_spans, cap_spans;
 };
 
 static inline void cpu_relax(void) {
@@ -85,11 +90,17 @@ static int64_t now_ns(void) {
 static void take_tasks(SupPool *p, int worker) {
     SupTaskFn fn = p->fn;
     void *ctx = p->ctx;
-    int64_t n = p->n_tasks;
+    int64_t n = p->n_tasks, t0 = 0;
+    bool trace = p->trace;
     for (;;) {
         int64_t t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
         if (t >= n) break;
+        if (trace && t0 == 0) t0 = now_ns();
         fn(ctx, t, worker);
+    }
+    if (t0 != 0) { /* read by the caller after `finished` counts this worker (or its own) */
+        p->span_t0[worker] = t0;
+        p->span_t1[worker] = now_ns();
     }
 }
 
@@ -207,6 +218,9 @@ void sup_pool_free(SupPool *p) {
     if (p->n > 1) {
         RLY_CHECK(atomic_load(&p->busy) == 0, "sup_pool_free during a run");
         stop_workers(p, p->n - 1);
+        free(p->span_t0);
+        free(p->span_t1);
+        free(p->spans);
         pthread_cond_destroy(&p->done);
         pthread_cond_destroy(&p->wake);
         pthread_mutex_destroy(&p->mu);
@@ -251,6 +265,24 @@ static void spread(SupPool *p) {
             p->spreads_left--;
         }
         atomic_store_explicit(&w->cpu, -1, memory_order_relaxed);
+    }
+}
+
+/* The spans of the run just joined, appended to p->spans (the caller's thread: no race). A
+ * profile that never takes them keeps the last 2^20 runs' worth at most. */
+static void collect_spans(SupPool *p) {
+    for (int w = 0; w < p->n; w++) {
+        if (p->span_t0[w] == 0) continue;
+        if (p->n_spans == p->cap_spans) {
+            if (p->cap_spans >= ((size_t)1 << 20))
+                p->n_spans = 0; /* never taken: start over */
+            else {
+                p->cap_spans = p->cap_spans ? 2 * p->cap_spans : 64;
+                p->spans = sup_realloc(p->spans, p->cap_spans * sizeof *p->spans);
+            }
+        }
+        p->spans[p->n_spans++] = (SupSpan){w, p->span_t0[w], p->span_t1[w]};
+        p->span_t0[w] = 0;
     }
 }
 
@@ -301,7 +333,27 @@ void sup_pool_run(SupPool *p, int64_t n_tasks, SupTaskFn fn, void *ctx) {
             }
         }
     }
+    if (p->trace) collect_spans(p);
     atomic_store(&p->busy, 0);
+}
+
+void sup_pool_trace(SupPool *p, bool on) {
+    if (p == NULL || p->n == 1) return;
+    RLY_CHECK(atomic_load(&p->busy) == 0, "sup_pool_trace during a run");
+    if (on && p->span_t0 == NULL) {
+        p->span_t0 = sup_calloc((size_t)p->n, sizeof *p->span_t0);
+        p->span_t1 = sup_calloc((size_t)p->n, sizeof *p->span_t1);
+    }
+    p->trace = on;
+}
+
+size_t sup_pool_take_spans(SupPool *p, SupSpan *out, size_t cap) {
+    if (p == NULL || p->n == 1) return 0;
+    size_t n = p->n_spans < cap ? p->n_spans : cap;
+    memcpy(out, p->spans, n * sizeof *out);
+    memmove(p->spans, p->spans + n, (p->n_spans - n) * sizeof *out);
+    p->n_spans -= n;
+    return n;
 }
 
 /* ---- the default thread count ------------------------------------------------------------ */

@@ -382,6 +382,17 @@ int sup_pool_threads(const SupPool *p); /* 1 for NULL */
 /* Run fn(ctx, t, w) for every t in [0, n_tasks), spread over the pool's threads, and return when
  * all are done. Tasks are handed out dynamically in increasing order. */
 void sup_pool_run(SupPool *p, int64_t n_tasks, SupTaskFn fn, void *ctx);
+/* Profiles (docs/tools.md "Profiles"): while tracing is on, each run records, for each thread
+ * that took a task (the caller is worker 0), the time from its first task's start to its last
+ * task's end (CLOCK_MONOTONIC nanoseconds); sup_pool_take_spans moves the oldest (up to cap) into
+ * out and returns how many. Off by default; on, it costs two clock reads per thread per run. Both
+ * are no-ops on a pool of 1 or NULL (no spans: the caller's own event covers the work). */
+typedef struct SupSpan {
+    int worker;
+    int64_t t0, t1;
+} SupSpan;
+void sup_pool_trace(SupPool *p, bool on);
+size_t sup_pool_take_spans(SupPool *p, SupSpan *out, size_t cap);
 /* The default thread count: RLY_NUM_THREADS when set to a positive integer, else the cores this
  * process may run on (sched_getaffinity), at least 1. */
 int sup_default_threads(void);

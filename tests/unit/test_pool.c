@@ -281,11 +281,58 @@ static void test_latency(void **state) {
     }
 }
 
+/* Profiles' spans (sup_pool_trace): none while off; while on, one per thread that took a task
+ * in each run, inside the run's wall time, on valid workers, handed over oldest first and in
+ * pieces of at most cap; tasks that block make the worker take some (the caller sleeps in its
+ * own). A pool of 1 records none. */
+static void test_spans(void **state) {
+    (void)state;
+    _Atomic int hits[64];
+    Count c = {.hits = hits, .n_threads = 3, .sleep_us = -300};
+    SupPool *p = sup_pool_new(3);
+    assert_non_null(p);
+    SupSpan sp[64];
+    run_checked(p, 12, &c);
+    assert_int_equal((int)sup_pool_take_spans(p, sp, 64), 0); /* off */
+    sup_pool_trace(p, true);
+    struct timespec a, b;
+    int runs = 5, total = 0, by_worker[3] = {0};
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int r = 0; r < runs; r++)
+        run_checked(p, 12, &c);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    int64_t t_a = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
+    int64_t t_b = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
+    /* in pieces of 4: the rest stays for the next call */
+    for (size_t n; (n = sup_pool_take_spans(p, sp, 4)) > 0;) {
+        assert_true(n <= 4);
+        for (size_t i = 0; i < n; i++) {
+            assert_true(sp[i].worker >= 0 && sp[i].worker < 3);
+            assert_true(sp[i].t0 >= t_a && sp[i].t0 <= sp[i].t1 && sp[i].t1 <= t_b);
+            by_worker[sp[i].worker]++;
+            total++;
+        }
+    }
+    assert_true(total >= runs && total <= 3 * runs);
+    assert_true(by_worker[0] >= 1);                /* the caller took tasks */
+    assert_true(by_worker[1] + by_worker[2] >= 1); /* and the workers did */
+    sup_pool_trace(p, false);
+    run_checked(p, 12, &c);
+    assert_int_equal((int)sup_pool_take_spans(p, sp, 64), 0);
+    sup_pool_free(p);
+    SupPool *one = sup_pool_new(1);
+    sup_pool_trace(one, true);
+    run_checked(one, 4, &c);
+    assert_int_equal((int)sup_pool_take_spans(one, sp, 64), 0);
+    sup_pool_free(one);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exactly_once),    cmocka_unit_test(test_sleep_paths),
-        cmocka_unit_test(test_stress),          cmocka_unit_test(test_visibility),
-        cmocka_unit_test(test_default_threads), cmocka_unit_test(test_latency),
+        cmocka_unit_test(test_spans),       cmocka_unit_test(test_exactly_once),
+        cmocka_unit_test(test_sleep_paths), cmocka_unit_test(test_stress),
+        cmocka_unit_test(test_visibility),  cmocka_unit_test(test_default_threads),
+        cmocka_unit_test(test_latency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
