@@ -350,6 +350,7 @@ void sup_pool_trace(SupPool *p, bool on) {
 size_t sup_pool_take_spans(SupPool *p, SupSpan *out, size_t cap) {
     if (p == NULL || p->n == 1) return 0;
     size_t n = p->n_spans < cap ? p->n_spans : cap;
+    if (n == 0) return 0;
     memcpy(out, p->spans, n * sizeof *out);
     memmove(p->spans, p->spans + n, (p->n_spans - n) * sizeof *out);
     p->n_spans -= n;
