@@ -1026,6 +1026,19 @@ Value *ev_call_global(Interp *it, const char *name, uint32_t n_args, Value *cons
 
 Value *ev_eval_module_expr(Interp *it) {
     RLY_CHECK(it->m->is_expr && it->m->expr != NULL, "ev_eval_module_expr: not an expression");
+    /* a free_var has no value to run with (the VM's compiler says the same) */
+    PtrVec fv = {0};
+    ir_free_vars(it->m->expr, &fv);
+    if (fv.len > 0) {
+        it->failed = false;
+        fail(it, ((Expr *)fv.data[0])->span,
+             "the expression has a free variable %%%s: only closed programs run (write a def "
+             "@main(%%%s: ...) to take it as an input)",
+             ((Var *)fv.data[0])->name, ((Var *)fv.data[0])->name);
+        vec_free(&fv);
+        return NULL;
+    }
+    vec_free(&fv);
     return ev_eval_closed(it, it->m->expr);
 }
 

@@ -524,6 +524,17 @@ run run "$T/add.rly" --fill ones
 expect run_fill 0
 grep -q 'Tensor\[(2, 3), float32\] \[\[2, 2, 2\],' "$T/out"
 check run_fill.printed $? "rly run --fill ones does not print the sum: $(head -2 "$T/out")"
+# a bare expression with a free_var: a located error on both engines, not an internal one
+printf '#[version = "0.0.5"]\nfree_var %%x: Tensor[(2), float32];\nadd(%%x, %%x)\n' >"$T/free.rly"
+for eng in interp vm; do
+  run run "$T/free.rly" --fill ones --engine $eng
+  expect run_free_var_$eng 1
+  expect_located run_free_var_$eng "$T/free.rly"
+  grep -q 'free variable %x' "$T/err"
+  check run_free_var_$eng.says $? "no 'free variable %x' in the message"
+  grep -q 'internal error' "$T/err"
+  check run_free_var_$eng.not_internal $((1 - $?)) "an internal error"
+done
 run run "$T/add.rly"
 expect run_missing_input 1
 grep -q 'missing input x; @main expects x: Tensor\[(2, 3), float32\], y: Tensor\[(3), float32\]' "$T/err"
