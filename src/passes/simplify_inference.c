@@ -167,8 +167,9 @@ static Expr *group_norm(Simp *s, Call *c) {
     RelCall rc;
     bind(s, c, &rc);
     TensorType *t = tensor_of(c->args[0]);
+    /* a 0 in reshape's newshape means "keep that dim": an empty tensor keeps the operator */
     for (uint32_t i = 0; i < t->ndim; i++)
-        if (!dim_known(t->shape[i])) return NULL;
+        if (!dim_known(t->shape[i]) || t->shape[i] == 0) return NULL;
     int64_t axis = norm_axis(attr_int(&rc, "axis"), t->ndim), g = attr_int(&rc, "num_groups");
     int64_t *split = arena_array(&s->ctx->arena, t->ndim + 1, sizeof *split);
     int64_t *axes = arena_array(&s->ctx->arena, t->ndim, sizeof *axes);

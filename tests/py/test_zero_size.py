@@ -168,6 +168,11 @@ CASES = [
     ("log-softmax", "nn.log_softmax({0})", [E0], lambda x: [x.copy()]),
     ("layer-norm-batch0", "nn.layer_norm({0}, {1}, {2})", [z(0, 4), z(4), z(4)],
      lambda x, g, b: [x.copy()]),
+    # SimplifyInference keeps group_norm on an empty tensor (its reshape would read 0 as "keep")
+    ("group-norm-empty", "nn.group_norm({0}, {1}, {2}, num_groups=2)",
+     [z(1, 4, 0, 3), z(4), z(4)], lambda x, g, b: [x.copy()]),
+    ("instance-norm-empty", "nn.instance_norm({0}, {1}, {2})", [z(1, 4, 0, 3), z(4), z(4)],
+     lambda x, g, b: [x.copy()]),
     ("conv2d-batch0", "nn.conv2d({0}, {1}, padding=[1, 1])", [z(0, 2, 5, 5), z(3, 2, 3, 3)],
      lambda x, w: [np.zeros((0, 3, 5, 5), F)]),
     ("conv2d-out0", "nn.conv2d({0}, {1}, padding=[1, 1])", [z(1, 2, 5, 5), z(0, 2, 3, 3)],
