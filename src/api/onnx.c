@@ -849,6 +849,13 @@ static const OxTensor *first_tensor(const OxValue *v) {
     return NULL;
 }
 
+/* Whether graph input `name` is also an initializer (a default, not fed by the test data). */
+static bool is_initializer(const OxGraph *g, const char *name) {
+    for (uint32_t j = 0; j < g->n_inits; j++)
+        if (strcmp(g->inits[j].name, name) == 0) return true;
+    return false;
+}
+
 /* Rank hints for the sequence and optional inputs whose element tensors have no shape in the
  * model (the importer could not know their rank otherwise; test_identity_sequence): the rank of
  * the first tensor of test_data_set_0's input, as an ImpShape of `?` dims. Returns the count. */
@@ -857,10 +864,7 @@ static uint32_t data_hints(const OxModel *m, const char *dir, ImpShape *out, uin
     uint32_t n = 0, k = 0;
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         const OxValueInfo *vi = &g->inputs[i];
-        bool init = false;
-        for (uint32_t j = 0; j < g->n_inits && !init; j++)
-            init = strcmp(g->inits[j].name, vi->name) == 0;
-        if (init) continue;
+        if (is_initializer(g, vi->name)) continue;
         uint32_t index = k++;
         const OxType *t = &vi->type;
         if (t->kind != OXT_SEQUENCE && t->kind != OXT_OPTIONAL) continue;
@@ -946,10 +950,7 @@ static uint32_t int_inputs(const OxModel *m) {
     uint32_t mask = 0, k = 0;
     for (uint32_t i = 0; i < g->n_inputs; i++) {
         const OxValueInfo *vi = &g->inputs[i];
-        bool init = false;
-        for (uint32_t j = 0; j < g->n_inits && !init; j++)
-            init = strcmp(g->inits[j].name, vi->name) == 0;
-        if (init) continue;
+        if (is_initializer(g, vi->name)) continue;
         int32_t t = vi->type.elem_type;
         if (k < 32 && vi->type.kind == OXT_TENSOR && (t == OX_INT64 || t == OX_INT32))
             mask |= 1u << k;

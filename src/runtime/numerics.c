@@ -7,6 +7,18 @@
 
 #include "runtime/probe.h"
 
+static inline void stats_add(RtStats *s, double v) {
+    if (isnan(v))
+        s->n_nan++;
+    else if (isinf(v))
+        s->n_inf++;
+    else {
+        s->sum += v;
+        if (v < s->min) s->min = v;
+        if (v > s->max) s->max = v;
+    }
+}
+
 void rt_stats_tensor(const DLTensor *t, RtStats *s) {
     memset(s, 0, sizeof *s);
     s->min = INFINITY;
@@ -17,32 +29,12 @@ void rt_stats_tensor(const DLTensor *t, RtStats *s) {
     const void *base = k_ptr(t);
     if (dt == RLY_DTYPE_F32) { /* the common case, without the generic load */
         const float *x = base;
-        for (int64_t i = 0; i < n; i++) {
-            double v = x[i];
-            if (isnan(v))
-                s->n_nan++;
-            else if (isinf(v))
-                s->n_inf++;
-            else {
-                s->sum += v;
-                if (v < s->min) s->min = v;
-                if (v > s->max) s->max = v;
-            }
-        }
+        for (int64_t i = 0; i < n; i++)
+            stats_add(s, x[i]);
         return;
     }
-    for (int64_t i = 0; i < n; i++) {
-        double v = k_loadf(base, dt, i);
-        if (isnan(v))
-            s->n_nan++;
-        else if (isinf(v))
-            s->n_inf++;
-        else {
-            s->sum += v;
-            if (v < s->min) s->min = v;
-            if (v > s->max) s->max = v;
-        }
-    }
+    for (int64_t i = 0; i < n; i++)
+        stats_add(s, k_loadf(base, dt, i));
 }
 
 /* Whether tensor t holds a NaN or an infinity (stops at the first). Integer tensors hold none. */
