@@ -587,6 +587,7 @@ static bool view_shape(const VmNode *n, const DLTensor *x, uint32_t field, uint3
 static bool make_views(const Vm *vm, const VmPacked *p, const VmFuse *fu, Value *const *vals,
                        FuseViews *fv) {
     fv->n = 0;
+    if (fu->n_views == 0) return true;
     for (uint32_t k = fu->start; k < fu->end; k++) {
         const VmNode *n = &p->nodes[k];
         bool field = n->kind == VM_NODE_FIELD;

@@ -193,7 +193,7 @@ VmFuse *vm_fuse_analyze(const VmPacked *p) {
      * feeding the rest (a reduction), which the program spares a full pass of each operator */
     if (n_calls < 2 && anchor == UINT32_MAX && n_slots == n_calls && end == p->n_nodes) return NULL;
     VmFuse f = {
-        .anchor = anchor, .start = start, .end = end, .n_calls = n_calls, .n_slots = n_slots};
+        .anchor = anchor, .start = start, .end = end, .n_views = n_views, .n_slots = n_slots};
     FxProgram prog = {0};
     if (!build(p, &f, &prog) || prog.n_steps == 0) return NULL;
     VmFuse *out = malloc(sizeof *out);

@@ -52,7 +52,7 @@ bool vm_unbox(uint8_t rk, const Value *v, VmReg *out, char *err, size_t cap);
 typedef struct VmFuse {
     uint32_t anchor;      /* the anchor's node, UINT32_MAX for none */
     uint32_t start, end;  /* the run: nodes start .. end - 1 */
-    uint32_t n_calls;     /* the program's calls in the run (views not counted) */
+    uint32_t n_views;     /* fields and views in the run (vm.c make_views; 0: none to make) */
     uint32_t n_slots;     /* planned slots of the run's calls (views and a split's fields too) */
     uint32_t operand[16]; /* prog's operands as value ids of the primitive function */
     struct FxProgram *prog;

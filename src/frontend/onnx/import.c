@@ -416,6 +416,20 @@ static Expr *fold(Imp *imp, Expr *call, const OpDef *def) {
     return c;
 }
 
+Expr *imp_trap(Imp *imp, uint32_t ndim, const int64_t *shape, rly_dtype dt, const char *what) {
+    const OxNode *nd = imp_node(imp);
+    StrBuf msg = {0};
+    sb_printf(&msg, "%s%s%.300s%s: %s", nd->op_type, nd->name[0] ? " '" : "", nd->name,
+              nd->name[0] ? "'" : "", what);
+    ImpAttrs a = {0};
+    ia_ints(imp, &a, "shape", ndim, shape);
+    ia_str(imp, &a, "dtype", sup_dtype_name(dt));
+    ia_str(imp, &a, "message", sb_cstr(&msg));
+    Expr *t = imp_call(imp, "trap", 0, NULL, &a);
+    sb_free(&msg);
+    return t;
+}
+
 Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, const ImpAttrs *a) {
     Ctx *ctx = imp->ctx;
     Expr *opx = ir_op_get(ctx, op, strlen(op));
@@ -1303,19 +1317,15 @@ static bool conv_if(Imp *imp) {
     if ((ot == NULL) != (oe == NULL)) {
         Expr **good = ot ? ot : oe, **bad = arena_array(&imp->arena, n + 1, sizeof *bad);
         StrBuf msg = {0};
-        sb_printf(&msg, "If '%s': the %s branch cannot run with these input shapes: %s",
-                  imp->node->name, ot ? "else" : "then", ot ? e_err : t_err);
+        sb_printf(&msg, "the %s branch cannot run with these input shapes: %s",
+                  ot ? "else" : "then", ot ? e_err : t_err);
         for (uint32_t i = 0; i < n && bad; i++) {
             TensorType *tt = imp_tt(good[i]);
             if (tt == NULL) {
                 bad = NULL;
                 break;
             }
-            ImpAttrs a = {0};
-            ia_ints(imp, &a, "shape", tt->ndim, tt->shape); /* DIM_ANY is -1: `?` */
-            ia_str(imp, &a, "dtype", sup_dtype_name(tt->dtype));
-            ia_str(imp, &a, "message", sb_cstr(&msg));
-            bad[i] = imp_call(imp, "trap", 0, NULL, &a);
+            bad[i] = imp_trap(imp, tt->ndim, tt->shape, tt->dtype, sb_cstr(&msg));
             if (bad[i] == NULL) bad = NULL;
         }
         sb_free(&msg);

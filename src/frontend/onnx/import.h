@@ -148,6 +148,9 @@ void ia_pairs(Imp *imp, ImpAttrs *a, const char *key, uint32_t n_pairs, const in
  * and the result is small. Returns NULL after reporting a located error (the relation's
  * message) when the call does not type-check. */
 Expr *imp_call(Imp *imp, const char *op, uint32_t n_args, Expr *const *args, const ImpAttrs *a);
+/* A run-time error as a value: a `trap` call of type Tensor[shape, dt] (DIM_ANY dims: `?`) whose
+ * message is "<op_type> '<node name>': <what>", the form of every converter's run-time check. */
+Expr *imp_trap(Imp *imp, uint32_t ndim, const int64_t *shape, rly_dtype dt, const char *what);
 /* Shorthands for one and two arguments. */
 Expr *imp_call1(Imp *imp, const char *op, Expr *x, const ImpAttrs *a);
 Expr *imp_call2(Imp *imp, const char *op, Expr *x, Expr *y, const ImpAttrs *a);

@@ -10,6 +10,7 @@
  * size), the ONNX formula is composed from elementwise operators, so constants fold at import and
  * the result is the ONNX result. Each section says which Relay semantics it relies on. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "frontend/onnx/import.h"
@@ -771,18 +772,25 @@ static bool resize_attrs(Imp *imp, ResizeSpec *rs) {
     return true;
 }
 
-/* Resize-11 and -13: X, roi, scales, sizes (an empty tensor stands for an absent one). */
+/* Resize's roi, scales and sizes inputs (an empty tensor stands for an absent one): sizes wins
+ * over scales, one of them is needed, roi is read only by tf_crop_and_resize. */
+static bool resize_inputs(Imp *imp, ResizeSpec *rs) {
+    rs->roi = given(imp_in(imp, 1));
+    rs->scales = given(imp_in(imp, 2));
+    rs->sizes = given(imp_in(imp, 3));
+    if (rs->sizes) rs->scales = NULL;
+    if (!rs->scales && !rs->sizes) return imp_error(imp, "one of scales and sizes must be given");
+    if (rs->mode != CT_TF_CROP) rs->roi = NULL;
+    return true;
+}
+
+/* Resize-11 and -13: X, roi, scales, sizes. */
 static bool conv_resize(Imp *imp) {
     ResizeSpec rs = {0};
     if (!resize_attrs(imp, &rs)) return false;
     Expr *x = imp_in_req(imp, 0, "X");
     if (!x) return false;
-    rs.roi = given(imp_in(imp, 1));
-    rs.scales = given(imp_in(imp, 2));
-    rs.sizes = given(imp_in(imp, 3));
-    if (rs.sizes) rs.scales = NULL;
-    if (!rs.scales && !rs.sizes) return imp_error(imp, "one of scales and sizes must be given");
-    if (rs.mode != CT_TF_CROP) rs.roi = NULL;
+    if (!resize_inputs(imp, &rs)) return false;
     return resize_run(imp, &rs, x);
 }
 
@@ -1019,12 +1027,7 @@ static bool conv_resize18(Imp *imp) {
     TensorType *t = imp_tt(x);
     if (!t) return imp_error(imp, "X must be a tensor");
     uint32_t r = t->ndim;
-    rs.roi = given(imp_in(imp, 1));
-    rs.scales = given(imp_in(imp, 2));
-    rs.sizes = given(imp_in(imp, 3));
-    if (rs.sizes) rs.scales = NULL;
-    if (!rs.scales && !rs.sizes) return imp_error(imp, "one of scales and sizes must be given");
-    if (rs.mode != CT_TF_CROP) rs.roi = NULL;
+    if (!resize_inputs(imp, &rs)) return false;
     rs.antialias = imp_attr_int(imp, "antialias", 0) != 0;
     const char *keep = imp_attr_str(imp, "keep_aspect_ratio_policy", "stretch");
     rs.keep = str_choice(keep, rz_keep, 3);
@@ -2174,16 +2177,10 @@ static bool conv_dft20(Imp *imp) {
         int64_t *dims = imp_alloc(imp, sizeof *dims * (tt->ndim + 1));
         for (uint32_t i = 0; i < tt->ndim; i++)
             dims[i] = -1;
-        StrBuf msg = {0};
-        const char *name = imp_node(imp)->name;
-        sb_printf(&msg, "DFT%s%s%s: axis out of range [%d, %d] for an input of rank %u",
-                  name[0] ? " '" : "", name, name[0] ? "'" : "", -(int)r, (int)r - 2, r);
-        ImpAttrs ta = {0};
-        ia_ints(imp, &ta, "shape", tt->ndim, dims);
-        ia_str(imp, &ta, "dtype", sup_dtype_name(tt->dtype));
-        ia_str(imp, &ta, "message", sb_cstr(&msg));
-        Expr *y = imp_call(imp, "trap", 0, NULL, &ta);
-        sb_free(&msg);
+        char what[96];
+        snprintf(what, sizeof what, "axis out of range [%d, %d] for an input of rank %u", -(int)r,
+                 (int)r - 2, r);
+        Expr *y = imp_trap(imp, tt->ndim, dims, tt->dtype, what);
         for (int64_t k = (int64_t)r - 2; k >= 0 && y; k--)
             y = imp_if(imp, op2(imp, "equal", a, imp_scalar_i(imp, RLY_DTYPE_I64, k)), br[k], y);
         return out1(imp, y);

@@ -1092,16 +1092,7 @@ static bool dropout12_convert(Imp *imp) {
         int64_t *dims = imp_alloc(imp, sizeof *dims * (tt->ndim ? tt->ndim : 1));
         for (uint32_t i = 0; i < tt->ndim; i++)
             dims[i] = tt->shape[i] < 0 ? -1 : tt->shape[i];
-        StrBuf msg = {0};
-        const char *name = imp_node(imp)->name;
-        sb_printf(&msg, "Dropout%s%s%s: %s", name[0] ? " '" : "", name, name[0] ? "'" : "",
-                  random_msg);
-        ImpAttrs a = {0};
-        ia_ints(imp, &a, "shape", tt->ndim, dims);
-        ia_str(imp, &a, "dtype", sup_dtype_name(tt->dtype));
-        ia_str(imp, &a, "message", sb_cstr(&msg));
-        Expr *bad = imp_call(imp, "trap", 0, NULL, &a);
-        sb_free(&msg);
+        Expr *bad = imp_trap(imp, tt->ndim, dims, tt->dtype, random_msg);
         if (ok == NULL || bad == NULL) return false;
         y = ir_if_new(imp_ctx(imp), ok, x, bad, imp_span(imp));
         y->checked_type = imp_type(bad); /* x's type, with `?` for any dim x does not know */

@@ -320,15 +320,7 @@ static Expr *checked_index(Imp *imp, Expr *p, Expr *len, bool end_ok) {
     Expr *lo = imp_call2(imp, "greater_equal", fixed, zero, NULL);
     Expr *hi = imp_call2(imp, end_ok ? "less_equal" : "less", fixed, len, NULL);
     Expr *ok = imp_call2(imp, "logical_and", lo, hi, NULL);
-    const OxNode *nd = imp_node(imp);
-    char msg[400];
-    snprintf(msg, sizeof msg, "%s%s%.300s%s: position out of range", nd->op_type,
-             nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "");
-    ImpAttrs a = {0};
-    ia_ints(imp, &a, "shape", 0, NULL);
-    ia_str(imp, &a, "dtype", "int32");
-    ia_str(imp, &a, "message", msg);
-    Expr *trap = imp_call(imp, "trap", 0, NULL, &a);
+    Expr *trap = imp_trap(imp, 0, NULL, RLY_DTYPE_I32, "position out of range");
     return if_expr(imp, ok, fixed, trap, ir_type_scalar(imp_ctx(imp), RLY_DTYPE_I32));
 }
 
@@ -502,15 +494,7 @@ static bool conv_concat_from_sequence(Imp *imp) {
     Expr *fold = gcall(imp, "hd", 1, &merged, acc_t);
     Expr *empty =
         imp_call2(imp, "equal", length(imp, s), imp_scalar_i(imp, RLY_DTYPE_I32, 0), NULL);
-    const OxNode *nd = imp_node(imp);
-    char msg[400];
-    snprintf(msg, sizeof msg, "%s%s%.300s%s: the sequence is empty", nd->op_type,
-             nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "");
-    ImpAttrs ta = {0};
-    ia_ints(imp, &ta, "shape", (uint32_t)r, shape);
-    ia_str(imp, &ta, "dtype", sup_dtype_name(et->dtype));
-    ia_str(imp, &ta, "message", msg);
-    Expr *trap = imp_call(imp, "trap", 0, NULL, &ta);
+    Expr *trap = imp_trap(imp, (uint32_t)r, shape, et->dtype, "the sequence is empty");
     return imp_set_out(imp, 0, if_expr(imp, empty, trap, fold, acc_t));
 }
 
@@ -670,15 +654,8 @@ static bool conv_split_to_sequence(Imp *imp) {
     } else { /* a run-time chunk size: checked positive (0 would never end) */
         Expr *v = imp_cast(imp, s, RLY_DTYPE_I64);
         Expr *ok = imp_call2(imp, "greater", v, imp_scalar_i(imp, RLY_DTYPE_I64, 0), NULL);
-        const OxNode *nd = imp_node(imp);
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s%s%.300s%s: the split size must be positive", nd->op_type,
-                 nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "");
-        ImpAttrs a = {0};
-        ia_ints(imp, &a, "shape", 0, NULL);
-        ia_str(imp, &a, "dtype", "int64");
-        ia_str(imp, &a, "message", msg);
-        st = if_expr(imp, ok, v, imp_call(imp, "trap", 0, NULL, &a),
+        st = if_expr(imp, ok, v,
+                     imp_trap(imp, 0, NULL, RLY_DTYPE_I64, "the split size must be positive"),
                      ir_type_scalar(imp_ctx(imp), RLY_DTYPE_I64));
     }
     return imp_set_out(imp, 0, split_dynamic(imp, x, axis, len, st, squeeze, elem));
@@ -863,15 +840,7 @@ static bool conv_optional_get_element(Imp *imp) {
     uint32_t n_cl = 1;
     if (vt->kind == TYPE_TENSOR) { /* a clear message; a list has no `trap` (match? fails) */
         TensorType *tt = AS_TENSOR_TYPE(vt);
-        const OxNode *nd = imp_node(imp);
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s%s%.300s%s: the optional is empty", nd->op_type,
-                 nd->name[0] ? " '" : "", nd->name, nd->name[0] ? "'" : "");
-        ImpAttrs a = {0};
-        ia_ints(imp, &a, "shape", tt->ndim, tt->shape); /* all -1: `?` */
-        ia_str(imp, &a, "dtype", sup_dtype_name(tt->dtype));
-        ia_str(imp, &a, "message", msg);
-        Expr *trap = imp_call(imp, "trap", 0, NULL, &a);
+        Expr *trap = imp_trap(imp, tt->ndim, tt->shape, tt->dtype, "the optional is empty");
         if (trap == NULL) return false;
         cl[1] = (Clause){ir_pattern_ctor(ctx, ctor(imp, "None"), 0, NULL, span), trap, span};
         n_cl = 2;
