@@ -5,7 +5,8 @@ Validates a Chrome trace written by `rly run/bench --profile` (Trace Event Forma
 form): it loads with json; "traceEvents" is a list; every event has name, ph, pid, tid; every
 complete ("X") event has numeric ts and dur >= 0 and args with "inputs" and "output"; events of
 one thread do not overlap (ts + dur <= next ts, beyond 1 us of rounding); at least N X events;
-the names given occur. Prints `N passed, N failed`."""
+the names given occur; a pool worker's track (tid >= 100000) is named by thread_name metadata and
+its events are named after packed calls of the calling thread. Prints `N passed, N failed`."""
 import json
 import sys
 
@@ -43,6 +44,15 @@ for tid, es in by_tid.items():
     es.sort(key=lambda e: e['ts'])
     for a, b in zip(es, es[1:]):
         check(a['ts'] + a['dur'] <= b['ts'] + 0.002, 'events of tid %s overlap: %r %r' % (tid, a, b))
+# pool workers' tracks (tid 100000 + w): each named by thread_name metadata, each event named
+# after a packed call the calling thread recorded
+WORKER_TID = 100000
+named = set(e['tid'] for e in ev if e.get('ph') == 'M' and e.get('name') == 'thread_name')
+callers = set(e['name'] for e in xs if e['tid'] < WORKER_TID)
+for e in xs:
+    if e['tid'] >= WORKER_TID:
+        check(e['tid'] in named, 'a thread_name for worker tid %s' % e['tid'])
+        check(e['name'] in callers, 'worker event %r names a packed call' % e['name'])
 names = set(e['name'] for e in xs)
 for n in filter(None, opts.get('--names', '').split(',')):
     check(n in names, 'an event named %r (have %s)' % (n, sorted(names)[:10]))
