@@ -101,23 +101,32 @@ typedef struct Shape {
     int64_t m, n, k;
     bool pre;   /* B packed beforehand */
     bool pre_a; /* A packed beforehand (conv weights) */
+    bool bt;    /* B given as B^T, (n, k) row-major (a dense weight), read in place */
 } Shape;
 
 static const Shape shapes[] = {
-    {"1024^3", 1024, 1024, 1024, false, false},
-    {"1024^3 pre", 1024, 1024, 1024, true, false},
-    {"1024^3 pre A", 1024, 1024, 1024, false, true},
-    {"2048x2048x512", 2048, 2048, 512, false, false},
-    {"conv 64x3136x576 preA", 64, 3136, 576, false, true},
-    {"conv 128x784x1152 preA", 128, 784, 1152, false, true},
-    {"conv 256x196x2304 preA", 256, 196, 2304, false, true},
-    {"conv 512x49x4608 preA", 512, 49, 4608, false, true},
-    {"bert 128x512x128 pre", 128, 512, 128, true, false},
-    {"dense 1x1000x512 pre", 1, 1000, 512, true, false},
-    {"lstm 1x1024x256 pre", 1, 1024, 256, true, false},
-    {"lstm in 32x1024x256 pre", 32, 1024, 256, true, false},
-    {"gru in 32x768x256 pre", 32, 768, 256, true, false},
-    {"dqn dense 1x512x3136 pre", 1, 512, 3136, true, false},
+    {"1024^3", 1024, 1024, 1024, false, false, false},
+    {"1024^3 pre", 1024, 1024, 1024, true, false, false},
+    {"1024^3 pre A", 1024, 1024, 1024, false, true, false},
+    {"2048x2048x512", 2048, 2048, 512, false, false, false},
+    {"conv 64x3136x576 preA", 64, 3136, 576, false, true, false},
+    {"conv 128x784x1152 preA", 128, 784, 1152, false, true, false},
+    {"conv 256x196x2304 preA", 256, 196, 2304, false, true, false},
+    {"conv 512x49x4608 preA", 512, 49, 4608, false, true, false},
+    {"bert 128x512x128 pre", 128, 512, 128, true, false, false},
+    {"dense 1x1000x512 pre", 1, 1000, 512, true, false, false},
+    {"lstm 1x1024x256 pre", 1, 1024, 256, true, false, false},
+    {"lstm in 32x1024x256 pre", 32, 1024, 256, true, false, false},
+    {"gru in 32x768x256 pre", 32, 768, 256, true, false, false},
+    {"dqn dense 1x512x3136 pre", 1, 512, 3136, true, false, false},
+    {"dense 1x1000x512 rows", 1, 1000, 512, false, false, true},
+    {"lstm 1x1024x256 rows", 1, 1024, 256, false, false, true},
+    {"gru 1x768x256 rows", 1, 768, 256, false, false, true},
+    {"dqn dense 1x512x3136 rows", 1, 512, 3136, false, false, true},
+    {"vgg fc7 1x4096x4096 pre", 1, 4096, 4096, true, false, false},
+    {"vgg fc7 1x4096x4096 rows", 1, 4096, 4096, false, false, true},
+    {"vgg fc6 1x4096x25088 pre", 1, 4096, 25088, true, false, false},
+    {"vgg fc6 1x4096x25088 rows", 1, 4096, 25088, false, false, true},
 };
 
 static float *rand_floats(int64_t n, unsigned seed) {
@@ -142,8 +151,8 @@ static double run_shape(const Shape *s, SupPool *pool, int reps, double *err) {
                .a_rs = s->k,
                .a_cs = 1,
                .b = b,
-               .b_rs = s->n,
-               .b_cs = 1,
+               .b_rs = s->bt ? 1 : s->n,
+               .b_cs = s->bt ? s->k : 1,
                .c = c,
                .ldc = s->n};
     if (s->pre) {
@@ -174,8 +183,9 @@ static double run_shape(const Shape *s, SupPool *pool, int reps, double *err) {
         int64_t i = (q * 7919) % s->m, j = (q * 104729) % s->n;
         double acc = 0, mag = 0;
         for (int64_t p = 0; p < s->k; p++) {
-            acc += (double)a[i * s->k + p] * b[p * s->n + j];
-            mag += fabs((double)a[i * s->k + p] * b[p * s->n + j]);
+            double bv = s->bt ? b[j * s->k + p] : b[p * s->n + j];
+            acc += (double)a[i * s->k + p] * bv;
+            mag += fabs((double)a[i * s->k + p] * bv);
         }
         double e = fabs(c[i * s->n + j] - acc) / (mag > 0 ? mag : 1);
         if (e > *err) *err = e;

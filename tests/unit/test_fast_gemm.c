@@ -452,6 +452,22 @@ static void packed_once(const Call *c, const DLTensor *x, const DLTensor *w, Sup
     k_prep_cache_free(prep);
 }
 
+/* A one-row product whose constant weight is 16 MiB or more reads it in place (rowdot): the
+ * cache stays empty, and the result is the reference's (with and without a fused tail). */
+static void check_rows_in_place(SupPool *pool) {
+    Call c = {.op = "nn.dense", .op_id = OP_ID_NN_DENSE};
+    attr_none(&c, "units");
+    attr_int(&c, "out_dtype", -1);
+    int64_t xs[2] = {1, 1031}, ws[2] = {4099, 1031}; /* 16.1 MiB */
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, 2, xs), *w = tensor_rand(RLY_DTYPE_F32, 2, ws);
+    KPrepCache *prep = k_prep_cache_new();
+    compare(&c, x, w, pool, true, prep, "dense rows in place");
+    CHECK(k_prep_cache_bytes(prep) == 0, "a 16 MiB GEMV weight was packed: %zu bytes [%s]",
+          k_prep_cache_bytes(prep), cfg_isa);
+    k_prep_cache_free(prep);
+    tensor_free(x), tensor_free(w);
+}
+
 static void check_packed_once(SupPool *pool) {
     Call c = {.op = "nn.dense", .op_id = OP_ID_NN_DENSE};
     attr_none(&c, "units");
@@ -729,6 +745,9 @@ static void thread_independence(SupPool *pool) {
             gc.m = i - 2, gc.n = 777, gc.k = 259, gc.pre_b = i == 4, gc.batch = 1;
         if (i == 6) /* A packed by the tasks, rows split */
             gc.m = 130, gc.n = 200, gc.k = 150, gc.ta = true, gc.pre_b = true, gc.batch = 1;
+        if (i == 7 || i == 8) /* one row times B^T in place (rowdot), a partial group of rows */
+            gc.m = 1, gc.n = i == 7 ? 1001 : 4099, gc.k = i == 7 ? 259 : 70, gc.tb = true,
+            gc.ta = false, gc.pre_b = false, gc.batch = 1, gc.epi = i == 8;
         uint64_t keep = rng;
         float *c1 = gemm_case(&gc, NULL, false);
         rng = keep;
@@ -797,6 +816,7 @@ int main(void) {
                 prep_free(prep);
             }
             check_packed_once(pool);
+            check_rows_in_place(pool);
         }
         thread_independence(pool2);
         conv_thread_independence(pool2);

@@ -13,11 +13,14 @@
  * kernel walks the B block's panels. Threads split C into column ranges (then row ranges) of
  * whole panels, so each B block is packed by one thread only; rows first when the tasks pack A;
  * one column range per thread for products of 1 to 3 rows with pre-packed B (GEMVs: each core
- * keeps its part of the weights in its L2). docs/kernels.md has the measured choices.
+ * keeps its part of the weights in its L2). One row times B^T as it lies (a dense weight that is
+ * an input, or too large to keep twice) is a row of dot products instead (rowdot, below).
+ * docs/kernels.md has the measured choices.
  *
  * Every C element is the sum over p in increasing order within each K block (blocks added to C
  * in order; a one-row product with pre-packed B has one block), except in 1-row tiles (AVX-512
- * and AVX2), which sum interleaved partial sums (p mod 4; AVX2 p mod 2) to hide the FMA latency.
+ * and AVX2), which sum interleaved partial sums (p mod 4; AVX2 p mod 2) to hide the FMA latency,
+ * and in rowdot's dot products (partial sums per vector lane, then a fixed tree).
  * Which tile an element falls in depends on m alone, never on the thread split, so results do not
  * depend on the thread count. */
 #include "kernels/fast/gemm.h"
@@ -394,6 +397,200 @@ static UKernel pick_kernel(void) {
     }
 }
 
+/* ---- one row times B^T read in place (a dense layer's weight) --------------------------------
+ *
+ * c[j] (+)= sum_p a[p] * b[j * ldb + p] for rows j of B^T (the (units, k) weight of nn.dense):
+ * each output is the dot product of A's row with a row of the weight, read where it lies. A GEMV
+ * streams its weight once per call at memory speed whatever its layout, so packing buys nothing
+ * there, and not packing keeps one copy of the weight (VGG-16's fully connected weights are
+ * 472 MB). Eight weight rows at a time share each vector of A; each row keeps partial sums per
+ * lane (p mod the vector width), reduced at the end by one tree for all eight rows, whose result
+ * for a row depends on that row's lanes alone, so a row's sum is the same in a group of 8 as in
+ * a last, partial group: the order of a dot product's terms depends on k and the level alone. */
+typedef void (*RowDot)(const float *a, const float *b, int64_t ldb, int64_t k, float *c,
+                       int64_t rows, bool load);
+
+static void rowdot_scalar(const float *a, const float *b, int64_t ldb, int64_t k, float *c,
+                          int64_t rows, bool load) {
+    for (int64_t j = 0; j < rows; j++) {
+        const float *bj = b + j * ldb;
+        float s[4] = {0, 0, 0, 0};
+        int64_t p = 0;
+        for (; p + 4 <= k; p += 4)
+            for (int q = 0; q < 4; q++)
+                s[q] += a[p + q] * bj[p + q];
+        for (; p < k; p++)
+            s[0] += a[p] * bj[p];
+        float v = (s[0] + s[1]) + (s[2] + s[3]);
+        c[j] = load ? c[j] + v : v;
+    }
+}
+
+/* Lane r (< 8) of the result: the sum of v[r]'s 16 lanes. */
+FAST_AVX512 INLINE __m256 hsum8_avx512(const __m512 *v) {
+    __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v[0], v[1]), _mm512_unpackhi_ps(v[0], v[1]));
+    __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v[2], v[3]), _mm512_unpackhi_ps(v[2], v[3]));
+    __m512 s45 = _mm512_add_ps(_mm512_unpacklo_ps(v[4], v[5]), _mm512_unpackhi_ps(v[4], v[5]));
+    __m512 s67 = _mm512_add_ps(_mm512_unpacklo_ps(v[6], v[7]), _mm512_unpackhi_ps(v[6], v[7]));
+    __m512d d01 = _mm512_castps_pd(s01), d23 = _mm512_castps_pd(s23);
+    __m512d d45 = _mm512_castps_pd(s45), d67 = _mm512_castps_pd(s67);
+    /* each 128-bit block: the block's sums of rows 0..3 (4..7) */
+    __m512 t03 = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d01, d23)),
+                               _mm512_castpd_ps(_mm512_unpackhi_pd(d01, d23)));
+    __m512 t47 = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d45, d67)),
+                               _mm512_castpd_ps(_mm512_unpackhi_pd(d45, d67)));
+    /* blocks [t03.0 + t03.2, t03.1 + t03.3, t47.0 + t47.2, t47.1 + t47.3], then pairs summed */
+    __m512 u =
+        _mm512_add_ps(_mm512_shuffle_f32x4(t03, t47, 0x44), _mm512_shuffle_f32x4(t03, t47, 0xee));
+    __m512 w = _mm512_add_ps(u, _mm512_shuffle_f32x4(u, u, 0xb1));
+    return _mm512_castps512_ps256(_mm512_shuffle_f32x4(w, w, 0x08));
+}
+
+/* nr (<= 8) rows; inlined with nr 8 for whole groups */
+FAST_AVX512 INLINE void rowdot8_avx512(const float *a, const float *b, int64_t ldb, int64_t k,
+                                       float *c, int nr, bool load) {
+    __m512 s[8];
+    for (int r = 0; r < 8; r++)
+        s[r] = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16) {
+        __m512 x = _mm512_loadu_ps(a + p);
+        for (int r = 0; r < 8; r++)
+            if (r < nr) s[r] = _mm512_fmadd_ps(x, _mm512_loadu_ps(b + r * ldb + p), s[r]);
+    }
+    if (p < k) {
+        __mmask16 m = (__mmask16)((1u << (k - p)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, a + p);
+        for (int r = 0; r < 8; r++)
+            if (r < nr) s[r] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + r * ldb + p), s[r]);
+    }
+    __m256 v = hsum8_avx512(s);
+    __mmask8 mc = (__mmask8)((1u << nr) - 1);
+    if (load) v = _mm256_add_ps(v, _mm256_maskz_loadu_ps(mc, c));
+    _mm256_mask_storeu_ps(c, mc, v);
+}
+
+static FAST_AVX512 void rowdot_avx512(const float *a, const float *b, int64_t ldb, int64_t k,
+                                      float *c, int64_t rows, bool load) {
+    int64_t j = 0;
+    for (; j + 8 <= rows; j += 8)
+        rowdot8_avx512(a, b + j * ldb, ldb, k, c + j, 8, load);
+    if (j < rows) rowdot8_avx512(a, b + j * ldb, ldb, k, c + j, (int)(rows - j), load);
+}
+
+/* Lane r (< 8) of the result: the sum of v[r]'s 8 lanes. */
+FAST_AVX2 INLINE __m256 hsum8_avx2(const __m256 *v) {
+    __m256 t03 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    __m256 t47 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(t03, t47, 0x20),
+                         _mm256_permute2f128_ps(t03, t47, 0x31));
+}
+
+FAST_AVX2 INLINE void rowdot8_avx2(const float *a, const float *b, int64_t ldb, int64_t k, float *c,
+                                   int nr, bool load) {
+    __m256 s[8];
+    for (int r = 0; r < 8; r++)
+        s[r] = _mm256_setzero_ps();
+    int64_t p = 0;
+    for (; p + 8 <= k; p += 8) {
+        __m256 x = _mm256_loadu_ps(a + p);
+        for (int r = 0; r < 8; r++)
+            if (r < nr) s[r] = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + r * ldb + p), s[r]);
+    }
+    if (p < k) {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k - p)), lane);
+        __m256 x = _mm256_maskload_ps(a + p, m);
+        for (int r = 0; r < 8; r++)
+            if (r < nr) s[r] = _mm256_fmadd_ps(x, _mm256_maskload_ps(b + r * ldb + p, m), s[r]);
+    }
+    __m256 v = hsum8_avx2(s);
+    float out[8];
+    _mm256_storeu_ps(out, v);
+    for (int r = 0; r < nr; r++)
+        c[r] = load ? c[r] + out[r] : out[r];
+}
+
+static FAST_AVX2 void rowdot_avx2(const float *a, const float *b, int64_t ldb, int64_t k, float *c,
+                                  int64_t rows, bool load) {
+    int64_t j = 0;
+    for (; j + 8 <= rows; j += 8)
+        rowdot8_avx2(a, b + j * ldb, ldb, k, c + j, 8, load);
+    if (j < rows) rowdot8_avx2(a, b + j * ldb, ldb, k, c + j, (int)(rows - j), load);
+}
+
+static RowDot pick_rowdot(void) {
+    switch (sup_isa()) {
+    case SUP_ISA_AVX512: return rowdot_avx512;
+    case SUP_ISA_AVX2: return rowdot_avx2;
+    default: return rowdot_scalar;
+    }
+}
+
+/* One row of A (contiguous) times B whose columns are contiguous rows of B^T (a dense or
+ * transposed matmul weight, or such an input). */
+static bool rows_shape(const SGemm *g) {
+    return g->m == 1 && g->pack_b == NULL && g->b_rs == 1 && g->b_cs >= g->k && g->a_cs == 1 &&
+           g->k > 0;
+}
+/* A product computed by rowdot: rows_shape with B not packed (an input, whose packing per call
+ * would cost a pass over it, or a weight too large to be worth a second copy). */
+static bool rows_gemv(const SGemm *g) { return rows_shape(g) && g->b_packed == NULL; }
+
+/* Weights of a one-row product from this size on stay where they lie, read by rowdot: half the
+ * L3 and over, the product streams them from memory, where rowdot ran faster than the packed
+ * GEMV (bench_gemm, AMD EPYC, 1 / 2 threads: VGG-16's fc6 1 x 4096 x 25088 11.6 / 17.1 against
+ * 7.2-8.1 / 12.7-13.5 GFLOP/s, fc7 11.8-12.9 / 20.5-20.9 against 7.6-9.9 / 15.8-18.6); below
+ * it, the weight stays in cache from call to call, where the packed panels ran faster (an LSTM
+ * step's 1 x 1024 x 256: 50.9 against 34.6 GFLOP/s). */
+#define ROWS_IN_PLACE_BYTES (16.0 * 1024 * 1024)
+
+#define ROWS_BLOCK 64 /* weight rows per rowdot call (a task walks its blocks either way) */
+
+typedef struct RowRun {
+    const SGemm *g;
+    RowDot dot;
+    int64_t part; /* rows per task, a multiple of 8 */
+    bool backward;
+} RowRun;
+
+static int64_t item(int64_t t, int64_t mod);
+
+static void rows_task(void *ctx, int64_t task, int worker) {
+    (void)worker;
+    const RowRun *r = ctx;
+    const SGemm *g = r->g;
+    int64_t parts = cdiv(g->n, r->part), t = task / parts;
+    int64_t j0 = task % parts * r->part, j1 = min64(g->n, j0 + r->part);
+    const float *a = g->a + item(t, g->a_mod) * g->a_bs;
+    const float *b = g->b + item(t, g->b_mod) * g->b_bs;
+    float *c = g->c + t * g->c_bs;
+    int64_t blocks = cdiv(j1 - j0, ROWS_BLOCK);
+    for (int64_t i = 0; i < blocks; i++) {
+        int64_t j = j0 + (r->backward ? blocks - 1 - i : i) * ROWS_BLOCK;
+        r->dot(a, b + j * g->b_cs, g->b_cs, g->k, c + j, min64(ROWS_BLOCK, j1 - j), g->accumulate);
+    }
+    if (g->epi) g->epi(g->epi_ctx, t, c + j0, g->ldc, 0, j0, 1, j1 - j0);
+}
+
+/* The split: one range of rows per thread (as the packed GEMV: each core then streams the same
+ * part of the weight every call, from its own L2), none under MIN_TASK_MACS. */
+static void rows_run(const SGemm *g, SupPool *pool, bool backward) {
+    int n_threads = sup_pool_threads(pool);
+    double macs = 4.0 * (double)g->n * (double)g->k; /* as task_weight counts a GEMV */
+    int64_t parts = 1;
+    if (n_threads > 1 && g->batch < 2 * n_threads) {
+        parts = cdiv(n_threads, g->batch);
+        double most = macs / MIN_TASK_MACS;
+        if ((double)parts > most) parts = most < 1 ? 1 : (int64_t)most;
+    }
+    RowRun r = {
+        .g = g, .dot = pick_rowdot(), .part = cdiv(cdiv(g->n, 8), parts) * 8, .backward = backward};
+    int64_t n_tasks = g->batch * cdiv(g->n, r.part);
+    sup_pool_run((double)g->batch * macs >= 2.0 * MIN_TASK_MACS ? pool : NULL, n_tasks, rows_task,
+                 &r);
+}
+
 /* ---- the driver ------------------------------------------------------------------------------
  */
 
@@ -505,7 +702,7 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
 }
 
 size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads) {
-    if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return 0;
+    if (g->m <= 0 || g->n <= 0 || g->batch <= 0 || rows_gemv(g)) return 0;
     Plan pl;
     plan_gemm(g, n_threads, &pl);
     return (align16((size_t)pl.n_a * pl.a_item) +
@@ -651,6 +848,10 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
 void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
     if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return;
     static _Atomic unsigned gemv_calls; /* alternates the GEMVs' direction (gemv_task) */
+    if (rows_gemv(g)) {
+        rows_run(g, pool, (gemv_calls++ & 1) != 0);
+        return;
+    }
     Run r = {.g = g, .uk = pick_kernel(), .a_packed = g->a_packed};
     if (g->m == 1 && g->b_packed != NULL) r.backward = (gemv_calls++ & 1) != 0;
     int n_threads = sup_pool_threads(pool);
@@ -732,6 +933,10 @@ void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t 
      * that the product would read in place stays unpacked (the LSTM's and BERT-tiny's inputs) */
     if (a_side && kc->in_const != NULL && kc->arg_start[arg] < kc->n_in &&
         kc->in_const[kc->arg_start[arg]] == 2 && a_in_place(g) != 0)
+        return;
+    /* one row times a dense weight: rowdot reads the weight where it lies (no second copy) */
+    if (!a_side && rows_shape(g) &&
+        (double)g->n * (double)g->b_cs * sizeof(float) >= ROWS_IN_PLACE_BYTES)
         return;
     PackSrc s = {.is_a = a_side, .items = items};
     if (a_side) {
