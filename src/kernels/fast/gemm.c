@@ -934,7 +934,8 @@ void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t 
     if (a_side && kc->in_const != NULL && kc->arg_start[arg] < kc->n_in &&
         kc->in_const[kc->arg_start[arg]] == 2 && a_in_place(g) != 0)
         return;
-    /* one row times a dense weight: rowdot reads the weight where it lies (no second copy) */
+    /* one row times a weight of ROWS_IN_PLACE_BYTES or more: rowdot reads it where it lies
+     * (no second copy) */
     if (!a_side && rows_shape(g) &&
         (double)g->n * (double)g->b_cs * sizeof(float) >= ROWS_IN_PLACE_BYTES)
         return;
