@@ -24,6 +24,7 @@
 
 #include "kernels/fast/fused.h"
 #include "runtime/probe.h"
+#include "kernels/fast/gemm.h"
 #include "runtime/vm_impl.h"
 
 /* ---- extended opcodes ------------------------------------------------------------------------ */
@@ -155,6 +156,7 @@ typedef struct PackedInfo {
     uint32_t *rel_start;
     uint32_t *rel;
     VmFuse *fuse; /* run as a fused program (vm_fuse.c), or NULL */
+    VmCell *cell; /* run as the LSTM cell kernel (vm_cell.c), or NULL */
 } PackedInfo;
 
 /* What a return goes back to. */
@@ -737,6 +739,42 @@ static uint32_t fused_done(Vm *vm, const VmPacked *p, const PackedInfo *pi, uint
 
 /* Run packed function p on the argument registers; the result (owned) or NULL (error
  * written, at the node's location or else the instruction's). */
+/* Packed function p as the LSTM cell kernel (vm_cell.c): the result tuple (h2, c2), in the
+ * planned buffers of those nodes where the plan has them; NULL with an error. */
+static Value *run_cell(Vm *vm, const VmPacked *p, const VmCell *cell, Value **vals,
+                       const uint32_t *slot, const FnPlan *fp, const char *loc) {
+    RtTensor **pre = NULL;
+    if (slot != NULL) { /* the slots of calls before each node, in node order */
+        uint32_t at = 0;
+        pre = vm->k_pre;
+        pre[0] = pre[1] = NULL;
+        for (uint32_t k = 0; k < p->n_nodes; k++) {
+            const VmNode *n = &p->nodes[k];
+            if (n->kind != VM_NODE_CALL) continue;
+            if (k == cell->h2 || k == cell->c2) {
+                uint32_t b = slot[at];
+                pre[k == cell->h2 ? 0 : 1] = b == VM_PLAN_NONE ? NULL : fp->buf[b];
+            }
+            at += n->out_tuple ? n->n_out : 1;
+        }
+    }
+    KAttr gates = {.name = "gates",
+                   .kind = KA_INTS,
+                   .n = 4,
+                   .ints = cell->gates,
+                   .floats = cell->gates_f};
+    VmNode call = {.kind = VM_NODE_CALL,
+                   .op_id = UINT32_MAX,
+                   .n_args = 4,
+                   .args = cell->in,
+                   .n_attrs = 1,
+                   .attrs = &gates,
+                   .fn = kern_fast_lstm_cell,
+                   .out_tuple = true,
+                   .n_out = 2};
+    return run_call(vm, &call, vals, loc, pre, NULL, NULL);
+}
+
 static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *args,
                          const char *iloc, const VmFunction *f, uint32_t pc, const FnPlan *fp) {
     const VmPacked *p = &vm->exe->packed[pidx];
@@ -748,6 +786,7 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
     Value **vals = vm->pvals;
     for (uint32_t i = 0; i < p->n_inputs; i++)
         vals[i] = R[args[i]].v;
+    if (pi->cell != NULL) return run_cell(vm, p, pi->cell, vals, slot, fp, iloc);
     for (uint32_t k = 0; k < p->n_nodes; k++) {
         const VmNode *n = &p->nodes[k];
         uint32_t id = p->n_inputs + k;
@@ -1715,7 +1754,8 @@ Vm *vm_new(const VmExec *exe) {
     for (uint32_t p = 0; p < exe->n_packed; p++) {
         const VmPacked *pk = &exe->packed[p];
         plan_packed(pk, &vm->pi[p]);
-        vm->pi[p].fuse = vm_fuse_analyze(pk);
+        vm->pi[p].cell = vm_cell_analyze(pk);
+        if (vm->pi[p].cell == NULL) vm->pi[p].fuse = vm_fuse_analyze(pk);
         if ((size_t)pk->n_inputs + pk->n_nodes > max_vals)
             max_vals = (size_t)pk->n_inputs + pk->n_nodes;
         for (uint32_t k = 0; k < pk->n_nodes; k++)
@@ -1753,6 +1793,7 @@ void vm_free(Vm *vm) {
         free(vm->pi[p].rel_start);
         free(vm->pi[p].rel);
         vm_fuse_free(vm->pi[p].fuse);
+        free(vm->pi[p].cell);
     }
     free(vm->fi);
     free(vm->pi);

@@ -65,4 +65,20 @@ VmFuse *vm_fuse_analyze(const VmPacked *p);
 bool vm_fuse_view_op(const VmNode *n);
 void vm_fuse_free(VmFuse *f);
 
+/* ---- LSTM cells (vm_cell.c) ------------------------------------------------------------- */
+
+/* A primitive function that is one LSTM step as FuseLSTMCell writes it (passes/
+ * fuse_lstm_cell.c): the VM runs it as the cell kernel (kernels/fast/rnn.c) on its inputs
+ * in[0..4) = h, R, xp, c, with the split's fields of the input, forget, cell and output gates,
+ * and makes the result (h2, c2) from the kernel's two outputs, in the planned buffers of nodes
+ * h2 and c2. */
+typedef struct VmCell {
+    uint32_t in[4];
+    int64_t gates[4];
+    double gates_f[4];
+    uint32_t h2, c2; /* nodes */
+} VmCell;
+/* The cell of p, or NULL when p is not one (or the fast kernels are off). Free with free. */
+VmCell *vm_cell_analyze(const VmPacked *p);
+
 #endif /* RLY_RUNTIME_VM_IMPL_H */

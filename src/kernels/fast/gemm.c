@@ -591,6 +591,11 @@ static void rows_run(const SGemm *g, SupPool *pool, bool backward) {
                  &r);
 }
 
+void kern_sgemv_rows(const float *a, const float *b, int64_t ldb, int64_t k, float *c,
+                     int64_t rows) {
+    if (rows > 0 && k > 0) pick_rowdot()(a, b, ldb, k, c, rows, false);
+}
+
 /* ---- the driver ------------------------------------------------------------------------------
  */
 
@@ -767,6 +772,14 @@ static void gemv_task(const Run *r, int64_t t, int64_t j0, int64_t j1) {
               (int)min64(SGEMM_NR, j1 - q * SGEMM_NR), g->accumulate);
     }
     if (g->epi) g->epi(g->epi_ctx, t, c + j0, g->ldc, 0, j0, 1, j1 - j0);
+}
+
+void kern_sgemv_packed(const float *a, const float *b_packed, int64_t k, int64_t n, int64_t j0,
+                       int64_t j1, float *c) {
+    UKernel uk = pick_kernel();
+    for (int64_t q = j0 / SGEMM_NR; q * SGEMM_NR < j1; q++)
+        uk(k, a, k, b_packed + q * k * SGEMM_NR, SGEMM_NR, c + q * SGEMM_NR, 0, 1,
+           (int)min64(SGEMM_NR, n - q * SGEMM_NR), false);
 }
 
 static void gemm_task(void *ctx, int64_t task, int worker) {

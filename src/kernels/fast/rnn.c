@@ -1,0 +1,112 @@
+/* rnn.c - the LSTM cell kernel: one step of an LSTM as the VM finds it in a FuseLSTMCell
+ * function (passes/fuse_lstm_cell.c, runtime/vm_cell.c).
+ *
+ * Arguments h (1, H), R (4H, H), xp (1, 4H), c (1, H), all float32; attribute "gates": the
+ * fields (0..3) of the split of g = xp + dense(h, R) that are the input, forget, cell and output
+ * gates. Results (h2, c2), both (1, H). One fork per step: each task takes a range of hidden
+ * units (whole 32-column panels of R's packed form, so that each core streams the same quarter
+ * of every gate's weights call after call, from its own L2), computes those units' four gate
+ * pre-activations (four GEMV ranges), then their new cell and hidden state. The sums are the
+ * dense kernel's (the packed GEMV's, or rowdot's for a weight read in place), the gates the
+ * elementwise kernels' sigmoid and tanh, so a step gives what the unfused operators give on the
+ * fast kernels, operator for operator. The VM calls it only on a function whose types are
+ * these (FuseLSTMCell makes no other); any other call (an executable file may hold anything) is
+ * an error. */
+#include <string.h>
+
+#include "kernels/fast/gemm.h"
+
+#define FAST_LEVEL 2
+#include "vmath_level.h"
+#include "rnn_level.h"
+#undef FAST_LEVEL
+#define FAST_LEVEL 1
+#include "vmath_level.h"
+#include "rnn_level.h"
+#undef FAST_LEVEL
+#define FAST_LEVEL 0
+#include "vmath_level.h"
+#include "rnn_level.h"
+#undef FAST_LEVEL
+
+typedef void (*GateFn)(const float *gp, const float *xp, const float *c, int64_t h,
+                       const int64_t *gate, int64_t u0, int64_t u1, float *h2, float *c2);
+
+static GateFn gate_level(void) {
+    switch (sup_isa()) {
+    case SUP_ISA_AVX512: return lstm_gates_avx512;
+    case SUP_ISA_AVX2: return lstm_gates_avx2;
+    default: return lstm_gates_scalar;
+    }
+}
+
+typedef struct Step {
+    const float *h, *r, *rp, *xp, *c;
+    int64_t H, part;
+    const int64_t *gate;
+    float *gp, *h2, *c2; /* scratch: g (4H), the new states (H each) */
+    GateFn gates;
+} Step;
+
+static void step_task(void *ctx, int64_t t, int worker) {
+    (void)worker;
+    const Step *s = ctx;
+    int64_t H = s->H, u0 = t * s->part, u1 = u0 + s->part < H ? u0 + s->part : H;
+    for (int q = 0; q < 4; q++) {
+        int64_t j0 = q * H + u0, j1 = q * H + u1;
+        if (s->rp != NULL)
+            kern_sgemv_packed(s->h, s->rp, H, 4 * H, j0, j1, s->gp);
+        else
+            kern_sgemv_rows(s->h, s->r + j0 * H, H, H, s->gp + j0, j1 - j0);
+    }
+    s->gates(s->gp, s->xp, s->c, H, s->gate, u0, u1, s->h2, s->c2);
+}
+
+static bool row_f32(const DLTensor *t, int64_t n) {
+    return k_dtype(t) == RLY_DTYPE_F32 && t->ndim == 2 && t->shape[0] == 1 && t->shape[1] == n &&
+           t->strides == NULL;
+}
+
+int kern_fast_lstm_cell(KCall *kc) {
+    if (kc->n_args != 4 || kc->n_in != 4 || kc->n_out != 2 || !kc->out_tuple)
+        return k_error(kc, "an LSTM cell takes 4 tensors and makes 2");
+    const DLTensor *h = k_arg(kc, 0), *r = k_arg(kc, 1), *xp = k_arg(kc, 2), *c = k_arg(kc, 3);
+    int64_t H = h->ndim == 2 ? h->shape[1] : 0;
+    const int64_t *gate;
+    if (H <= 0 || !row_f32(h, H) || !row_f32(xp, 4 * H) || !row_f32(c, H) ||
+        k_dtype(r) != RLY_DTYPE_F32 || r->ndim != 2 || r->shape[0] != 4 * H || r->shape[1] != H ||
+        r->strides != NULL || k_ints(kc, "gates", &gate) != 4)
+        return k_error(kc, "an LSTM cell takes float32 h (1, H), R (4H, H), xp (1, 4H), c (1, H)"
+                           " and 4 gates");
+    bool seen[4] = {0};
+    for (int q = 0; q < 4; q++) {
+        if (gate[q] < 0 || gate[q] > 3 || seen[gate[q]])
+            return k_error(kc, "an LSTM cell's gates are the 4 fields 0..3");
+        seen[gate[q]] = true;
+    }
+    int64_t shape[2] = {1, H};
+    DLTensor *h2 = k_out_raw(kc, 0, RLY_DTYPE_F32, 2, shape);
+    DLTensor *c2 = h2 ? k_out_raw(kc, 1, RLY_DTYPE_F32, 2, shape) : NULL;
+    if (c2 == NULL) return -1;
+    /* R's packed form, as nn.dense keeps it (the same cache entry) */
+    SGemm g = {.m = 1, .n = 4 * H, .k = H, .batch = 1, .a = k_ptr(h), .a_rs = H, .a_cs = 1,
+               .b = k_ptr(r), .b_rs = 1, .b_cs = H, .b_mod = 1, .c = NULL, .ldc = 4 * H};
+    kern_sgemm_prepare(kc, &g, false, 1, 1);
+    float *gp = k_scratch_raw(kc, (size_t)6 * (size_t)H * sizeof(float));
+    if (gp == NULL) return -1;
+    /* the new states go to scratch first: a planned output may be an input's buffer */
+    Step s = {.h = k_ptr(h), .r = k_ptr(r), .rp = g.b_packed, .xp = k_ptr(xp), .c = k_ptr(c),
+              .H = H, .gate = gate, .gp = gp, .h2 = gp + 4 * H, .c2 = gp + 5 * H,
+              .gates = gate_level()};
+    /* whole panels per task; a weight stream worth a second thread (as the GEMV counts) */
+    int64_t parts = k_threads(kc);
+    if ((double)H * (double)H * 16.0 < 262144.0 || H % 32 != 0) parts = 1;
+    int64_t panels = (H + 31) / 32;
+    if (parts > panels) parts = panels;
+    s.part = (panels + parts - 1) / parts * 32;
+    if (s.part > H) s.part = H;
+    k_parallel(kc, (H + s.part - 1) / s.part, step_task, &s);
+    memcpy(k_ptr(h2), s.h2, (size_t)H * sizeof(float));
+    memcpy(k_ptr(c2), s.c2, (size_t)H * sizeof(float));
+    return 0;
+}

@@ -1,0 +1,267 @@
+/* fuse_lstm_cell.c - FuseLSTMCell (rly's own, opt level 3, before FuseOps): one LSTM step as one
+ * Primitive=1 function, so that the VM runs it as one kernel (docs/passes.md, "FuseLSTMCell").
+ *
+ * The ONNX importer (and anyone who writes an LSTM out) computes a step as
+ *   g = add(nn.dense(h, R), xp)              (either order of add's operands)
+ *   s = split(g, indices_or_sections=4, axis=-1)
+ *   c2 = sigmoid(s.F) * c + sigmoid(s.I) * tanh(s.G)       (either order of each * and +)
+ *   h2 = sigmoid(s.O) * tanh(c2)                           (either order of *)
+ * with I, O, F, G the four fields in some order (ONNX's is i, o, f, c). FuseOps cannot keep it
+ * together: c2 is read by h2 and by the next step, so the step falls into five groups (the
+ * projection with the add, the split, c2, h2 and a view of xp), and the four gates of a hidden
+ * unit lie in four column ranges of g, which the product's fused tail cannot reach. This pass
+ * puts the step into
+ *   %cell = fn (%h, %R, %xp, %c, Primitive=1) { ...the same operators...; (%h2, %c2) }
+ * and replaces c2 by %cell(h, R, xp, c).1 and h2 by .0. The function computes what the step
+ * did, operator for operator, so the interpreter's results are unchanged; the VM recognizes the
+ * function's structure (vm_cell.c) and runs the fast LSTM cell kernel (kernels/fast/rnn.c) on
+ * it: each thread computes the four gate ranges of its hidden units and then their new state,
+ * with one fork per step. Matched: a float32 g of static shape (1, 4H), h of shape (1, H); the
+ * rest is checked when it runs (the VM runs the function's operators one by one otherwise).
+ * Within dataflow only: a step written through let-bound variables is left as it is. */
+#include <string.h>
+
+#include "ops/ops.h"
+#include "passes/passes.h"
+
+typedef struct Cell {
+    Ctx *ctx;
+    Expr *op_dense, *op_add, *op_mul, *op_split, *op_sigmoid, *op_tanh;
+    PtrMap cell_of_split; /* rewritten split -> 1 + index in cells */
+    Vec(Expr *) cells;     /* the cell calls made */
+    Vec(uint32_t) gate_o;  /* the output gate's field of each */
+} Cell;
+
+static Call *call_of(Expr *e, Expr *op) {
+    return e->kind == EXPR_CALL && AS_CALL(e)->op == op ? AS_CALL(e) : NULL;
+}
+
+/* e is field k of tuple `of`; *k set. */
+static bool field_of(Expr *e, Expr *of, uint32_t *k) {
+    if (e->kind != EXPR_TUPLE_GET_ITEM || AS_TUPLE_GET_ITEM(e)->tuple != of) return false;
+    *k = AS_TUPLE_GET_ITEM(e)->index;
+    return true;
+}
+
+/* e is unary(split.k) */
+static bool gate(Expr *e, Expr *unary, Expr *split, uint32_t *k) {
+    Call *c = call_of(e, unary);
+    return c != NULL && c->n_args == 1 && field_of(c->args[0], split, k);
+}
+
+/* A float32 tensor type of static shape (1, n): n, else -1. */
+static int64_t row_of(Expr *e) {
+    Type *t = e->checked_type;
+    if (t == NULL || t->kind != TYPE_TENSOR) return -1;
+    TensorType *tt = AS_TENSOR_TYPE(t);
+    if (tt->dtype != RLY_DTYPE_F32 || tt->ndim != 2 || !dim_known(tt->shape[0]) ||
+        !dim_known(tt->shape[1]) || tt->shape[0] != 1)
+        return -1;
+    return tt->shape[1];
+}
+
+static const OpDef *def_of(Expr *op) {
+    Op *o = AS_OP(op);
+    if (o->info == NULL) o->info = op_lookup(o->name, strlen(o->name));
+    return o->info;
+}
+
+/* split(g, 4, last axis) of g = add(dense(h, R), xp) with g (1, 4H) and h (1, H): the
+ * operands in *h, *r, *xp. */
+static bool step_split(Cell *s, Expr *split, Expr **h, Expr **r, Expr **xp) {
+    Call *sp = call_of(split, s->op_split);
+    if (sp == NULL || sp->n_args != 1) return false;
+    Expr *g = sp->args[0];
+    int64_t n4 = row_of(g);
+    if (n4 <= 0 || n4 % 4 != 0) return false;
+    const OpDef *def = def_of(sp->op);
+    const AttrValue *vals[8] = {0};
+    StrBuf msg = {0};
+    Span where;
+    bool ok = def->n_attrs <= 8 && op_bind_attrs(def, sp->attrs, vals, &msg, &where);
+    sb_free(&msg);
+    if (!ok) return false;
+    RelCall rc = {.ctx = s->ctx, .op = def, .attrs = vals};
+    const AttrValue *sec = NULL;
+    for (uint32_t i = 0; i < def->n_attrs; i++)
+        if (strcmp(def->attrs[i].name, "indices_or_sections") == 0) sec = vals[i];
+    int64_t axis = attr_int(&rc, "axis");
+    if (sec == NULL || sec->kind != ATTR_INT || sec->i != 4 || (axis != 1 && axis != -1))
+        return false;
+    Call *add = call_of(g, s->op_add);
+    if (add == NULL || add->n_args != 2) return false;
+    for (int side = 0; side < 2; side++) {
+        Call *d = call_of(add->args[side], s->op_dense);
+        if (d == NULL || d->n_args != 2 || row_of(d->args[0]) != n4 / 4) continue;
+        if (row_of(add->args[1 - side]) != n4 && add->args[1 - side]->checked_type != g->checked_type)
+            continue;
+        *h = d->args[0], *r = d->args[1], *xp = add->args[1 - side];
+        return true;
+    }
+    return false;
+}
+
+/* c2 = add(multiply(sigmoid(s.F), c), multiply(sigmoid(s.I), tanh(s.G))) in any order:
+ * the split s, c and the fields F, I, G. */
+static bool cell_state(Cell *s, Call *add, Expr **split, Expr **c, uint32_t *f, uint32_t *i,
+                       uint32_t *g) {
+    if (add->n_args != 2) return false;
+    for (int side = 0; side < 2; side++) {
+        Call *keep = call_of(add->args[side], s->op_mul), *in = call_of(add->args[1 - side], s->op_mul);
+        if (keep == NULL || in == NULL || keep->n_args != 2 || in->n_args != 2) continue;
+        /* in: sigmoid(s.I) * tanh(s.G) */
+        for (int a = 0; a < 2; a++) {
+            Call *sg = call_of(in->args[a], s->op_sigmoid), *th = call_of(in->args[1 - a], s->op_tanh);
+            if (sg == NULL || th == NULL || sg->n_args != 1 || th->n_args != 1 ||
+                sg->args[0]->kind != EXPR_TUPLE_GET_ITEM)
+                continue;
+            Expr *sp = AS_TUPLE_GET_ITEM(sg->args[0])->tuple;
+            if (!field_of(sg->args[0], sp, i) || !field_of(th->args[0], sp, g)) continue;
+            /* keep: sigmoid(s.F) * c */
+            for (int b = 0; b < 2; b++)
+                if (gate(keep->args[b], s->op_sigmoid, sp, f)) {
+                    *split = sp;
+                    *c = keep->args[1 - b];
+                    return *f != *i && *f != *g && *i != *g && *f < 4 && *i < 4 && *g < 4;
+                }
+        }
+    }
+    return false;
+}
+
+static Expr *op_call(Cell *s, const char *op, uint32_t n, Expr *const *args, const Attrs *attrs,
+                     Span span) {
+    Expr *e = pass_op_call(s->ctx, op, n, args, attrs, span);
+    RLY_CHECK(e != NULL, "FuseLSTMCell: %s refused operands its step had", op);
+    return e;
+}
+
+static Expr *field(Cell *s, Expr *t, uint32_t k, Span span) {
+    Expr *e = ir_tuple_get_item_new(s->ctx, t, k, span);
+    RLY_CHECK(pass_retype(s->ctx, e, NULL), "FuseLSTMCell: a field");
+    return e;
+}
+
+/* The cell function over fresh parameters, called on (h, r, xp, c). */
+static Expr *make_cell(Cell *s, Call *split, Call *add_c2, Expr *h, Expr *r, Expr *xp, Expr *c,
+                       uint32_t gf, uint32_t gi, uint32_t gg, uint32_t go, Span span) {
+    Ctx *ctx = s->ctx;
+    Expr *args[4] = {h, r, xp, c};
+    static const char *const names[4] = {"h", "R", "xp", "c"};
+    Var *ps[4];
+    Type *pts[4];
+    for (int k = 0; k < 4; k++) {
+        pts[k] = args[k]->checked_type;
+        ps[k] = ir_var_new(ctx, names[k], pts[k], span);
+        ps[k]->base.checked_type = pts[k];
+    }
+    Call *g = AS_CALL(split->args[0]);
+    int dense_side = call_of(g->args[0], s->op_dense) ? 0 : 1;
+    Call *d = AS_CALL(g->args[dense_side]);
+    Expr *dargs[2] = {&ps[0]->base, &ps[1]->base};
+    Expr *dense = op_call(s, "nn.dense", 2, dargs, d->attrs, span);
+    Expr *gargs[2];
+    gargs[dense_side] = dense;
+    gargs[1 - dense_side] = &ps[2]->base;
+    Expr *gsum = op_call(s, "add", 2, gargs, NULL, span);
+    Expr *sp = op_call(s, "split", 1, &gsum, split->attrs, span);
+    Expr *sf = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, gf, span)}, NULL, span);
+    Expr *si = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, gi, span)}, NULL, span);
+    Expr *tg = op_call(s, "tanh", 1, (Expr *[]){field(s, sp, gg, span)}, NULL, span);
+    Expr *so = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, go, span)}, NULL, span);
+    Expr *keep = op_call(s, "multiply", 2, (Expr *[]){sf, &ps[3]->base}, NULL, span);
+    Expr *in = op_call(s, "multiply", 2, (Expr *[]){si, tg}, NULL, span);
+    Expr *c2 = op_call(s, "add", 2, (Expr *[]){keep, in}, NULL, span);
+    Expr *tc = op_call(s, "tanh", 1, &c2, NULL, span);
+    Expr *h2 = op_call(s, "multiply", 2, (Expr *[]){so, tc}, NULL, span);
+    Expr *res = ir_tuple_new(ctx, 2, (Expr *[]){h2, c2}, span);
+    RLY_CHECK(pass_retype(ctx, res, NULL), "FuseLSTMCell: the result");
+    (void)add_c2;
+    const char *key = ir_intern(ctx, "Primitive", 9);
+    AttrValue *one = ir_attr_int(ctx, 1, RLY_DTYPE_I32, SPAN_NONE);
+    Expr *fn = ir_function_new(ctx, 4, ps, res, res->checked_type, 0, NULL,
+                               ir_attrs_new(ctx, 1, &key, &one), span);
+    fn->checked_type = ir_type_func(ctx, 4, pts, res->checked_type, 0, NULL, 0, NULL);
+    Expr *call = ir_call_new(ctx, fn, 4, args, NULL, 0, NULL, span);
+    call->checked_type = res->checked_type;
+    return call;
+}
+
+static bool is_primitive(const Expr *e) {
+    if (e->kind != EXPR_FUNCTION) return false;
+    const AttrValue *v = ir_attrs_get(((const Function *)e)->attrs, "Primitive");
+    return v != NULL && v->kind == ATTR_INT && v->i == 1;
+}
+
+static Expr *pre(Rewriter *rw, Expr *e) {
+    (void)rw;
+    return is_primitive(e) ? e : NULL; /* fused already: left as it is */
+}
+
+static Expr *post(Rewriter *rw, Expr *orig, Expr *e) {
+    Cell *s = rw->state;
+    e = pass_rebuild(rw, orig, e);
+    if (e->kind != EXPR_CALL) return e;
+    Call *c = AS_CALL(e);
+    if (c->op == s->op_add) { /* c2: make the cell, stand for its field 1 */
+        Expr *split, *cst, *h, *r, *xp;
+        uint32_t gf, gi, gg;
+        if (!cell_state(s, c, &split, &cst, &gf, &gi, &gg)) return e;
+        if (ptrmap_get(&s->cell_of_split, split) != NULL) return e; /* one cell per step */
+        if (!step_split(s, split, &h, &r, &xp)) return e;
+        if (row_of(cst) != row_of(h) || row_of(e) != row_of(h)) return e;
+        uint32_t go = 6 - gf - gi - gg; /* the field left */
+        Expr *cell = make_cell(s, AS_CALL(split), c, h, r, xp, cst, gf, gi, gg, go, e->span);
+        vec_push(&s->cells, cell);
+        vec_push(&s->gate_o, go);
+        ptrmap_put(&s->cell_of_split, split, (void *)(uintptr_t)s->cells.len);
+        return field(s, cell, 1, e->span);
+    }
+    if (c->op == s->op_mul && c->n_args == 2) { /* h2 = sigmoid(s.O) * tanh(c2) */
+        for (int a = 0; a < 2; a++) {
+            Call *th = call_of(c->args[1 - a], s->op_tanh);
+            Call *sg = call_of(c->args[a], s->op_sigmoid);
+            if (th == NULL || sg == NULL || th->n_args != 1 || sg->n_args != 1 ||
+                sg->args[0]->kind != EXPR_TUPLE_GET_ITEM)
+                continue;
+            Expr *split = AS_TUPLE_GET_ITEM(sg->args[0])->tuple;
+            uintptr_t at = (uintptr_t)ptrmap_get(&s->cell_of_split, split);
+            uint32_t k;
+            if (at == 0 || !field_of(sg->args[0], split, &k) || k != s->gate_o.data[at - 1])
+                continue;
+            Expr *cell = s->cells.data[at - 1];
+            if (!field_of(th->args[0], cell, &k) || k != 1) continue;
+            return field(s, cell, 0, e->span);
+        }
+    }
+    return e;
+}
+
+static Expr *run(PassCtx *pc, Module *m, Expr *e) {
+    (void)m;
+    Ctx *ctx = pc->ctx;
+    Cell s = {.ctx = ctx};
+    s.op_dense = ir_op_get(ctx, "nn.dense", 8);
+    s.op_add = ir_op_get(ctx, "add", 3);
+    s.op_mul = ir_op_get(ctx, "multiply", 8);
+    s.op_split = ir_op_get(ctx, "split", 5);
+    s.op_sigmoid = ir_op_get(ctx, "sigmoid", 7);
+    s.op_tanh = ir_op_get(ctx, "tanh", 4);
+    Rewriter rw = {.ctx = ctx, .pre = pre, .post = post, .state = &s};
+    Expr *r = ir_rewrite(&rw, e);
+    ir_rewriter_free(&rw);
+    ptrmap_free(&s.cell_of_split);
+    vec_free(&s.cells);
+    vec_free(&s.gate_o);
+    return r;
+}
+
+const PassDef pass_fuse_lstm_cell = {
+    .name = "FuseLSTMCell",
+    .opt_level = 3,
+    .kind = PASS_FUNCTION,
+    .params = "",
+    .run_expr = run,
+    .doc = "one LSTM step (dense + add, split in 4, the gates) as one Primitive=1 function "
+           "returning (h, c), which the VM runs as one kernel",
+};

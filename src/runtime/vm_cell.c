@@ -1,0 +1,137 @@
+/* vm_cell.c - a primitive function the VM runs as the LSTM cell kernel (vm_impl.h): the
+ * structure FuseLSTMCell gives one LSTM step (passes/fuse_lstm_cell.c),
+ *   g = add(dense(h, R), xp) (either order), s = split(g, 4, last axis),
+ *   c2 = add(multiply(sigmoid(s.F), c), multiply(sigmoid(s.I), tanh(s.G))),
+ *   h2 = multiply(sigmoid(s.O), tanh(c2)), result (h2, c2),
+ * with h, R, xp, c inputs of the function and every node of it one of these (any order of the
+ * commutative operands). Found by following the result back, so a function made another way
+ * (a file holds what it holds) is recognized by what it computes, never by its name. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/fast/fast.h"
+#include "kernels/fast/gemm.h"
+#include "runtime/vm_impl.h"
+
+typedef struct Match {
+    const VmPacked *p;
+    uint32_t used; /* nodes matched */
+} Match;
+
+/* Node of value id when it is a call of op with n args (NULL otherwise); counts it. */
+static const VmNode *node(Match *m, uint32_t id, uint32_t op, uint32_t n) {
+    if (id < m->p->n_inputs || id - m->p->n_inputs >= m->p->n_nodes) return NULL;
+    const VmNode *nd = &m->p->nodes[id - m->p->n_inputs];
+    if (nd->kind != VM_NODE_CALL || nd->op_id != op || nd->n_args != n || nd->out_tuple ||
+        nd->fn == NULL)
+        return NULL;
+    m->used++;
+    return nd;
+}
+
+/* Value id is unary(field k of split value `split`); *k set. */
+static bool gate(Match *m, uint32_t id, uint32_t op, uint32_t split, uint32_t *k) {
+    const VmNode *u = node(m, id, op, 1);
+    if (u == NULL || u->args[0] < m->p->n_inputs) return false;
+    const VmNode *f = &m->p->nodes[u->args[0] - m->p->n_inputs];
+    if (f->kind != VM_NODE_FIELD || f->n_args != 1 || f->args[0] != split || f->index > 3)
+        return false;
+    m->used++;
+    *k = f->index;
+    return true;
+}
+
+static const KAttr *attr(const VmNode *n, const char *name) {
+    for (uint32_t i = 0; i < n->n_attrs; i++)
+        if (n->attrs[i].name != NULL && strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+static bool input(const Match *m, uint32_t id) { return id < m->p->n_inputs; }
+
+/* The split node's value: split(add(dense(h, R), xp), 4, axis 1 or -1) with h, R, xp inputs. */
+static bool step_split(Match *m, uint32_t split, VmCell *c) {
+    if (split < m->p->n_inputs) return false;
+    const VmNode *sp = &m->p->nodes[split - m->p->n_inputs];
+    const KAttr *sec = attr(sp, "indices_or_sections"), *ax = attr(sp, "axis");
+    if (sp->kind != VM_NODE_CALL || sp->op_id != OP_ID_SPLIT || sp->n_args != 1 ||
+        !sp->out_tuple || sp->n_out != 4 || sec == NULL || sec->kind != KA_INT || sec->i != 4 ||
+        ax == NULL || ax->kind != KA_INT || (ax->i != 1 && ax->i != -1))
+        return false;
+    m->used++;
+    const VmNode *add = node(m, sp->args[0], OP_ID_ADD, 2);
+    if (add == NULL) return false;
+    for (int side = 0; side < 2; side++) {
+        uint32_t used = m->used;
+        const VmNode *d = node(m, add->args[side], OP_ID_NN_DENSE, 2);
+        if (d != NULL && input(m, d->args[0]) && input(m, d->args[1]) &&
+            input(m, add->args[1 - side])) {
+            c->in[0] = d->args[0], c->in[1] = d->args[1], c->in[2] = add->args[1 - side];
+            return true;
+        }
+        m->used = used;
+    }
+    return false;
+}
+
+VmCell *vm_cell_analyze(const VmPacked *p) {
+    if (!kern_fast_enabled() || getenv("RLY_NO_FUSE") != NULL || p->result < p->n_inputs ||
+        p->n_nodes != 17)
+        return NULL;
+    const VmNode *res = &p->nodes[p->result - p->n_inputs];
+    if (res->kind != VM_NODE_TUPLE || res->n_args != 2) return NULL;
+    Match m = {.p = p, .used = 1};
+    VmCell c = {.h2 = res->args[0] - p->n_inputs, .c2 = res->args[1] - p->n_inputs};
+    const VmNode *h2 = node(&m, res->args[0], OP_ID_MULTIPLY, 2);
+    const VmNode *c2 = node(&m, res->args[1], OP_ID_ADD, 2);
+    if (h2 == NULL || c2 == NULL) return NULL;
+    /* c2 = keep + in: keep = sigmoid(s.F) * c, in = sigmoid(s.I) * tanh(s.G) */
+    for (int side = 0; side < 2; side++) {
+        Match ms = m;
+        const VmNode *keep = node(&ms, c2->args[side], OP_ID_MULTIPLY, 2);
+        const VmNode *in = node(&ms, c2->args[1 - side], OP_ID_MULTIPLY, 2);
+        if (keep == NULL || in == NULL) continue;
+        for (int a = 0; a < 2; a++) {
+            Match mi = ms;
+            const VmNode *sg = node(&mi, in->args[a], OP_ID_SIGMOID, 1);
+            if (sg == NULL || sg->args[0] < p->n_inputs) continue;
+            const VmNode *fi = &p->nodes[sg->args[0] - p->n_inputs];
+            if (fi->kind != VM_NODE_FIELD || fi->n_args != 1) continue;
+            uint32_t split = fi->args[0];
+            uint32_t gi, gf, gg, go;
+            mi.used--; /* gate() counts the sigmoid again */
+            if (!gate(&mi, in->args[a], OP_ID_SIGMOID, split, &gi) ||
+                !gate(&mi, in->args[1 - a], OP_ID_TANH, split, &gg))
+                continue;
+            for (int b = 0; b < 2; b++) {
+                Match mk = mi;
+                if (!gate(&mk, keep->args[b], OP_ID_SIGMOID, split, &gf) ||
+                    !input(&mk, keep->args[1 - b]))
+                    continue;
+                c.in[3] = keep->args[1 - b];
+                /* h2 = sigmoid(s.O) * tanh(c2) */
+                for (int o = 0; o < 2; o++) {
+                    Match mh = mk;
+                    const VmNode *th = node(&mh, h2->args[1 - o], OP_ID_TANH, 1);
+                    if (th == NULL || th->args[0] != res->args[1] ||
+                        !gate(&mh, h2->args[o], OP_ID_SIGMOID, split, &go) ||
+                        !step_split(&mh, split, &c))
+                        continue;
+                    bool seen[4] = {0};
+                    seen[gi] = seen[gf] = seen[gg] = seen[go] = true;
+                    /* every node matched once: 17 (the result tuple included) */
+                    if (!(seen[0] && seen[1] && seen[2] && seen[3]) || mh.used != p->n_nodes)
+                        continue;
+                    c.gates[0] = gi, c.gates[1] = gf, c.gates[2] = gg, c.gates[3] = go;
+                    for (int q = 0; q < 4; q++)
+                        c.gates_f[q] = (double)c.gates[q];
+                    VmCell *out = malloc(sizeof *out);
+                    if (out == NULL) return NULL;
+                    *out = c;
+                    return out;
+                }
+            }
+        }
+    }
+    return NULL;
+}
