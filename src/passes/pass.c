@@ -34,7 +34,7 @@ const PassDef *pass_lookup(const char *name) {
 static const char *const default_names[] = {
     "SimplifyInference", "EliminateCommonSubexpr", "FoldConstant",    "FoldScaleAxis",
     "SimplifyExpr",      "CanonicalizeOps",        "DynamicToStatic", "FoldConstant",
-    "SimplifyExpr",      "DeadCodeElimination",    "FuseLSTMCell",    "FuseOps",
+    "SimplifyExpr",      "DeadCodeElimination",    "FuseRNNCell",     "FuseOps",
 };
 
 const char *pass_default_pipeline(void) {

@@ -751,7 +751,7 @@ static Value *run_cell(Vm *vm, const VmPacked *p, const VmCell *cell, Value **va
         for (uint32_t k = 0; k < p->n_nodes; k++) {
             const VmNode *n = &p->nodes[k];
             if (n->kind != VM_NODE_CALL) continue;
-            if (k == cell->h2 || k == cell->c2) {
+            if (k == cell->h2 || (!cell->gru && k == cell->c2)) {
                 uint32_t b = slot[at];
                 pre[k == cell->h2 ? 0 : 1] = b == VM_PLAN_NONE ? NULL : fp->buf[b];
             }
@@ -760,18 +760,18 @@ static Value *run_cell(Vm *vm, const VmPacked *p, const VmCell *cell, Value **va
     }
     KAttr gates = {.name = "gates",
                    .kind = KA_INTS,
-                   .n = 4,
+                   .n = cell->gru ? 3 : 4,
                    .ints = cell->gates,
                    .floats = cell->gates_f};
     VmNode call = {.kind = VM_NODE_CALL,
                    .op_id = UINT32_MAX,
-                   .n_args = 4,
+                   .n_args = cell->n_in,
                    .args = cell->in,
                    .n_attrs = 1,
                    .attrs = &gates,
-                   .fn = kern_fast_lstm_cell,
-                   .out_tuple = true,
-                   .n_out = 2};
+                   .fn = cell->gru ? kern_fast_gru_cell : kern_fast_lstm_cell,
+                   .out_tuple = !cell->gru,
+                   .n_out = cell->gru ? 1 : 2};
     return run_call(vm, &call, vals, loc, pre, NULL, NULL);
 }
 
@@ -1754,7 +1754,7 @@ Vm *vm_new(const VmExec *exe) {
     for (uint32_t p = 0; p < exe->n_packed; p++) {
         const VmPacked *pk = &exe->packed[p];
         plan_packed(pk, &vm->pi[p]);
-        vm->pi[p].cell = vm_cell_analyze(pk);
+        vm->pi[p].cell = vm_cell_analyze(exe, pk);
         if (vm->pi[p].cell == NULL) vm->pi[p].fuse = vm_fuse_analyze(pk);
         if ((size_t)pk->n_inputs + pk->n_nodes > max_vals)
             max_vals = (size_t)pk->n_inputs + pk->n_nodes;

@@ -1,5 +1,5 @@
 /* vm_cell.c - a primitive function the VM runs as the LSTM cell kernel (vm_impl.h): the
- * structure FuseLSTMCell gives one LSTM step (passes/fuse_lstm_cell.c),
+ * structure FuseRNNCell gives one LSTM step (passes/fuse_rnn_cell.c),
  *   g = add(dense(h, R), xp) (either order), s = split(g, 4, last axis),
  *   c2 = add(multiply(sigmoid(s.F), c), multiply(sigmoid(s.I), tanh(s.G))),
  *   h2 = multiply(sigmoid(s.O), tanh(c2)), result (h2, c2),
@@ -54,9 +54,9 @@ static bool step_split(Match *m, uint32_t split, VmCell *c) {
     if (split < m->p->n_inputs) return false;
     const VmNode *sp = &m->p->nodes[split - m->p->n_inputs];
     const KAttr *sec = attr(sp, "indices_or_sections"), *ax = attr(sp, "axis");
-    if (sp->kind != VM_NODE_CALL || sp->op_id != OP_ID_SPLIT || sp->n_args != 1 ||
-        !sp->out_tuple || sp->n_out != 4 || sec == NULL || sec->kind != KA_INT || sec->i != 4 ||
-        ax == NULL || ax->kind != KA_INT || (ax->i != 1 && ax->i != -1))
+    if (sp->kind != VM_NODE_CALL || sp->op_id != OP_ID_SPLIT || sp->n_args != 1 || !sp->out_tuple ||
+        sp->n_out != 4 || sec == NULL || sec->kind != KA_INT || sec->i != 4 || ax == NULL ||
+        ax->kind != KA_INT || (ax->i != 1 && ax->i != -1))
         return false;
     m->used++;
     const VmNode *add = node(m, sp->args[0], OP_ID_ADD, 2);
@@ -74,14 +74,17 @@ static bool step_split(Match *m, uint32_t split, VmCell *c) {
     return false;
 }
 
-VmCell *vm_cell_analyze(const VmPacked *p) {
-    if (!kern_fast_enabled() || getenv("RLY_NO_FUSE") != NULL || p->result < p->n_inputs ||
-        p->n_nodes != 17)
+static VmCell *gru_analyze(const VmExec *exe, const VmPacked *p);
+
+VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p) {
+    if (!kern_fast_enabled() || getenv("RLY_NO_FUSE") != NULL || p->result < p->n_inputs)
         return NULL;
+    if (p->n_nodes == 21 || p->n_nodes == 22) return gru_analyze(exe, p);
+    if (p->n_nodes != 17) return NULL;
     const VmNode *res = &p->nodes[p->result - p->n_inputs];
     if (res->kind != VM_NODE_TUPLE || res->n_args != 2) return NULL;
     Match m = {.p = p, .used = 1};
-    VmCell c = {.h2 = res->args[0] - p->n_inputs, .c2 = res->args[1] - p->n_inputs};
+    VmCell c = {.n_in = 4, .h2 = res->args[0] - p->n_inputs, .c2 = res->args[1] - p->n_inputs};
     const VmNode *h2 = node(&m, res->args[0], OP_ID_MULTIPLY, 2);
     const VmNode *c2 = node(&m, res->args[1], OP_ID_ADD, 2);
     if (h2 == NULL || c2 == NULL) return NULL;
@@ -134,4 +137,111 @@ VmCell *vm_cell_analyze(const VmPacked *p) {
         }
     }
     return NULL;
+}
+
+/* ---- GRU ------------------------------------------------------------------------------------ */
+
+/* Value id is field k of split value `split`; counts the field. */
+static bool field_k(Match *m, uint32_t id, uint32_t split, uint32_t *k) {
+    if (id < m->p->n_inputs || id - m->p->n_inputs >= m->p->n_nodes) return false;
+    const VmNode *f = &m->p->nodes[id - m->p->n_inputs];
+    if (f->kind != VM_NODE_FIELD || f->n_args != 1 || f->args[0] != split || f->index > 2)
+        return false;
+    m->used++;
+    *k = f->index;
+    return true;
+}
+
+/* Value id is split(v, 3, last axis); its argument in *arg. */
+static bool split3(Match *m, uint32_t id, uint32_t *arg) {
+    if (id < m->p->n_inputs || id - m->p->n_inputs >= m->p->n_nodes) return false;
+    const VmNode *sp = &m->p->nodes[id - m->p->n_inputs];
+    const KAttr *sec = attr(sp, "indices_or_sections"), *ax = attr(sp, "axis");
+    if (sp->kind != VM_NODE_CALL || sp->op_id != OP_ID_SPLIT || sp->n_args != 1 || !sp->out_tuple ||
+        sp->n_out != 3 || sec == NULL || sec->kind != KA_INT || sec->i != 3 || ax == NULL ||
+        ax->kind != KA_INT || (ax->i != 1 && ax->i != -1))
+        return false;
+    m->used++;
+    *arg = sp->args[0];
+    return true;
+}
+
+/* add(xs.k, gs.k): k. */
+static bool pre(Match *m, uint32_t id, uint32_t xs, uint32_t gs, uint32_t *k) {
+    const VmNode *a = node(m, id, OP_ID_ADD, 2);
+    uint32_t k2;
+    return a != NULL && field_k(m, a->args[0], xs, k) && field_k(m, a->args[1], gs, &k2) &&
+           *k == k2;
+}
+
+static VmCell *gru_analyze(const VmExec *exe, const VmPacked *p) {
+    Match m = {.p = p};
+    VmCell c = {.gru = true, .h2 = p->result - p->n_inputs};
+    const VmNode *h2 = node(&m, p->result, OP_ID_ADD, 2);
+    if (h2 == NULL) return NULL;
+    const VmNode *upd = node(&m, h2->args[0], OP_ID_MULTIPLY, 2);
+    const VmNode *keep = node(&m, h2->args[1], OP_ID_MULTIPLY, 2);
+    if (upd == NULL || keep == NULL) return NULL;
+    const VmNode *zc = node(&m, upd->args[0], OP_ID_SUBTRACT, 2);
+    const VmNode *n = node(&m, upd->args[1], OP_ID_TANH, 1);
+    if (zc == NULL || n == NULL || zc->args[1] != keep->args[0] || !input(&m, keep->args[1]))
+        return NULL;
+    /* 1 - z: the constant 1 */
+    uint32_t one = zc->args[0];
+    if (one < p->n_inputs) return NULL;
+    const VmNode *on = &p->nodes[one - p->n_inputs];
+    if (on->kind != VM_NODE_CONST || on->index >= exe->n_consts) return NULL;
+    const Value *ov = exe->consts[on->index];
+    if (ov == NULL || ov->kind != VAL_TENSOR) return NULL;
+    const DLTensor *ot = &RT_TENSOR(ov)->t;
+    if (k_dtype(ot) != RLY_DTYPE_F32 || k_numel(ot) != 1 || *(const float *)k_ptr(ot) != 1.0f)
+        return NULL;
+    m.used++;
+    const VmNode *z = node(&m, keep->args[0], OP_ID_SIGMOID, 1);
+    if (z == NULL) return NULL;
+    const VmNode *za = &p->nodes[z->args[0] >= p->n_inputs ? z->args[0] - p->n_inputs : 0];
+    if (z->args[0] < p->n_inputs || za->kind != VM_NODE_CALL || za->n_args != 2) return NULL;
+    /* the splits: from z's add, xs.Z + gs.Z */
+    uint32_t xs = UINT32_MAX, gs = UINT32_MAX;
+    for (int s = 0; s < 2; s++) {
+        uint32_t id = za->args[s];
+        if (id < p->n_inputs || p->nodes[id - p->n_inputs].kind != VM_NODE_FIELD) return NULL;
+        uint32_t sp = p->nodes[id - p->n_inputs].args[0];
+        if (s == 0)
+            xs = sp;
+        else
+            gs = sp;
+    }
+    uint32_t kz, kr, kn, k2, xin, gin;
+    if (!pre(&m, z->args[0], xs, gs, &kz)) return NULL;
+    if (!split3(&m, xs, &xin) || !split3(&m, gs, &gin) || !input(&m, xin)) return NULL;
+    const VmNode *d = node(&m, gin, OP_ID_NN_DENSE, 2);
+    if (d == NULL || d->args[0] != keep->args[1] || !input(&m, d->args[1])) return NULL;
+    /* n = tanh(xs.N + r * hn) */
+    const VmNode *na = node(&m, n->args[0], OP_ID_ADD, 2);
+    if (na == NULL || !field_k(&m, na->args[0], xs, &kn)) return NULL;
+    const VmNode *rm = node(&m, na->args[1], OP_ID_MULTIPLY, 2);
+    if (rm == NULL) return NULL;
+    const VmNode *r = node(&m, rm->args[0], OP_ID_SIGMOID, 1);
+    if (r == NULL || !pre(&m, r->args[0], xs, gs, &kr)) return NULL;
+    c.n_in = 3;
+    Match mh = m;
+    if (field_k(&mh, rm->args[1], gs, &k2)) {
+        m = mh;
+    } else {
+        const VmNode *ba = node(&m, rm->args[1], OP_ID_ADD, 2);
+        if (ba == NULL || !field_k(&m, ba->args[0], gs, &k2) || !input(&m, ba->args[1]))
+            return NULL;
+        c.n_in = 4;
+        c.in[3] = ba->args[1];
+    }
+    if (k2 != kn || kz == kr || kz == kn || kr == kn || m.used != p->n_nodes) return NULL;
+    c.in[0] = keep->args[1], c.in[1] = d->args[1], c.in[2] = xin;
+    c.gates[0] = kz, c.gates[1] = kr, c.gates[2] = kn;
+    for (int q = 0; q < 3; q++)
+        c.gates_f[q] = (double)c.gates[q];
+    VmCell *out = malloc(sizeof *out);
+    if (out == NULL) return NULL;
+    *out = c;
+    return out;
 }

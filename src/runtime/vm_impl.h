@@ -67,18 +67,24 @@ void vm_fuse_free(VmFuse *f);
 
 /* ---- LSTM cells (vm_cell.c) ------------------------------------------------------------- */
 
-/* A primitive function that is one LSTM step as FuseLSTMCell writes it (passes/
- * fuse_lstm_cell.c): the VM runs it as the cell kernel (kernels/fast/rnn.c) on its inputs
+/* A primitive function that is one LSTM step as FuseRNNCell writes it (passes/
+ * fuse_rnn_cell.c): the VM runs it as the cell kernel (kernels/fast/rnn.c) on its inputs
  * in[0..4) = h, R, xp, c, with the split's fields of the input, forget, cell and output gates,
  * and makes the result (h2, c2) from the kernel's two outputs, in the planned buffers of nodes
  * h2 and c2. */
 typedef struct VmCell {
-    uint32_t in[4];
+    bool gru;       /* a GRU step (below), else an LSTM step */
+    uint32_t n_in;  /* inputs of the kernel: 4 (LSTM; GRU with bn), 3 (GRU without) */
+    uint32_t in[4]; /* value ids of p */
     int64_t gates[4];
     double gates_f[4];
-    uint32_t h2, c2; /* nodes */
+    uint32_t h2, c2; /* nodes (c2: LSTM only) */
 } VmCell;
-/* The cell of p, or NULL when p is not one (or the fast kernels are off). Free with free. */
-VmCell *vm_cell_analyze(const VmPacked *p);
+/* The cell of p, or NULL when p is not one (or the fast kernels are off). Free with free.
+ * A GRU step (linear_before_reset) as FuseRNNCell writes it: gs = split(dense(h, R), 3),
+ * xs = split(x, 3), z = sigmoid(xs.Z + gs.Z), r = sigmoid(xs.R + gs.R),
+ * n = tanh(xs.N + r * (gs.N [+ bn])), result (1 - z) * n + z * h; in = h, R, x[, bn], gates
+ * Z, R, N: the GRU cell kernel. */
+VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p);
 
 #endif /* RLY_RUNTIME_VM_IMPL_H */

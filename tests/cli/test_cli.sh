@@ -770,7 +770,7 @@ run bench "$T/vm.rlyx" --fill ones --threads lots
 expect bench_bad_threads 2
 # The LSTM cell kernel (kernels/fast/rnn.c) gives the same bits on 1 and 2 threads: each unit's
 # gate sums are the packed GEMV's or rowdot's whatever the split.
-LSTM=$HERE/../vm/fused_lstm.rly
+LSTM=$HERE/../vm/fused_rnn.rly
 run run "$LSTM" --fill random --seed 5 --threads 1 --output "$T/lstm1.npz"
 expect lstm_threads_1 0
 run run "$LSTM" --fill random --seed 5 --threads 2 --output "$T/lstm2.npz"

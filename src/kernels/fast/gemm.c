@@ -775,11 +775,14 @@ static void gemv_task(const Run *r, int64_t t, int64_t j0, int64_t j1) {
 }
 
 void kern_sgemv_packed(const float *a, const float *b_packed, int64_t k, int64_t n, int64_t j0,
-                       int64_t j1, float *c) {
+                       int64_t j1, float *c, bool backward) {
     UKernel uk = pick_kernel();
-    for (int64_t q = j0 / SGEMM_NR; q * SGEMM_NR < j1; q++)
+    int64_t q0 = j0 / SGEMM_NR, q1 = cdiv(j1, SGEMM_NR);
+    for (int64_t i = 0; i < q1 - q0; i++) {
+        int64_t q = backward ? q1 - 1 - i : q0 + i;
         uk(k, a, k, b_packed + q * k * SGEMM_NR, SGEMM_NR, c + q * SGEMM_NR, 0, 1,
            (int)min64(SGEMM_NR, n - q * SGEMM_NR), false);
+    }
 }
 
 static void gemm_task(void *ctx, int64_t task, int worker) {

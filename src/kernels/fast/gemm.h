@@ -95,12 +95,13 @@ typedef struct SGemmKEpi {
 } SGemmKEpi;
 bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e);
 
-/* One row of A (k floats) times B: c[j] = sum_p a[p] B(p, j) for whole panels, j from j0 (a
- * multiple of SGEMM_NR) up to j1 rounded up to a panel, never past n, with B pre-packed
- * (kern_sgemm_pack_b of k x n); on the calling thread. The sums are the GEMV path's
- * (kern_sgemm_run with m 1). */
+/* One row of A (k floats) times B: c[j] = sum_p a[p] B(p, j) for the whole panels that hold
+ * columns [j0, j1) (never past n), with B pre-packed (kern_sgemm_pack_b of k x n); on the
+ * calling thread, the panels last to first when backward (callers alternate, as the GEMV path
+ * does: a weight about the size of L2 then keeps the lines used last). The sums are the GEMV
+ * path's (kern_sgemm_run with m 1). */
 void kern_sgemv_packed(const float *a, const float *b_packed, int64_t k, int64_t n, int64_t j0,
-                       int64_t j1, float *c);
+                       int64_t j1, float *c, bool backward);
 /* c[j] = sum_p a[p] b[j * ldb + p] for j < rows (B^T read in place: rowdot's sums, as
  * kern_sgemm_run gives for a one-row product of an unpacked B^T); on the calling thread. */
 void kern_sgemv_rows(const float *a, const float *b, int64_t ldb, int64_t k, float *c,
@@ -111,7 +112,9 @@ int kern_fast_dense(KCall *kc);
 int kern_fast_matmul(KCall *kc);
 int kern_fast_batch_matmul(KCall *kc);
 int kern_fast_conv2d(KCall *kc);
-/* One LSTM step (rnn.c): the VM's kernel for a FuseLSTMCell function (runtime/vm_cell.c). */
+/* One LSTM step (rnn.c): the VM's kernel for a FuseRNNCell function (runtime/vm_cell.c). */
 int kern_fast_lstm_cell(KCall *kc);
+/* One GRU step (rnn.c, linear_before_reset): the VM's kernel for a FuseRNNCell GRU function. */
+int kern_fast_gru_cell(KCall *kc);
 
 #endif /* RLY_KERNELS_FAST_GEMM_H */

@@ -1,6 +1,7 @@
-/* rnn.c - the LSTM cell kernel: one step of an LSTM as the VM finds it in a FuseLSTMCell
- * function (passes/fuse_lstm_cell.c, runtime/vm_cell.c).
+/* rnn.c - the LSTM and GRU cell kernels: one step of an LSTM or a GRU as the VM finds it in a
+ * FuseRNNCell function (passes/fuse_rnn_cell.c, runtime/vm_cell.c).
  *
+ * LSTM:
  * Arguments h (1, H), R (4H, H), xp (1, 4H), c (1, H), all float32; attribute "gates": the
  * fields (0..3) of the split of g = xp + dense(h, R) that are the input, forget, cell and output
  * gates. Results (h2, c2), both (1, H). One fork per step: each task takes a range of hidden
@@ -10,7 +11,7 @@
  * dense kernel's (the packed GEMV's, or rowdot's for a weight read in place), the gates the
  * elementwise kernels' sigmoid and tanh, so a step gives what the unfused operators give on the
  * fast kernels, operator for operator. The VM calls it only on a function whose types are
- * these (FuseLSTMCell makes no other); any other call (an executable file may hold anything) is
+ * these (FuseRNNCell makes no other); any other call (an executable file may hold anything) is
  * an error. */
 #include <string.h>
 
@@ -40,26 +41,56 @@ static GateFn gate_level(void) {
     }
 }
 
+typedef void (*GruFn)(const float *gp, const float *xp, const float *bn, const float *h, int64_t H,
+                      const int64_t *gate, int64_t u0, int64_t u1, float *h2);
+
+static GruFn gru_level(void) {
+    switch (sup_isa()) {
+    case SUP_ISA_AVX512: return gru_gates_avx512;
+    case SUP_ISA_AVX2: return gru_gates_avx2;
+    default: return gru_gates_scalar;
+    }
+}
+
 typedef struct Step {
-    const float *h, *r, *rp, *xp, *c;
-    int64_t H, part;
+    const float *h, *r, *rp, *xp, *c, *bn;
+    int64_t H, part, n_gates;
     const int64_t *gate;
-    float *gp, *h2, *c2; /* scratch: g (4H), the new states (H each) */
-    GateFn gates;
+    float *gp, *h2, *c2; /* scratch: g (n_gates H), the new states (H each) */
+    GateFn gates;        /* LSTM */
+    GruFn gru;           /* GRU */
+    bool backward;       /* walk the weight last to first (every other call) */
 } Step;
 
 static void step_task(void *ctx, int64_t t, int worker) {
     (void)worker;
     const Step *s = ctx;
     int64_t H = s->H, u0 = t * s->part, u1 = u0 + s->part < H ? u0 + s->part : H;
-    for (int q = 0; q < 4; q++) {
-        int64_t j0 = q * H + u0, j1 = q * H + u1;
+    for (int64_t i = 0; i < s->n_gates; i++) {
+        int64_t q = s->backward ? s->n_gates - 1 - i : i, j0 = q * H + u0, j1 = q * H + u1;
         if (s->rp != NULL)
-            kern_sgemv_packed(s->h, s->rp, H, 4 * H, j0, j1, s->gp);
+            kern_sgemv_packed(s->h, s->rp, H, s->n_gates * H, j0, j1, s->gp, s->backward);
         else
             kern_sgemv_rows(s->h, s->r + j0 * H, H, H, s->gp + j0, j1 - j0);
     }
-    s->gates(s->gp, s->xp, s->c, H, s->gate, u0, u1, s->h2, s->c2);
+    if (s->gru != NULL)
+        s->gru(s->gp, s->xp, s->bn, s->h, H, s->gate, u0, u1, s->h2);
+    else
+        s->gates(s->gp, s->xp, s->c, H, s->gate, u0, u1, s->h2, s->c2);
+}
+
+/* The tasks: whole 32-column panels each; a weight stream worth a second thread (as the GEMV
+ * counts: 4 x its multiply-adds against 2 x 131072 for a split) */
+static void run_step(KCall *kc, Step *s) {
+    static _Atomic unsigned calls;
+    s->backward = (calls++ & 1) != 0;
+    int64_t H = s->H, parts = k_threads(kc);
+    if (4.0 * (double)s->n_gates * (double)H * (double)H < 262144.0 || H % 32 != 0) parts = 1;
+    int64_t panels = (H + 31) / 32;
+    if (parts > panels) parts = panels;
+    s->part = (panels + parts - 1) / parts * 32;
+    if (s->part > H) s->part = H;
+    k_parallel(kc, (H + s->part - 1) / s->part, step_task, s);
 }
 
 static bool row_f32(const DLTensor *t, int64_t n) {
@@ -89,24 +120,90 @@ int kern_fast_lstm_cell(KCall *kc) {
     DLTensor *c2 = h2 ? k_out_raw(kc, 1, RLY_DTYPE_F32, 2, shape) : NULL;
     if (c2 == NULL) return -1;
     /* R's packed form, as nn.dense keeps it (the same cache entry) */
-    SGemm g = {.m = 1, .n = 4 * H, .k = H, .batch = 1, .a = k_ptr(h), .a_rs = H, .a_cs = 1,
-               .b = k_ptr(r), .b_rs = 1, .b_cs = H, .b_mod = 1, .c = NULL, .ldc = 4 * H};
+    SGemm g = {.m = 1,
+               .n = 4 * H,
+               .k = H,
+               .batch = 1,
+               .a = k_ptr(h),
+               .a_rs = H,
+               .a_cs = 1,
+               .b = k_ptr(r),
+               .b_rs = 1,
+               .b_cs = H,
+               .b_mod = 1,
+               .c = NULL,
+               .ldc = 4 * H};
     kern_sgemm_prepare(kc, &g, false, 1, 1);
     float *gp = k_scratch_raw(kc, (size_t)6 * (size_t)H * sizeof(float));
     if (gp == NULL) return -1;
     /* the new states go to scratch first: a planned output may be an input's buffer */
-    Step s = {.h = k_ptr(h), .r = k_ptr(r), .rp = g.b_packed, .xp = k_ptr(xp), .c = k_ptr(c),
-              .H = H, .gate = gate, .gp = gp, .h2 = gp + 4 * H, .c2 = gp + 5 * H,
+    Step s = {.h = k_ptr(h),
+              .r = k_ptr(r),
+              .rp = g.b_packed,
+              .xp = k_ptr(xp),
+              .c = k_ptr(c),
+              .H = H,
+              .n_gates = 4,
+              .gate = gate,
+              .gp = gp,
+              .h2 = gp + 4 * H,
+              .c2 = gp + 5 * H,
               .gates = gate_level()};
-    /* whole panels per task; a weight stream worth a second thread (as the GEMV counts) */
-    int64_t parts = k_threads(kc);
-    if ((double)H * (double)H * 16.0 < 262144.0 || H % 32 != 0) parts = 1;
-    int64_t panels = (H + 31) / 32;
-    if (parts > panels) parts = panels;
-    s.part = (panels + parts - 1) / parts * 32;
-    if (s.part > H) s.part = H;
-    k_parallel(kc, (H + s.part - 1) / s.part, step_task, &s);
+    run_step(kc, &s);
     memcpy(k_ptr(h2), s.h2, (size_t)H * sizeof(float));
     memcpy(k_ptr(c2), s.c2, (size_t)H * sizeof(float));
+    return 0;
+}
+
+int kern_fast_gru_cell(KCall *kc) {
+    if ((kc->n_args != 3 && kc->n_args != 4) || kc->n_in != kc->n_args || kc->n_out != 1 ||
+        kc->out_tuple)
+        return k_error(kc, "a GRU cell takes 3 or 4 tensors and makes 1");
+    const DLTensor *h = k_arg(kc, 0), *r = k_arg(kc, 1), *x = k_arg(kc, 2);
+    const DLTensor *bn = kc->n_args == 4 ? k_arg(kc, 3) : NULL;
+    int64_t H = h->ndim == 2 ? h->shape[1] : 0;
+    const int64_t *gate;
+    if (H <= 0 || !row_f32(h, H) || !row_f32(x, 3 * H) || k_dtype(r) != RLY_DTYPE_F32 ||
+        r->ndim != 2 || r->shape[0] != 3 * H || r->shape[1] != H || r->strides != NULL ||
+        (bn != NULL && (k_dtype(bn) != RLY_DTYPE_F32 || k_numel(bn) != H || bn->ndim > 2 ||
+                        bn->shape[bn->ndim - 1] != H || bn->strides != NULL)) ||
+        k_ints(kc, "gates", &gate) != 3)
+        return k_error(kc, "a GRU cell takes float32 h (1, H), R (3H, H), x (1, 3H), bn (H) and "
+                           "3 gates");
+    if (gate[0] < 0 || gate[0] > 2 || gate[1] < 0 || gate[1] > 2 || gate[2] < 0 || gate[2] > 2 ||
+        gate[0] == gate[1] || gate[0] == gate[2] || gate[1] == gate[2])
+        return k_error(kc, "a GRU cell's gates are the 3 fields 0..2");
+    int64_t shape[2] = {1, H};
+    DLTensor *h2 = k_out_raw(kc, 0, RLY_DTYPE_F32, 2, shape);
+    if (h2 == NULL) return -1;
+    SGemm g = {.m = 1,
+               .n = 3 * H,
+               .k = H,
+               .batch = 1,
+               .a = k_ptr(h),
+               .a_rs = H,
+               .a_cs = 1,
+               .b = k_ptr(r),
+               .b_rs = 1,
+               .b_cs = H,
+               .b_mod = 1,
+               .c = NULL,
+               .ldc = 3 * H};
+    kern_sgemm_prepare(kc, &g, false, 1, 1);
+    float *gp = k_scratch_raw(kc, (size_t)4 * (size_t)H * sizeof(float));
+    if (gp == NULL) return -1;
+    Step s = {.h = k_ptr(h),
+              .r = k_ptr(r),
+              .rp = g.b_packed,
+              .xp = k_ptr(x),
+              .bn = bn ? k_ptr(bn) : NULL,
+              .H = H,
+              .n_gates = 3,
+              .gate = gate,
+              .gp = gp,
+              .h2 = gp + 3 * H,
+              .gru = gru_level()};
+    run_step(kc, &s);
+    memcpy(k_ptr(h2), s.h2, (size_t)H * sizeof(float));
     return 0;
 }

@@ -1,5 +1,5 @@
-/* fuse_lstm_cell.c - FuseLSTMCell (rly's own, opt level 3, before FuseOps): one LSTM step as one
- * Primitive=1 function, so that the VM runs it as one kernel (docs/passes.md, "FuseLSTMCell").
+/* fuse_rnn_cell.c - FuseRNNCell (rly's own, opt level 3, before FuseOps): one LSTM step as one
+ * Primitive=1 function, so that the VM runs it as one kernel (docs/passes.md, "FuseRNNCell").
  *
  * The ONNX importer (and anyone who writes an LSTM out) computes a step as
  *   g = add(nn.dense(h, R), xp)              (either order of add's operands)
@@ -26,10 +26,10 @@
 
 typedef struct Cell {
     Ctx *ctx;
-    Expr *op_dense, *op_add, *op_mul, *op_split, *op_sigmoid, *op_tanh;
+    Expr *op_dense, *op_add, *op_mul, *op_split, *op_sigmoid, *op_tanh, *op_sub;
     PtrMap cell_of_split; /* rewritten split -> 1 + index in cells */
-    Vec(Expr *) cells;     /* the cell calls made */
-    Vec(uint32_t) gate_o;  /* the output gate's field of each */
+    Vec(Expr *) cells;    /* the cell calls made */
+    Vec(uint32_t) gate_o; /* the output gate's field of each */
 } Cell;
 
 static Call *call_of(Expr *e, Expr *op) {
@@ -93,7 +93,8 @@ static bool step_split(Cell *s, Expr *split, Expr **h, Expr **r, Expr **xp) {
     for (int side = 0; side < 2; side++) {
         Call *d = call_of(add->args[side], s->op_dense);
         if (d == NULL || d->n_args != 2 || row_of(d->args[0]) != n4 / 4) continue;
-        if (row_of(add->args[1 - side]) != n4 && add->args[1 - side]->checked_type != g->checked_type)
+        if (row_of(add->args[1 - side]) != n4 &&
+            add->args[1 - side]->checked_type != g->checked_type)
             continue;
         *h = d->args[0], *r = d->args[1], *xp = add->args[1 - side];
         return true;
@@ -107,11 +108,13 @@ static bool cell_state(Cell *s, Call *add, Expr **split, Expr **c, uint32_t *f, 
                        uint32_t *g) {
     if (add->n_args != 2) return false;
     for (int side = 0; side < 2; side++) {
-        Call *keep = call_of(add->args[side], s->op_mul), *in = call_of(add->args[1 - side], s->op_mul);
+        Call *keep = call_of(add->args[side], s->op_mul),
+             *in = call_of(add->args[1 - side], s->op_mul);
         if (keep == NULL || in == NULL || keep->n_args != 2 || in->n_args != 2) continue;
         /* in: sigmoid(s.I) * tanh(s.G) */
         for (int a = 0; a < 2; a++) {
-            Call *sg = call_of(in->args[a], s->op_sigmoid), *th = call_of(in->args[1 - a], s->op_tanh);
+            Call *sg = call_of(in->args[a], s->op_sigmoid),
+                 *th = call_of(in->args[1 - a], s->op_tanh);
             if (sg == NULL || th == NULL || sg->n_args != 1 || th->n_args != 1 ||
                 sg->args[0]->kind != EXPR_TUPLE_GET_ITEM)
                 continue;
@@ -132,13 +135,13 @@ static bool cell_state(Cell *s, Call *add, Expr **split, Expr **c, uint32_t *f, 
 static Expr *op_call(Cell *s, const char *op, uint32_t n, Expr *const *args, const Attrs *attrs,
                      Span span) {
     Expr *e = pass_op_call(s->ctx, op, n, args, attrs, span);
-    RLY_CHECK(e != NULL, "FuseLSTMCell: %s refused operands its step had", op);
+    RLY_CHECK(e != NULL, "FuseRNNCell: %s refused operands its step had", op);
     return e;
 }
 
 static Expr *field(Cell *s, Expr *t, uint32_t k, Span span) {
     Expr *e = ir_tuple_get_item_new(s->ctx, t, k, span);
-    RLY_CHECK(pass_retype(s->ctx, e, NULL), "FuseLSTMCell: a field");
+    RLY_CHECK(pass_retype(s->ctx, e, NULL), "FuseRNNCell: a field");
     return e;
 }
 
@@ -175,7 +178,7 @@ static Expr *make_cell(Cell *s, Call *split, Call *add_c2, Expr *h, Expr *r, Exp
     Expr *tc = op_call(s, "tanh", 1, &c2, NULL, span);
     Expr *h2 = op_call(s, "multiply", 2, (Expr *[]){so, tc}, NULL, span);
     Expr *res = ir_tuple_new(ctx, 2, (Expr *[]){h2, c2}, span);
-    RLY_CHECK(pass_retype(ctx, res, NULL), "FuseLSTMCell: the result");
+    RLY_CHECK(pass_retype(ctx, res, NULL), "FuseRNNCell: the result");
     (void)add_c2;
     const char *key = ir_intern(ctx, "Primitive", 9);
     AttrValue *one = ir_attr_int(ctx, 1, RLY_DTYPE_I32, SPAN_NONE);
@@ -184,6 +187,193 @@ static Expr *make_cell(Cell *s, Call *split, Call *add_c2, Expr *h, Expr *r, Exp
     fn->checked_type = ir_type_func(ctx, 4, pts, res->checked_type, 0, NULL, 0, NULL);
     Expr *call = ir_call_new(ctx, fn, 4, args, NULL, 0, NULL, span);
     call->checked_type = res->checked_type;
+    return call;
+}
+
+/* ---- GRU ------------------------------------------------------------------------------------ */
+
+/* split(x, 3, last axis) with x float32 (1, 3H): true. */
+static bool split3(Cell *s, Expr *e, int64_t h3) {
+    Call *sp = call_of(e, s->op_split);
+    if (sp == NULL || sp->n_args != 1 || row_of(sp->args[0]) != h3) return false;
+    const OpDef *def = def_of(sp->op);
+    const AttrValue *vals[8] = {0};
+    StrBuf msg = {0};
+    Span where;
+    bool ok = def->n_attrs <= 8 && op_bind_attrs(def, sp->attrs, vals, &msg, &where);
+    sb_free(&msg);
+    if (!ok) return false;
+    RelCall rc = {.ctx = s->ctx, .op = def, .attrs = vals};
+    const AttrValue *sec = NULL;
+    for (uint32_t i = 0; i < def->n_attrs; i++)
+        if (strcmp(def->attrs[i].name, "indices_or_sections") == 0) sec = vals[i];
+    int64_t axis = attr_int(&rc, "axis");
+    return sec != NULL && sec->kind == ATTR_INT && sec->i == 3 && (axis == 1 || axis == -1);
+}
+
+/* A pre-activation add(xs.k, gs.k) in either order: the field k (the same for both splits). */
+static bool gru_pre(Cell *s, Expr *e, Expr *xs, Expr *gs, uint32_t *k) {
+    Call *a = call_of(e, s->op_add);
+    if (a == NULL || a->n_args != 2) return false;
+    uint32_t k1, k2;
+    for (int side = 0; side < 2; side++)
+        if (field_of(a->args[side], xs, &k1) && field_of(a->args[1 - side], gs, &k2) && k1 == k2 &&
+            k1 < 3) {
+            *k = k1;
+            return true;
+        }
+    return false;
+}
+
+static bool scalar_one(Expr *e) {
+    if (e->kind != EXPR_CONSTANT) return false;
+    Constant *c = AS_CONSTANT(e);
+    return c->ndim == 0 && c->dtype == RLY_DTYPE_F32 && *(const float *)c->data == 1.0f;
+}
+
+/* A GRU step with linear_before_reset (PyTorch's, ONNX's linear_before_reset=1):
+ *   gs = split(dense(h, R), 3), xs = split(x, 3) (x (1, 3H), the input's projection)
+ *   z = sigmoid(xs.Z + gs.Z), r = sigmoid(xs.R + gs.R), n = tanh(xs.N + r * (gs.N + bn))
+ *   h2 = (1 - z) * n + z * h          (bn optional; either order of every + and *)
+ * at h2: its parts. */
+typedef struct Gru {
+    Expr *h, *r, *x, *bn, *one;
+    Call *gs, *xs;
+    uint32_t kz, kr, kn;
+} Gru;
+
+static bool gru_match(Cell *s, Call *h2, Gru *g) {
+    if (h2->n_args != 2) return false;
+    for (int side = 0; side < 2; side++) {
+        Call *keep = call_of(h2->args[side], s->op_mul),
+             *upd = call_of(h2->args[1 - side], s->op_mul);
+        if (keep == NULL || upd == NULL || keep->n_args != 2 || upd->n_args != 2) continue;
+        for (int a = 0; a < 2; a++) {
+            /* upd = subtract(1, z) * n */
+            Call *zc = call_of(upd->args[a], s->op_sub), *n = call_of(upd->args[1 - a], s->op_tanh);
+            if (zc == NULL || n == NULL || zc->n_args != 2 || n->n_args != 1 ||
+                !scalar_one(zc->args[0]))
+                continue;
+            Expr *z = zc->args[1];
+            for (int b = 0; b < 2; b++) {
+                /* keep = z * h */
+                if (keep->args[b] != z) continue;
+                Expr *h = keep->args[1 - b];
+                Call *zs = call_of(z, s->op_sigmoid);
+                if (zs == NULL || zs->n_args != 1) continue;
+                Call *za = call_of(zs->args[0], s->op_add);
+                if (za == NULL || za->n_args != 2) continue;
+                /* the two splits: gs of dense(h, R), xs of x */
+                for (int c = 0; c < 2; c++) {
+                    Expr *fa = za->args[c], *fb = za->args[1 - c];
+                    if (fa->kind != EXPR_TUPLE_GET_ITEM || fb->kind != EXPR_TUPLE_GET_ITEM)
+                        continue;
+                    Expr *xs = AS_TUPLE_GET_ITEM(fa)->tuple, *gs = AS_TUPLE_GET_ITEM(fb)->tuple;
+                    int64_t H = row_of(h);
+                    if (H <= 0 || !split3(s, xs, 3 * H) || !split3(s, gs, 3 * H)) continue;
+                    Call *d = call_of(AS_CALL(gs)->args[0], s->op_dense);
+                    if (d == NULL || d->n_args != 2 || d->args[0] != h) continue;
+                    Gru m = {.h = h,
+                             .r = d->args[1],
+                             .x = AS_CALL(xs)->args[0],
+                             .one = zc->args[0],
+                             .gs = AS_CALL(gs),
+                             .xs = AS_CALL(xs)};
+                    if (!gru_pre(s, zs->args[0], xs, gs, &m.kz)) continue;
+                    /* n = tanh(xs.N + r * (gs.N + bn)) */
+                    Call *na = call_of(n->args[0], s->op_add);
+                    if (na == NULL || na->n_args != 2) continue;
+                    for (int e2 = 0; e2 < 2; e2++) {
+                        Call *rm = call_of(na->args[1 - e2], s->op_mul);
+                        if (!field_of(na->args[e2], xs, &m.kn) || rm == NULL || rm->n_args != 2)
+                            continue;
+                        for (int f = 0; f < 2; f++) {
+                            Call *rs = call_of(rm->args[f], s->op_sigmoid);
+                            Expr *hn = rm->args[1 - f];
+                            if (rs == NULL || rs->n_args != 1 ||
+                                !gru_pre(s, rs->args[0], xs, gs, &m.kr))
+                                continue;
+                            uint32_t k;
+                            m.bn = NULL;
+                            if (!field_of(hn, gs, &k)) {
+                                Call *ba = call_of(hn, s->op_add);
+                                if (ba == NULL || ba->n_args != 2) continue;
+                                int bs = field_of(ba->args[0], gs, &k) ? 0 : 1;
+                                if (!field_of(ba->args[bs], gs, &k)) continue;
+                                m.bn = ba->args[1 - bs];
+                                TensorType *bt =
+                                    m.bn->checked_type && m.bn->checked_type->kind == TYPE_TENSOR
+                                        ? AS_TENSOR_TYPE(m.bn->checked_type)
+                                        : NULL;
+                                if (bt == NULL || bt->dtype != RLY_DTYPE_F32 ||
+                                    (row_of(m.bn) != H &&
+                                     !(bt->ndim == 1 && dim_known(bt->shape[0]) &&
+                                       bt->shape[0] == H)))
+                                    continue;
+                            }
+                            if (k != m.kn || m.kz == m.kr || m.kz == m.kn || m.kr == m.kn) continue;
+                            *g = m;
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return false;
+}
+
+/* The GRU cell function (canonical order: vm_cell.c reads it so) called on (h, R, x[, bn]). */
+static Expr *make_gru(Cell *s, const Gru *g, Span span) {
+    Ctx *ctx = s->ctx;
+    uint32_t n = g->bn ? 4 : 3;
+    Expr *args[4] = {g->h, g->r, g->x, g->bn};
+    static const char *const names[4] = {"h", "R", "x", "bn"};
+    Var *ps[4];
+    Type *pts[4];
+    for (uint32_t k = 0; k < n; k++) {
+        pts[k] = args[k]->checked_type;
+        ps[k] = ir_var_new(ctx, names[k], pts[k], span);
+        ps[k]->base.checked_type = pts[k];
+    }
+    Expr *h = &ps[0]->base;
+    Expr *dense = op_call(s, "nn.dense", 2, (Expr *[]){h, &ps[1]->base},
+                          AS_CALL(g->gs->args[0])->attrs, span);
+    Expr *gs = op_call(s, "split", 1, &dense, g->gs->attrs, span);
+    Expr *xs = op_call(s, "split", 1, (Expr *[]){&ps[2]->base}, g->xs->attrs, span);
+    Expr *z =
+        op_call(s, "sigmoid", 1,
+                (Expr *[]){op_call(s, "add", 2,
+                                   (Expr *[]){field(s, xs, g->kz, span), field(s, gs, g->kz, span)},
+                                   NULL, span)},
+                NULL, span);
+    Expr *r =
+        op_call(s, "sigmoid", 1,
+                (Expr *[]){op_call(s, "add", 2,
+                                   (Expr *[]){field(s, xs, g->kr, span), field(s, gs, g->kr, span)},
+                                   NULL, span)},
+                NULL, span);
+    Expr *hn = field(s, gs, g->kn, span);
+    if (g->bn) hn = op_call(s, "add", 2, (Expr *[]){hn, &ps[3]->base}, NULL, span);
+    Expr *nn = op_call(
+        s, "tanh", 1,
+        (Expr *[]){op_call(s, "add", 2,
+                           (Expr *[]){field(s, xs, g->kn, span),
+                                      op_call(s, "multiply", 2, (Expr *[]){r, hn}, NULL, span)},
+                           NULL, span)},
+        NULL, span);
+    Expr *zc = op_call(s, "subtract", 2, (Expr *[]){g->one, z}, NULL, span);
+    Expr *h2 = op_call(s, "add", 2,
+                       (Expr *[]){op_call(s, "multiply", 2, (Expr *[]){zc, nn}, NULL, span),
+                                  op_call(s, "multiply", 2, (Expr *[]){z, h}, NULL, span)},
+                       NULL, span);
+    const char *key = ir_intern(ctx, "Primitive", 9);
+    AttrValue *one = ir_attr_int(ctx, 1, RLY_DTYPE_I32, SPAN_NONE);
+    Expr *fn = ir_function_new(ctx, n, ps, h2, h2->checked_type, 0, NULL,
+                               ir_attrs_new(ctx, 1, &key, &one), span);
+    fn->checked_type = ir_type_func(ctx, n, pts, h2->checked_type, 0, NULL, 0, NULL);
+    Expr *call = ir_call_new(ctx, fn, n, args, NULL, 0, NULL, span);
+    call->checked_type = h2->checked_type;
     return call;
 }
 
@@ -203,6 +393,10 @@ static Expr *post(Rewriter *rw, Expr *orig, Expr *e) {
     e = pass_rebuild(rw, orig, e);
     if (e->kind != EXPR_CALL) return e;
     Call *c = AS_CALL(e);
+    if (c->op == s->op_add) { /* a GRU step's h2: the cell */
+        Gru g;
+        if (gru_match(s, c, &g)) return make_gru(s, &g, e->span);
+    }
     if (c->op == s->op_add) { /* c2: make the cell, stand for its field 1 */
         Expr *split, *cst, *h, *r, *xp;
         uint32_t gf, gi, gg;
@@ -247,6 +441,7 @@ static Expr *run(PassCtx *pc, Module *m, Expr *e) {
     s.op_split = ir_op_get(ctx, "split", 5);
     s.op_sigmoid = ir_op_get(ctx, "sigmoid", 7);
     s.op_tanh = ir_op_get(ctx, "tanh", 4);
+    s.op_sub = ir_op_get(ctx, "subtract", 8);
     Rewriter rw = {.ctx = ctx, .pre = pre, .post = post, .state = &s};
     Expr *r = ir_rewrite(&rw, e);
     ir_rewriter_free(&rw);
@@ -256,8 +451,8 @@ static Expr *run(PassCtx *pc, Module *m, Expr *e) {
     return r;
 }
 
-const PassDef pass_fuse_lstm_cell = {
-    .name = "FuseLSTMCell",
+const PassDef pass_fuse_rnn_cell = {
+    .name = "FuseRNNCell",
     .opt_level = 3,
     .kind = PASS_FUNCTION,
     .params = "",
