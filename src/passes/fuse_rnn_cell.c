@@ -66,28 +66,33 @@ static const OpDef *def_of(Expr *op) {
     return o->info;
 }
 
-/* split(g, 4, last axis) of g = add(dense(h, R), xp) with g (1, 4H) and h (1, H): the
- * operands in *h, *r, *xp. */
-static bool step_split(Cell *s, Expr *split, Expr **h, Expr **r, Expr **xp) {
-    Call *sp = call_of(split, s->op_split);
-    if (sp == NULL || sp->n_args != 1) return false;
-    Expr *g = sp->args[0];
-    int64_t n4 = row_of(g);
-    if (n4 <= 0 || n4 % 4 != 0) return false;
+/* e = split(x, indices_or_sections=n, axis=1 or -1): x, else NULL. */
+static Expr *split_of(Cell *s, Expr *e, int64_t n) {
+    Call *sp = call_of(e, s->op_split);
+    if (sp == NULL || sp->n_args != 1) return NULL;
     const OpDef *def = def_of(sp->op);
     const AttrValue *vals[8] = {0};
     StrBuf msg = {0};
     Span where;
     bool ok = def->n_attrs <= 8 && op_bind_attrs(def, sp->attrs, vals, &msg, &where);
     sb_free(&msg);
-    if (!ok) return false;
+    if (!ok) return NULL;
     RelCall rc = {.ctx = s->ctx, .op = def, .attrs = vals};
     const AttrValue *sec = NULL;
     for (uint32_t i = 0; i < def->n_attrs; i++)
         if (strcmp(def->attrs[i].name, "indices_or_sections") == 0) sec = vals[i];
     int64_t axis = attr_int(&rc, "axis");
-    if (sec == NULL || sec->kind != ATTR_INT || sec->i != 4 || (axis != 1 && axis != -1))
-        return false;
+    if (sec == NULL || sec->kind != ATTR_INT || sec->i != n || (axis != 1 && axis != -1))
+        return NULL;
+    return sp->args[0];
+}
+
+/* split(g, 4, last axis) of g = add(dense(h, R), xp) with g (1, 4H) and h (1, H): the
+ * operands in *h, *r, *xp. */
+static bool step_split(Cell *s, Expr *split, Expr **h, Expr **r, Expr **xp) {
+    Expr *g = split_of(s, split, 4);
+    int64_t n4 = g ? row_of(g) : -1;
+    if (n4 <= 0 || n4 % 4 != 0) return false;
     Call *add = call_of(g, s->op_add);
     if (add == NULL || add->n_args != 2) return false;
     for (int side = 0; side < 2; side++) {
@@ -194,21 +199,8 @@ static Expr *make_cell(Cell *s, Call *split, Call *add_c2, Expr *h, Expr *r, Exp
 
 /* split(x, 3, last axis) with x float32 (1, 3H): true. */
 static bool split3(Cell *s, Expr *e, int64_t h3) {
-    Call *sp = call_of(e, s->op_split);
-    if (sp == NULL || sp->n_args != 1 || row_of(sp->args[0]) != h3) return false;
-    const OpDef *def = def_of(sp->op);
-    const AttrValue *vals[8] = {0};
-    StrBuf msg = {0};
-    Span where;
-    bool ok = def->n_attrs <= 8 && op_bind_attrs(def, sp->attrs, vals, &msg, &where);
-    sb_free(&msg);
-    if (!ok) return false;
-    RelCall rc = {.ctx = s->ctx, .op = def, .attrs = vals};
-    const AttrValue *sec = NULL;
-    for (uint32_t i = 0; i < def->n_attrs; i++)
-        if (strcmp(def->attrs[i].name, "indices_or_sections") == 0) sec = vals[i];
-    int64_t axis = attr_int(&rc, "axis");
-    return sec != NULL && sec->kind == ATTR_INT && sec->i == 3 && (axis == 1 || axis == -1);
+    Expr *x = split_of(s, e, 3);
+    return x != NULL && row_of(x) == h3;
 }
 
 /* A pre-activation add(xs.k, gs.k) in either order: the field k (the same for both splits). */

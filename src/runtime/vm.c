@@ -23,8 +23,8 @@
 #include <time.h>
 
 #include "kernels/fast/fused.h"
-#include "runtime/probe.h"
 #include "kernels/fast/gemm.h"
+#include "runtime/probe.h"
 #include "runtime/vm_impl.h"
 
 /* ---- extended opcodes ------------------------------------------------------------------------ */
@@ -156,7 +156,7 @@ typedef struct PackedInfo {
     uint32_t *rel_start;
     uint32_t *rel;
     VmFuse *fuse; /* run as a fused program (vm_fuse.c), or NULL */
-    VmCell *cell; /* run as the LSTM cell kernel (vm_cell.c), or NULL */
+    VmCell *cell; /* run as an LSTM or GRU cell kernel (vm_cell.c), or NULL */
 } PackedInfo;
 
 /* What a return goes back to. */
@@ -737,10 +737,10 @@ static uint32_t fused_done(Vm *vm, const VmPacked *p, const PackedInfo *pi, uint
     return fu->end - 1;
 }
 
-/* Run packed function p on the argument registers; the result (owned) or NULL (error
- * written, at the node's location or else the instruction's). */
-/* Packed function p as the LSTM cell kernel (vm_cell.c): the result tuple (h2, c2), in the
- * planned buffers of those nodes where the plan has them; NULL with an error. */
+/* Packed function p as an LSTM or GRU cell kernel (vm_cell.c): the result (the tuple (h2, c2)
+ * or h2), in the planned buffers of those nodes where the plan has them; NULL with an error.
+ * The kernels read every input before they write a result, so a planned buffer the plan gave
+ * an input's storage (dead after the function in the node-by-node order) is safe. */
 static Value *run_cell(Vm *vm, const VmPacked *p, const VmCell *cell, Value **vals,
                        const uint32_t *slot, const FnPlan *fp, const char *loc) {
     RtTensor **pre = NULL;
@@ -775,6 +775,8 @@ static Value *run_cell(Vm *vm, const VmPacked *p, const VmCell *cell, Value **va
     return run_call(vm, &call, vals, loc, pre, NULL, NULL);
 }
 
+/* Run packed function p on the argument registers; the result (owned) or NULL (error
+ * written, at the node's location or else the instruction's). */
 static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *args,
                          const char *iloc, const VmFunction *f, uint32_t pc, const FnPlan *fp) {
     const VmPacked *p = &vm->exe->packed[pidx];

@@ -65,7 +65,7 @@ VmFuse *vm_fuse_analyze(const VmPacked *p);
 bool vm_fuse_view_op(const VmNode *n);
 void vm_fuse_free(VmFuse *f);
 
-/* ---- LSTM cells (vm_cell.c) ------------------------------------------------------------- */
+/* ---- LSTM and GRU cells (vm_cell.c) ------------------------------------------------------ */
 
 /* A primitive function that is one LSTM step as FuseRNNCell writes it (passes/
  * fuse_rnn_cell.c): the VM runs it as the cell kernel (kernels/fast/rnn.c) on its inputs

@@ -98,6 +98,31 @@ static bool row_f32(const DLTensor *t, int64_t n) {
            t->strides == NULL;
 }
 
+/* The step's weight (R's packed form, the dense kernel's own cache entry, or R in place) and
+ * scratch: g (n_gates H) and the new states (2 H), which go to scratch first (a planned
+ * output may be an input's buffer) and are copied out after the join. False: out of memory. */
+static bool step_begin(KCall *kc, const DLTensor *h, const DLTensor *r, int64_t H, int64_t n_gates,
+                       Step *s) {
+    SGemm g = {.m = 1,
+               .n = n_gates * H,
+               .k = H,
+               .batch = 1,
+               .a = k_ptr(h),
+               .a_rs = H,
+               .a_cs = 1,
+               .b = k_ptr(r),
+               .b_rs = 1,
+               .b_cs = H,
+               .b_mod = 1,
+               .ldc = n_gates * H};
+    kern_sgemm_prepare(kc, &g, false, 1, 1);
+    float *gp = k_scratch_raw(kc, (size_t)(n_gates + 2) * (size_t)H * sizeof(float));
+    if (gp == NULL) return false;
+    s->h = k_ptr(h), s->r = k_ptr(r), s->rp = g.b_packed, s->H = H, s->n_gates = n_gates;
+    s->gp = gp, s->h2 = gp + n_gates * H;
+    return true;
+}
+
 int kern_fast_lstm_cell(KCall *kc) {
     if (kc->n_args != 4 || kc->n_in != 4 || kc->n_out != 2 || !kc->out_tuple)
         return k_error(kc, "an LSTM cell takes 4 tensors and makes 2");
@@ -119,36 +144,9 @@ int kern_fast_lstm_cell(KCall *kc) {
     DLTensor *h2 = k_out_raw(kc, 0, RLY_DTYPE_F32, 2, shape);
     DLTensor *c2 = h2 ? k_out_raw(kc, 1, RLY_DTYPE_F32, 2, shape) : NULL;
     if (c2 == NULL) return -1;
-    /* R's packed form, as nn.dense keeps it (the same cache entry) */
-    SGemm g = {.m = 1,
-               .n = 4 * H,
-               .k = H,
-               .batch = 1,
-               .a = k_ptr(h),
-               .a_rs = H,
-               .a_cs = 1,
-               .b = k_ptr(r),
-               .b_rs = 1,
-               .b_cs = H,
-               .b_mod = 1,
-               .c = NULL,
-               .ldc = 4 * H};
-    kern_sgemm_prepare(kc, &g, false, 1, 1);
-    float *gp = k_scratch_raw(kc, (size_t)6 * (size_t)H * sizeof(float));
-    if (gp == NULL) return -1;
-    /* the new states go to scratch first: a planned output may be an input's buffer */
-    Step s = {.h = k_ptr(h),
-              .r = k_ptr(r),
-              .rp = g.b_packed,
-              .xp = k_ptr(xp),
-              .c = k_ptr(c),
-              .H = H,
-              .n_gates = 4,
-              .gate = gate,
-              .gp = gp,
-              .h2 = gp + 4 * H,
-              .c2 = gp + 5 * H,
-              .gates = gate_level()};
+    Step s = {.xp = k_ptr(xp), .c = k_ptr(c), .gate = gate, .gates = gate_level()};
+    if (!step_begin(kc, h, r, H, 4, &s)) return -1;
+    s.c2 = s.h2 + H;
     run_step(kc, &s);
     memcpy(k_ptr(h2), s.h2, (size_t)H * sizeof(float));
     memcpy(k_ptr(c2), s.c2, (size_t)H * sizeof(float));
@@ -176,33 +174,8 @@ int kern_fast_gru_cell(KCall *kc) {
     int64_t shape[2] = {1, H};
     DLTensor *h2 = k_out_raw(kc, 0, RLY_DTYPE_F32, 2, shape);
     if (h2 == NULL) return -1;
-    SGemm g = {.m = 1,
-               .n = 3 * H,
-               .k = H,
-               .batch = 1,
-               .a = k_ptr(h),
-               .a_rs = H,
-               .a_cs = 1,
-               .b = k_ptr(r),
-               .b_rs = 1,
-               .b_cs = H,
-               .b_mod = 1,
-               .c = NULL,
-               .ldc = 3 * H};
-    kern_sgemm_prepare(kc, &g, false, 1, 1);
-    float *gp = k_scratch_raw(kc, (size_t)4 * (size_t)H * sizeof(float));
-    if (gp == NULL) return -1;
-    Step s = {.h = k_ptr(h),
-              .r = k_ptr(r),
-              .rp = g.b_packed,
-              .xp = k_ptr(x),
-              .bn = bn ? k_ptr(bn) : NULL,
-              .H = H,
-              .n_gates = 3,
-              .gate = gate,
-              .gp = gp,
-              .h2 = gp + 3 * H,
-              .gru = gru_level()};
+    Step s = {.xp = k_ptr(x), .bn = bn ? k_ptr(bn) : NULL, .gate = gate, .gru = gru_level()};
+    if (!step_begin(kc, h, r, H, 3, &s)) return -1;
     run_step(kc, &s);
     memcpy(k_ptr(h2), s.h2, (size_t)H * sizeof(float));
     return 0;
