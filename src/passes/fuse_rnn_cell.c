@@ -1,5 +1,6 @@
-/* fuse_rnn_cell.c - FuseRNNCell (rly's own, opt level 3, before FuseOps): one LSTM step as one
- * Primitive=1 function, so that the VM runs it as one kernel (docs/passes.md, "FuseRNNCell").
+/* fuse_rnn_cell.c - FuseRNNCell (rly's own, opt level 3, before FuseOps): one LSTM or GRU step
+ * as one Primitive=1 function, so that the VM runs it as one kernel (docs/passes.md,
+ * "FuseRNNCell"). The GRU (linear_before_reset) is described at gru_match below.
  *
  * The ONNX importer (and anyone who writes an LSTM out) computes a step as
  *   g = add(nn.dense(h, R), xp)              (either order of add's operands)
@@ -449,6 +450,6 @@ const PassDef pass_fuse_rnn_cell = {
     .kind = PASS_FUNCTION,
     .params = "",
     .run_expr = run,
-    .doc = "one LSTM step (dense + add, split in 4, the gates) as one Primitive=1 function "
-           "returning (h, c), which the VM runs as one kernel",
+    .doc = "one LSTM step (returning (h, c)) or one GRU step (linear_before_reset) as one "
+           "Primitive=1 function, which the VM runs as one cell kernel",
 };
