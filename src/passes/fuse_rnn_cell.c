@@ -235,85 +235,94 @@ typedef struct Gru {
     uint32_t kz, kr, kn;
 } Gru;
 
-static bool gru_match(Cell *s, Call *h2, Gru *g) {
+/* h2 = add(multiply(subtract(1, z), n), multiply(z, h)), either order of each: z, h, n and
+ * the constant 1. */
+static bool gru_output(Cell *s, Call *h2, Expr **z, Expr **h, Call **n, Expr **one) {
     if (h2->n_args != 2) return false;
     for (int side = 0; side < 2; side++) {
         Call *keep = call_of(h2->args[side], s->op_mul),
              *upd = call_of(h2->args[1 - side], s->op_mul);
         if (keep == NULL || upd == NULL || keep->n_args != 2 || upd->n_args != 2) continue;
         for (int a = 0; a < 2; a++) {
-            /* upd = subtract(1, z) * n */
-            Call *zc = call_of(upd->args[a], s->op_sub), *n = call_of(upd->args[1 - a], s->op_tanh);
-            if (zc == NULL || n == NULL || zc->n_args != 2 || n->n_args != 1 ||
+            Call *zc = call_of(upd->args[a], s->op_sub), *t = call_of(upd->args[1 - a], s->op_tanh);
+            if (zc == NULL || t == NULL || zc->n_args != 2 || t->n_args != 1 ||
                 !scalar_one(zc->args[0]))
                 continue;
-            Expr *z = zc->args[1];
-            for (int b = 0; b < 2; b++) {
-                /* keep = z * h */
-                if (keep->args[b] != z) continue;
-                Expr *h = keep->args[1 - b];
-                Call *zs = call_of(z, s->op_sigmoid);
-                if (zs == NULL || zs->n_args != 1) continue;
-                Call *za = call_of(zs->args[0], s->op_add);
-                if (za == NULL || za->n_args != 2) continue;
-                /* the two splits: gs of dense(h, R), xs of x */
-                for (int c = 0; c < 2; c++) {
-                    Expr *fa = za->args[c], *fb = za->args[1 - c];
-                    if (fa->kind != EXPR_TUPLE_GET_ITEM || fb->kind != EXPR_TUPLE_GET_ITEM)
-                        continue;
-                    Expr *xs = AS_TUPLE_GET_ITEM(fa)->tuple, *gs = AS_TUPLE_GET_ITEM(fb)->tuple;
-                    int64_t H = row_of(h);
-                    if (H <= 0 || !split3(s, xs, 3 * H) || !split3(s, gs, 3 * H)) continue;
-                    Call *d = call_of(AS_CALL(gs)->args[0], s->op_dense);
-                    if (d == NULL || d->n_args != 2 || d->args[0] != h) continue;
-                    Gru m = {.h = h,
-                             .r = d->args[1],
-                             .x = AS_CALL(xs)->args[0],
-                             .one = zc->args[0],
-                             .gs = AS_CALL(gs),
-                             .xs = AS_CALL(xs)};
-                    if (!gru_pre(s, zs->args[0], xs, gs, &m.kz)) continue;
-                    /* n = tanh(xs.N + r * (gs.N + bn)) */
-                    Call *na = call_of(n->args[0], s->op_add);
-                    if (na == NULL || na->n_args != 2) continue;
-                    for (int e2 = 0; e2 < 2; e2++) {
-                        Call *rm = call_of(na->args[1 - e2], s->op_mul);
-                        if (!field_of(na->args[e2], xs, &m.kn) || rm == NULL || rm->n_args != 2)
-                            continue;
-                        for (int f = 0; f < 2; f++) {
-                            Call *rs = call_of(rm->args[f], s->op_sigmoid);
-                            Expr *hn = rm->args[1 - f];
-                            if (rs == NULL || rs->n_args != 1 ||
-                                !gru_pre(s, rs->args[0], xs, gs, &m.kr))
-                                continue;
-                            uint32_t k;
-                            m.bn = NULL;
-                            if (!field_of(hn, gs, &k)) {
-                                Call *ba = call_of(hn, s->op_add);
-                                if (ba == NULL || ba->n_args != 2) continue;
-                                int bs = field_of(ba->args[0], gs, &k) ? 0 : 1;
-                                if (!field_of(ba->args[bs], gs, &k)) continue;
-                                m.bn = ba->args[1 - bs];
-                                TensorType *bt =
-                                    m.bn->checked_type && m.bn->checked_type->kind == TYPE_TENSOR
-                                        ? AS_TENSOR_TYPE(m.bn->checked_type)
-                                        : NULL;
-                                if (bt == NULL || bt->dtype != RLY_DTYPE_F32 ||
-                                    (row_of(m.bn) != H &&
-                                     !(bt->ndim == 1 && dim_known(bt->shape[0]) &&
-                                       bt->shape[0] == H)))
-                                    continue;
-                            }
-                            if (k != m.kn || m.kz == m.kr || m.kz == m.kn || m.kr == m.kn) continue;
-                            *g = m;
-                            return true;
-                        }
-                    }
+            for (int b = 0; b < 2; b++)
+                if (keep->args[b] == zc->args[1]) {
+                    *z = zc->args[1], *h = keep->args[1 - b], *n = t, *one = zc->args[0];
+                    return true;
                 }
-            }
         }
     }
     return false;
+}
+
+/* z = sigmoid(add(xs.Z, gs.Z)) with gs = split(dense(h, R), 3) and xs = split(x, 3), x and the
+ * product (1, 3H): the splits and Z in g. */
+static bool gru_splits(Cell *s, Expr *z, Expr *h, Gru *g) {
+    Call *zs = call_of(z, s->op_sigmoid);
+    Call *za = zs && zs->n_args == 1 ? call_of(zs->args[0], s->op_add) : NULL;
+    int64_t H = row_of(h);
+    if (za == NULL || za->n_args != 2 || H <= 0) return false;
+    for (int c = 0; c < 2; c++) {
+        Expr *fx = za->args[c], *fg = za->args[1 - c];
+        if (fx->kind != EXPR_TUPLE_GET_ITEM || fg->kind != EXPR_TUPLE_GET_ITEM) continue;
+        Expr *xs = AS_TUPLE_GET_ITEM(fx)->tuple, *gs = AS_TUPLE_GET_ITEM(fg)->tuple;
+        if (!split3(s, xs, 3 * H) || !split3(s, gs, 3 * H)) continue;
+        Call *d = call_of(AS_CALL(gs)->args[0], s->op_dense);
+        if (d == NULL || d->n_args != 2 || d->args[0] != h) continue;
+        g->h = h, g->r = d->args[1], g->x = AS_CALL(xs)->args[0];
+        g->gs = AS_CALL(gs), g->xs = AS_CALL(xs);
+        return gru_pre(s, zs->args[0], xs, gs, &g->kz);
+    }
+    return false;
+}
+
+/* bn: float32 of shape (H) or (1, H). */
+static bool gru_bias(Expr *bn, int64_t H) {
+    Type *t = bn->checked_type;
+    if (t == NULL || t->kind != TYPE_TENSOR || AS_TENSOR_TYPE(t)->dtype != RLY_DTYPE_F32)
+        return false;
+    TensorType *bt = AS_TENSOR_TYPE(t);
+    return row_of(bn) == H || (bt->ndim == 1 && dim_known(bt->shape[0]) && bt->shape[0] == H);
+}
+
+/* n = tanh(add(xs.N, multiply(sigmoid(add(xs.R, gs.R)), hn))) with hn = gs.N or add(gs.N, bn),
+ * either order of each: N, R and bn (NULL: none) in g. */
+static bool gru_new(Cell *s, Call *n, Gru *g) {
+    Expr *xs = &g->xs->base, *gs = &g->gs->base;
+    Call *na = call_of(n->args[0], s->op_add);
+    if (na == NULL || na->n_args != 2) return false;
+    for (int e = 0; e < 2; e++) {
+        Call *rm = call_of(na->args[1 - e], s->op_mul);
+        if (!field_of(na->args[e], xs, &g->kn) || rm == NULL || rm->n_args != 2) continue;
+        for (int f = 0; f < 2; f++) {
+            Call *rs = call_of(rm->args[f], s->op_sigmoid);
+            Expr *hn = rm->args[1 - f];
+            if (rs == NULL || rs->n_args != 1 || !gru_pre(s, rs->args[0], xs, gs, &g->kr)) continue;
+            uint32_t k;
+            g->bn = NULL;
+            if (!field_of(hn, gs, &k)) { /* add(gs.N, bn), either order */
+                Call *ba = call_of(hn, s->op_add);
+                if (ba == NULL || ba->n_args != 2) continue;
+                int at = field_of(ba->args[0], gs, &k) ? 0 : 1;
+                if (!field_of(ba->args[at], gs, &k) || !gru_bias(ba->args[1 - at], row_of(g->h)))
+                    continue;
+                g->bn = ba->args[1 - at];
+            }
+            return k == g->kn;
+        }
+    }
+    return false;
+}
+
+static bool gru_match(Cell *s, Call *h2, Gru *g) {
+    Expr *z, *h;
+    Call *n;
+    *g = (Gru){0};
+    return gru_output(s, h2, &z, &h, &n, &g->one) && gru_splits(s, z, h, g) && gru_new(s, n, g) &&
+           g->kz != g->kr && g->kz != g->kn && g->kr != g->kn;
 }
 
 /* The GRU cell function (canonical order: vm_cell.c reads it so) called on (h, R, x[, bn]). */

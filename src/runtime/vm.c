@@ -741,22 +741,14 @@ static uint32_t fused_done(Vm *vm, const VmPacked *p, const PackedInfo *pi, uint
  * or h2), in the planned buffers of those nodes where the plan has them; NULL with an error.
  * The kernels read every input before they write a result, so a planned buffer the plan gave
  * an input's storage (dead after the function in the node-by-node order) is safe. */
-static Value *run_cell(Vm *vm, const VmPacked *p, const VmCell *cell, Value **vals,
-                       const uint32_t *slot, const FnPlan *fp, const char *loc) {
+static Value *run_cell(Vm *vm, const VmCell *cell, Value **vals, const uint32_t *slot,
+                       const FnPlan *fp, const char *loc) {
     RtTensor **pre = NULL;
-    if (slot != NULL) { /* the slots of calls before each node, in node order */
-        uint32_t at = 0;
-        pre = vm->k_pre;
-        pre[0] = pre[1] = NULL;
-        for (uint32_t k = 0; k < p->n_nodes; k++) {
-            const VmNode *n = &p->nodes[k];
-            if (n->kind != VM_NODE_CALL) continue;
-            if (k == cell->h2 || (!cell->gru && k == cell->c2)) {
-                uint32_t b = slot[at];
-                pre[k == cell->h2 ? 0 : 1] = b == VM_PLAN_NONE ? NULL : fp->buf[b];
-            }
-            at += n->out_tuple ? n->n_out : 1;
-        }
+    if (slot != NULL) {
+        uint32_t b[2] = {slot[cell->h2_slot], cell->gru ? 0 : slot[cell->c2_slot]};
+        pre = vm->k_pre; /* max_out entries: the cell's split has 3 or 4 outputs */
+        for (int i = 0; i < (cell->gru ? 1 : 2); i++)
+            pre[i] = b[i] == VM_PLAN_NONE ? NULL : fp->buf[b[i]];
     }
     KAttr gates = {.name = "gates",
                    .kind = KA_INTS,
@@ -788,7 +780,7 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
     Value **vals = vm->pvals;
     for (uint32_t i = 0; i < p->n_inputs; i++)
         vals[i] = R[args[i]].v;
-    if (pi->cell != NULL) return run_cell(vm, p, pi->cell, vals, slot, fp, iloc);
+    if (pi->cell != NULL) return run_cell(vm, pi->cell, vals, slot, fp, iloc);
     for (uint32_t k = 0; k < p->n_nodes; k++) {
         const VmNode *n = &p->nodes[k];
         uint32_t id = p->n_inputs + k;

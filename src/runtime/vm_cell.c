@@ -29,37 +29,66 @@ static const VmNode *node(Match *m, uint32_t id, uint32_t op, uint32_t n) {
     return nd;
 }
 
-/* Value id is unary(field k of split value `split`); *k set. */
-static bool gate(Match *m, uint32_t id, uint32_t op, uint32_t split, uint32_t *k) {
-    const VmNode *u = node(m, id, op, 1);
-    if (u == NULL || u->args[0] < m->p->n_inputs) return false;
-    const VmNode *f = &m->p->nodes[u->args[0] - m->p->n_inputs];
-    if (f->kind != VM_NODE_FIELD || f->n_args != 1 || f->args[0] != split || f->index > 3)
-        return false;
-    m->used++;
-    *k = f->index;
-    return true;
-}
-
 static const KAttr *attr(const VmNode *n, const char *name) {
     for (uint32_t i = 0; i < n->n_attrs; i++)
         if (n->attrs[i].name != NULL && strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
     return NULL;
 }
 
-static bool input(const Match *m, uint32_t id) { return id < m->p->n_inputs; }
+/* Value id is field k < n of split value `split`; counts the field. */
+static bool field_k(Match *m, uint32_t id, uint32_t split, uint32_t n, uint32_t *k) {
+    if (id < m->p->n_inputs) return false;
+    const VmNode *f = &m->p->nodes[id - m->p->n_inputs];
+    if (f->kind != VM_NODE_FIELD || f->n_args != 1 || f->args[0] != split || f->index >= n)
+        return false;
+    m->used++;
+    *k = f->index;
+    return true;
+}
 
-/* The split node's value: split(add(dense(h, R), xp), 4, axis 1 or -1) with h, R, xp inputs. */
-static bool step_split(Match *m, uint32_t split, VmCell *c) {
-    if (split < m->p->n_inputs) return false;
-    const VmNode *sp = &m->p->nodes[split - m->p->n_inputs];
+/* Value id is unary(field k of the 4-way split value `split`); *k set. */
+static bool gate(Match *m, uint32_t id, uint32_t op, uint32_t split, uint32_t *k) {
+    const VmNode *u = node(m, id, op, 1);
+    return u != NULL && field_k(m, u->args[0], split, 4, k);
+}
+
+/* Value id is split(v, n sections, axis 1 or -1); v in *arg; counts the split. */
+static bool split_n(Match *m, uint32_t id, int64_t n, uint32_t *arg) {
+    if (id < m->p->n_inputs) return false;
+    const VmNode *sp = &m->p->nodes[id - m->p->n_inputs];
     const KAttr *sec = attr(sp, "indices_or_sections"), *ax = attr(sp, "axis");
     if (sp->kind != VM_NODE_CALL || sp->op_id != OP_ID_SPLIT || sp->n_args != 1 || !sp->out_tuple ||
-        sp->n_out != 4 || sec == NULL || sec->kind != KA_INT || sec->i != 4 || ax == NULL ||
+        sp->n_out != n || sec == NULL || sec->kind != KA_INT || sec->i != n || ax == NULL ||
         ax->kind != KA_INT || (ax->i != 1 && ax->i != -1))
         return false;
     m->used++;
-    const VmNode *add = node(m, sp->args[0], OP_ID_ADD, 2);
+    *arg = sp->args[0];
+    return true;
+}
+
+static bool input(const Match *m, uint32_t id) { return id < m->p->n_inputs; }
+
+/* A copy of c with the planned slots of its result nodes: a memory plan numbers the outputs of
+ * a packed function's calls in node order (a tuple-valued call has one per field). */
+static VmCell *cell_new(const VmPacked *p, const VmCell *c) {
+    VmCell *out = malloc(sizeof *out);
+    if (out == NULL) return NULL;
+    *out = *c;
+    for (uint32_t k = 0, at = 0; k < p->n_nodes; k++) {
+        const VmNode *n = &p->nodes[k];
+        if (n->kind != VM_NODE_CALL) continue;
+        if (k == c->h2) out->h2_slot = at;
+        if (!c->gru && k == c->c2) out->c2_slot = at;
+        at += n->out_tuple ? n->n_out : 1;
+    }
+    return out;
+}
+
+/* The split node's value: split(add(dense(h, R), xp), 4, axis 1 or -1) with h, R, xp inputs. */
+static bool step_split(Match *m, uint32_t split, VmCell *c) {
+    uint32_t g;
+    if (!split_n(m, split, 4, &g)) return false;
+    const VmNode *add = node(m, g, OP_ID_ADD, 2);
     if (add == NULL) return false;
     for (int side = 0; side < 2; side++) {
         uint32_t used = m->used;
@@ -128,10 +157,7 @@ VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p) {
                     c.gates[0] = gi, c.gates[1] = gf, c.gates[2] = gg, c.gates[3] = go;
                     for (int q = 0; q < 4; q++)
                         c.gates_f[q] = (double)c.gates[q];
-                    VmCell *out = malloc(sizeof *out);
-                    if (out == NULL) return NULL;
-                    *out = c;
-                    return out;
+                    return cell_new(p, &c);
                 }
             }
         }
@@ -141,36 +167,11 @@ VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p) {
 
 /* ---- GRU ------------------------------------------------------------------------------------ */
 
-/* Value id is field k of split value `split`; counts the field. */
-static bool field_k(Match *m, uint32_t id, uint32_t split, uint32_t *k) {
-    if (id < m->p->n_inputs || id - m->p->n_inputs >= m->p->n_nodes) return false;
-    const VmNode *f = &m->p->nodes[id - m->p->n_inputs];
-    if (f->kind != VM_NODE_FIELD || f->n_args != 1 || f->args[0] != split || f->index > 2)
-        return false;
-    m->used++;
-    *k = f->index;
-    return true;
-}
-
-/* Value id is split(v, 3, last axis); its argument in *arg. */
-static bool split3(Match *m, uint32_t id, uint32_t *arg) {
-    if (id < m->p->n_inputs || id - m->p->n_inputs >= m->p->n_nodes) return false;
-    const VmNode *sp = &m->p->nodes[id - m->p->n_inputs];
-    const KAttr *sec = attr(sp, "indices_or_sections"), *ax = attr(sp, "axis");
-    if (sp->kind != VM_NODE_CALL || sp->op_id != OP_ID_SPLIT || sp->n_args != 1 || !sp->out_tuple ||
-        sp->n_out != 3 || sec == NULL || sec->kind != KA_INT || sec->i != 3 || ax == NULL ||
-        ax->kind != KA_INT || (ax->i != 1 && ax->i != -1))
-        return false;
-    m->used++;
-    *arg = sp->args[0];
-    return true;
-}
-
 /* add(xs.k, gs.k): k. */
 static bool pre(Match *m, uint32_t id, uint32_t xs, uint32_t gs, uint32_t *k) {
     const VmNode *a = node(m, id, OP_ID_ADD, 2);
     uint32_t k2;
-    return a != NULL && field_k(m, a->args[0], xs, k) && field_k(m, a->args[1], gs, &k2) &&
+    return a != NULL && field_k(m, a->args[0], xs, 3, k) && field_k(m, a->args[1], gs, 3, &k2) &&
            *k == k2;
 }
 
@@ -214,23 +215,23 @@ static VmCell *gru_analyze(const VmExec *exe, const VmPacked *p) {
     }
     uint32_t kz, kr, kn, k2, xin, gin;
     if (!pre(&m, z->args[0], xs, gs, &kz)) return NULL;
-    if (!split3(&m, xs, &xin) || !split3(&m, gs, &gin) || !input(&m, xin)) return NULL;
+    if (!split_n(&m, xs, 3, &xin) || !split_n(&m, gs, 3, &gin) || !input(&m, xin)) return NULL;
     const VmNode *d = node(&m, gin, OP_ID_NN_DENSE, 2);
     if (d == NULL || d->args[0] != keep->args[1] || !input(&m, d->args[1])) return NULL;
     /* n = tanh(xs.N + r * hn) */
     const VmNode *na = node(&m, n->args[0], OP_ID_ADD, 2);
-    if (na == NULL || !field_k(&m, na->args[0], xs, &kn)) return NULL;
+    if (na == NULL || !field_k(&m, na->args[0], xs, 3, &kn)) return NULL;
     const VmNode *rm = node(&m, na->args[1], OP_ID_MULTIPLY, 2);
     if (rm == NULL) return NULL;
     const VmNode *r = node(&m, rm->args[0], OP_ID_SIGMOID, 1);
     if (r == NULL || !pre(&m, r->args[0], xs, gs, &kr)) return NULL;
     c.n_in = 3;
     Match mh = m;
-    if (field_k(&mh, rm->args[1], gs, &k2)) {
+    if (field_k(&mh, rm->args[1], gs, 3, &k2)) {
         m = mh;
     } else {
         const VmNode *ba = node(&m, rm->args[1], OP_ID_ADD, 2);
-        if (ba == NULL || !field_k(&m, ba->args[0], gs, &k2) || !input(&m, ba->args[1]))
+        if (ba == NULL || !field_k(&m, ba->args[0], gs, 3, &k2) || !input(&m, ba->args[1]))
             return NULL;
         c.n_in = 4;
         c.in[3] = ba->args[1];
@@ -240,8 +241,5 @@ static VmCell *gru_analyze(const VmExec *exe, const VmPacked *p) {
     c.gates[0] = kz, c.gates[1] = kr, c.gates[2] = kn;
     for (int q = 0; q < 3; q++)
         c.gates_f[q] = (double)c.gates[q];
-    VmCell *out = malloc(sizeof *out);
-    if (out == NULL) return NULL;
-    *out = c;
-    return out;
+    return cell_new(p, &c);
 }

@@ -78,7 +78,8 @@ typedef struct VmCell {
     uint32_t in[4]; /* value ids of p */
     int64_t gates[4];
     double gates_f[4];
-    uint32_t h2, c2; /* nodes (c2: LSTM only) */
+    uint32_t h2, c2;           /* nodes (c2: LSTM only) */
+    uint32_t h2_slot, c2_slot; /* their planned slots among the calls' outputs (node order) */
 } VmCell;
 /* The cell of p, or NULL when p is not one (or the fast kernels are off). Free with free.
  * A GRU step (linear_before_reset) as FuseRNNCell writes it: gs = split(dense(h, R), 3),

@@ -1561,6 +1561,13 @@ static Expr *blocked_param(Imp *imp, Expr *p, Expr *x, int64_t axis, int64_t blo
     return op1(imp, "strided_slice", op1(imp, "repeat", p, &ra), &sl);
 }
 
+/* A scale or zero point of x's quantization: per block along axis (block_size > 0) or as
+ * param_along reads it (a scalar, or one value per element along axis). */
+static Expr *qparam(Imp *imp, Expr *p, Expr *x, int64_t axis, int64_t block, const char *what) {
+    return block > 0 ? blocked_param(imp, p, x, axis, block, what)
+                     : param_along(imp, p, imp_rank(x), axis, what);
+}
+
 static bool conv_quantize(Imp *imp) {
     Expr *x = imp_in_req(imp, 0, "x"), *s = imp_in_req(imp, 1, "y_scale");
     Expr *zp = given(imp_in(imp, 2));
@@ -1575,13 +1582,9 @@ static bool conv_quantize(Imp *imp) {
      * to the format, saturating unless saturate = 0) and int4/uint4 (the 4-bit range) */
     int32_t emul = zp ? imp_emul_type(imp, zp) : (int32_t)odt;
     if (OX_IS_FLOAT8(emul)) {
-        uint32_t r8 = imp_rank(x);
         int64_t axis = imp_attr_int(imp, "axis", 1);
-        Expr *sp = block > 0 ? blocked_param(imp, s, x, axis, block, "y_scale")
-                             : param_along(imp, s, r8, axis, "y_scale");
-        Expr *zq = !zp         ? NULL
-                   : block > 0 ? blocked_param(imp, zp, x, axis, block, "y_zero_point")
-                               : param_along(imp, zp, r8, axis, "y_zero_point");
+        Expr *sp = qparam(imp, s, x, axis, block, "y_scale");
+        Expr *zq = zp ? qparam(imp, zp, x, axis, block, "y_zero_point") : NULL;
         if (!sp || (zp && !zq)) return false;
         Expr *q = dvd(imp, imp_cast(imp, x, RLY_DTYPE_F32), imp_cast(imp, sp, RLY_DTYPE_F32));
         if (zq) q = add(imp, q, zq);
@@ -1630,12 +1633,8 @@ static bool conv_dequantize(Imp *imp) {
     if (block < 0) return imp_error(imp, "block_size must be >= 0, got %lld", (long long)block);
     if (sup_dtype_is_float(imp_dtype(x))) { /* float8 x (emulated as float32): as below */
         int64_t axis = imp_attr_int(imp, "axis", 1);
-        uint32_t r8 = imp_rank(x);
-        Expr *sp = block > 0 ? blocked_param(imp, s, x, axis, block, "x_scale")
-                             : param_along(imp, s, r8, axis, "x_scale");
-        Expr *zq = !zp         ? NULL
-                   : block > 0 ? blocked_param(imp, zp, x, axis, block, "x_zero_point")
-                               : param_along(imp, zp, r8, axis, "x_zero_point");
+        Expr *sp = qparam(imp, s, x, axis, block, "x_scale");
+        Expr *zq = zp ? qparam(imp, zp, x, axis, block, "x_zero_point") : NULL;
         if (!sp || (zp && !zq)) return false;
         Expr *v = imp_cast(imp, x, RLY_DTYPE_F32);
         if (zq) v = sub(imp, v, imp_cast(imp, zq, RLY_DTYPE_F32));

@@ -736,7 +736,7 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
          * panels, which 4 column tasks cut 2, 2, 2, 1 (3 against 4 panels per thread on 2),
          * and 576 rows, which cut evenly (bench_gemm, 2 threads: 96->576 at 14 x 14 0.125 ->
          * 0.104-0.110 ms, 64->384 0.057 -> 0.048-0.054) */
-        if (g->batch == 1 && parts > 1 && (g->b_packed != NULL || pl->b_inplace)) {
+        if (g->batch == 1 && parts > 1 && tiles_m > 1 && (g->b_packed != NULL || pl->b_inplace)) {
             int64_t pm = min64(parts, tiles_m), rp = cdiv(tiles_m, pm);
             int64_t pn = min64(cdiv(parts, cdiv(tiles_m, rp)), tiles_n), cp = cdiv(tiles_n, pn);
             double now = split_eff(tiles_m, tiles_n, pl->rows_part / SGEMM_MR,

@@ -77,19 +77,7 @@ expect "rlyx" 1 "div_fused.rly:7:8: error: check-numerics: divide made 16 NaN" \
 
 # An ONNX model: the error names the node (its line of the model's pseudo source).
 if "$PY" -c 'import onnx' 2>/dev/null; then
-    "$PY" - "$T/m.onnx" <<'PYEOF'
-import sys
-import onnx
-from onnx import TensorProto, helper
-g = helper.make_graph(
-    [helper.make_node('Sub', ['x', 'three'], ['t'], name='shift_down'),
-     helper.make_node('Log', ['t'], ['l'], name='the_log'),
-     helper.make_node('Relu', ['l'], ['y'], name='relu_out')],
-    'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 2])],
-    [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 2])],
-    [helper.make_tensor('three', TensorProto.FLOAT, [], [3.0])])
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)]), sys.argv[1])
-PYEOF
+    "$PY" "$D/log_model.py" "$T/m.onnx"
     for eng in vm interp; do
         expect "onnx_$eng" 1 "error: check-numerics: log made 4 NaN" "Log 'the_log'" \
             -- "$RLY" run "$T/m.onnx" --fill ones --engine $eng --check-numerics

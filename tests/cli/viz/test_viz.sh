@@ -63,19 +63,7 @@ fi
 
 # an ONNX model: node names and shapes
 if "$PY" -c 'import onnx' 2>/dev/null; then
-    "$PY" - "$T/m.onnx" <<'PYEOF'
-import sys
-import onnx
-from onnx import TensorProto, helper
-g = helper.make_graph(
-    [helper.make_node('Sub', ['x', 'three'], ['t'], name='shift_down'),
-     helper.make_node('Log', ['t'], ['l'], name='the_log'),
-     helper.make_node('Relu', ['l'], ['y'], name='relu_out')],
-    'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 2])],
-    [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 2])],
-    [helper.make_tensor('three', TensorProto.FLOAT, [], [3.0])])
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)]), sys.argv[1])
-PYEOF
+    "$PY" "$N/log_model.py" "$T/m.onnx"
     draw onnx "$T/m.onnx" -O3 -- --clusters 2 --labels "fused_subtract_log_nn_relu,log,float32[2, 2]"
 fi
 
