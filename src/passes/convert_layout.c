@@ -1183,6 +1183,37 @@ static Expr *cl_post(Rewriter *rw, Expr *orig, Expr *e) {
     return r;
 }
 
+/* ---- desired_layouts=auto ---------------------------------------------------------------- */
+
+/* Whether e holds a float32 depthwise nn.conv2d in NCHW (groups = input channels > 1). */
+static void find_dw(Visitor *v, Expr *e) {
+    bool *found = v->state;
+    if (*found || e->kind != EXPR_CALL) return;
+    Call *c = (Call *)e;
+    if (c->op->kind != EXPR_OP || strcmp(AS_OP(c->op)->name, "nn.conv2d") != 0 || c->n_args < 2)
+        return;
+    const OpDef *def = op_lookup("nn.conv2d", 9);
+    const char *dl = attr_s(def, c->attrs, "data_layout");
+    TensorType *data = tensor_of(c->args[0]);
+    int64_t groups;
+    *found = dl && strcmp(dl, "NCHW") == 0 && data && data->ndim == 4 &&
+             data->dtype == RLY_DTYPE_F32 && attr_i(def, c->attrs, "groups", &groups) &&
+             groups > 1 && data->shape[1] == groups;
+}
+
+/* desired_layouts=auto (the -O3 pipeline's): the convolutions of a function go to NCHW16c when
+ * this machine has AVX-512 and the function has depthwise convolutions (a MobileNet's separable
+ * blocks, where the blocked kernels beat the NCHW ones); otherwise nothing changes (dense 3x3
+ * networks run faster in NCHW, by Winograd and the direct kernels). docs/passes.md has the
+ * measurements. */
+static const char *auto_layouts(Expr *e) {
+    if (sup_isa() != SUP_ISA_AVX512) return NULL;
+    bool found = false;
+    Visitor v = {NULL, find_dw, &found};
+    ir_visit(&v, e);
+    return found ? "nn.conv2d=NCHW16c" : NULL;
+}
+
 static Expr *run(PassCtx *pc, Module *m, Expr *e) {
     (void)m;
     CL cl;
@@ -1191,7 +1222,9 @@ static Expr *run(PassCtx *pc, Module *m, Expr *e) {
     for (size_t k = 0; k < N_SENSITIVE; k++)
         cl.names[k] = intern_s(&cl, sensitive[k].name);
     StrBuf err = {0};
-    if (!parse_desired(&cl, pass_arg_str(pc, "desired_layouts"), &err)) {
+    const char *desired = pass_arg_str(pc, "desired_layouts");
+    if (strcmp(desired, "auto") == 0 && (desired = auto_layouts(e)) == NULL) return e;
+    if (!parse_desired(&cl, desired, &err)) {
         diag_error(&pc->ctx->diags, SPAN_NONE, "ConvertLayout: %s", sb_cstr(&err));
         sb_free(&err);
         return NULL;

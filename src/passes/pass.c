@@ -29,22 +29,37 @@ const PassDef *pass_lookup(const char *name) {
 }
 
 /* The default pipeline, TVM's build prefix (relay-language.md 4.2) without its target-specific
- * passes; each runs when its opt level is at most the pipeline's. Names not (yet) registered are
+ * passes but one (ConvertLayout's auto mode, which picks a layout for this machine); each runs
+ * when its opt level is at most the pipeline's. Names not (yet) registered are
  * left out. */
 static const char *const default_names[] = {
-    "SimplifyInference", "EliminateCommonSubexpr", "FoldConstant",    "FoldScaleAxis",
-    "SimplifyExpr",      "CanonicalizeOps",        "DynamicToStatic", "FoldConstant",
-    "SimplifyExpr",      "DeadCodeElimination",    "FuseRNNCell",     "FuseOps",
+    "SimplifyInference",
+    "EliminateCommonSubexpr",
+    "FoldConstant",
+    "FoldScaleAxis",
+    "SimplifyExpr",
+    "CanonicalizeOps",
+    "ConvertLayout(desired_layouts=auto)", /* a target-specific pass: NCHW16c or nothing */
+    "DynamicToStatic",
+    "FoldConstant",
+    "SimplifyExpr",
+    "DeadCodeElimination",
+    "FuseRNNCell",
+    "FuseOps",
 };
 
 const char *pass_default_pipeline(void) {
     static char buf[512];
     if (buf[0] == '\0') {
         size_t n = 0;
-        for (size_t i = 0; i < RLY_ARRAY_LEN(default_names); i++)
-            if (pass_lookup(default_names[i]))
+        for (size_t i = 0; i < RLY_ARRAY_LEN(default_names); i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)strcspn(default_names[i], "("),
+                     default_names[i]);
+            if (pass_lookup(name))
                 n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "," : "",
                                       default_names[i]);
+        }
     }
     return buf;
 }

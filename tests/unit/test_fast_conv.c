@@ -3,8 +3,10 @@
  * phase copy and the channel-lane blocks, on planes from 1x1 to past the lane buffer's limit),
  * other depthwise sizes, strides, paddings and dilations, channel multipliers, grouped
  * convolutions, the direct convolution (every tile size, strides, dilation, padding, groups), 1x1
- * convolutions on small planes (direct) and large ones (the GEMM reading the input in place), and
- * the im2col GEMM. Channel counts and plane sizes are odd (vector and block tails).
+ * convolutions on small planes (direct) and large ones (the GEMM reading the input in place), the
+ * im2col GEMM, and the blocked layouts NCHW16c / NCHW8c / NCHW4c (conv_nchwc.c: general, grouped
+ * and depthwise, fixed and random shapes). Channel counts and plane sizes are odd (vector and
+ * block tails).
  *
  * Each shape runs at every instruction-set level the machine has (sup_isa_force), on 1 and 2
  * threads, with the weights constant (packed once in a KPrepCache) or not, and with each fused
@@ -43,7 +45,7 @@ static const char *cfg_isa; /* the configuration under test, for messages */
 
 typedef struct Tensor {
     DLTensor t;
-    int64_t shape[4];
+    int64_t shape[6];
 } Tensor;
 
 static DLTensor *tensor_new(uint32_t ndim, const int64_t *shape) {
@@ -82,20 +84,48 @@ static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const i
 /* ---- the call --------------------------------------------------------------------------------
  */
 
-/* One convolution: x (n, cin, h, w), weight (w0, w1, kh, kw). */
+/* One convolution: x (n, cin, h, w), weight (w0, w1, kh, kw); with block b > 0 in NCHW{b}c
+ * (x (n, cin/b, h, w, b)), weights OIHW{b}i{b}o ((w0/b, w1/b, kh, kw, b, b)) or, when w1 is 1
+ * (depthwise), OIHW1i{b}o ((w0/b, 1, kh, kw, 1, b)). */
 typedef struct Shape {
     const char *what;
     int64_t n, cin, h, w, w0, w1, kh, kw, sh, sw, dh, dw, groups;
     int64_t pad[4];
+    int64_t block;
 } Shape;
 
 typedef struct Attrs {
     KAttr a[10];
     int64_t s[2], p[4], d[2];
     double sf[2], pf[4], df[2];
+    char dl[24], kl[32];
 } Attrs;
 
+/* The data and weight shapes of s; their ranks. */
+static void shapes_of(const Shape *s, int64_t xs[5], uint32_t *xn, int64_t ws[6], uint32_t *wn) {
+    int64_t b = s->block;
+    if (b == 0) {
+        int64_t x4[4] = {s->n, s->cin, s->h, s->w}, w4[4] = {s->w0, s->w1, s->kh, s->kw};
+        memcpy(xs, x4, sizeof x4), memcpy(ws, w4, sizeof w4);
+        *xn = *wn = 4;
+        return;
+    }
+    int64_t ib = s->w1 == 1 ? 1 : b;
+    int64_t x5[5] = {s->n, s->cin / b, s->h, s->w, b};
+    int64_t w6[6] = {s->w0 / b, s->w1 / ib, s->kh, s->kw, ib, b};
+    memcpy(xs, x5, sizeof x5), memcpy(ws, w6, sizeof w6);
+    *xn = 5, *wn = 6;
+}
+
 static void attrs_of(const Shape *s, Attrs *at) {
+    if (s->block == 0) {
+        snprintf(at->dl, sizeof at->dl, "NCHW");
+        snprintf(at->kl, sizeof at->kl, "OIHW");
+    } else {
+        snprintf(at->dl, sizeof at->dl, "NCHW%lldc", (long long)s->block);
+        snprintf(at->kl, sizeof at->kl, "OIHW%lldi%lldo", (long long)(s->w1 == 1 ? 1 : s->block),
+                 (long long)s->block);
+    }
     at->s[0] = s->sh, at->s[1] = s->sw, at->d[0] = s->dh, at->d[1] = s->dw;
     for (int i = 0; i < 4; i++)
         at->p[i] = s->pad[i], at->pf[i] = (double)s->pad[i];
@@ -108,8 +138,8 @@ static void attrs_of(const Shape *s, Attrs *at) {
         {.name = "groups", .kind = KA_INT, .i = s->groups, .f = (double)s->groups},
         {.name = "channels", .kind = KA_NONE},
         {.name = "kernel_size", .kind = KA_NONE},
-        {.name = "data_layout", .kind = KA_STR, .s = "NCHW"},
-        {.name = "kernel_layout", .kind = KA_STR, .s = "OIHW"},
+        {.name = "data_layout", .kind = KA_STR, .s = at->dl},
+        {.name = "kernel_layout", .kind = KA_STR, .s = at->kl},
         {.name = "out_layout", .kind = KA_STR, .s = ""},
         {.name = "out_dtype", .kind = KA_INT, .i = -1, .f = -1},
     };
@@ -220,19 +250,20 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
                     DLTensor **got_out) {
     KernelFn fast = kern_fast_lookup(OP_ID_NN_CONV2D);
     int thr = pool ? 2 : 1;
-    DLTensor *pre = tensor_new(4, want->shape);
+    uint32_t nd = (uint32_t)want->ndim;
+    DLTensor *pre = tensor_new(nd, want->shape);
     for (int64_t i = 0; i < k_numel(pre); i++)
         fdata(pre)[i] = NAN;
     static FxBound bound;
     Tail t = {.kind = tail, .bound = &bound};
     DLTensor *operand = NULL;
     if (tail == TAIL_BIAS_CLIP) {
-        int64_t bs[4] = {1, want->shape[1], 1, 1};
-        operand = tensor_rand(4, bs);
-        for (int64_t i = 0; i < bs[1]; i++) /* some outputs under 0, some over 6 */
+        int64_t bs[5] = {1, want->shape[1], 1, 1, nd == 5 ? want->shape[4] : 1};
+        operand = tensor_rand(nd, bs);
+        for (int64_t i = 0; i < k_numel(operand); i++) /* some outputs under 0, some over 6 */
             fdata(operand)[i] = 7.0f * frand();
     } else if (tail == TAIL_RESIDUAL) {
-        operand = tensor_rand(4, want->shape);
+        operand = tensor_rand(nd, want->shape);
     }
     t.operand = operand;
     tail_program(&t);
@@ -267,7 +298,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
             static FxBound check;
             float *exp = calloc((size_t)n + 1, sizeof(float));
             const DLTensor *ops[2] = {got, operand};
-            fx_bind(&check, &t.prog, ops, exp, 4, got->shape);
+            fx_bind(&check, &t.prog, ops, exp, nd, got->shape);
             fx_range(&check, 0, n);
             for (int64_t i = 0; i < n && wrong < 0; i++)
                 if (t.seen[i] != 1 || memcmp(&exp[i], &t.res[i], sizeof(float)) != 0) wrong = i;
@@ -288,8 +319,10 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
 
 /* Every configuration of one shape. */
 static void check_shape(const Shape *s, SupPool *pool2) {
-    int64_t xs[4] = {s->n, s->cin, s->h, s->w}, ws[4] = {s->w0, s->w1, s->kh, s->kw};
-    DLTensor *x = tensor_rand(4, xs), *w = tensor_rand(4, ws);
+    int64_t xs[5], ws[6];
+    uint32_t xn, wn;
+    shapes_of(s, xs, &xn, ws, &wn);
+    DLTensor *x = tensor_rand(xn, xs), *w = tensor_rand(wn, ws);
     DLTensor *xa = tensor_abs(x), *wa = tensor_abs(w);
     KernelFn ref = kern_ref_lookup(OP_ID_NN_CONV2D);
     char err[256];
@@ -322,7 +355,7 @@ static void check_shape(const Shape *s, SupPool *pool2) {
 /* Depthwise: groups == channels == the weight's O, multiplier m (weight (C, m, kh, kw)). */
 static Shape depthwise(const char *what, int64_t n, int64_t c, int64_t h, int64_t w, int64_t m,
                        int64_t k, int64_t s, int64_t d, int64_t p) {
-    return (Shape){what, n, c, h, w, c, m, k, k, s, s, d, d, c, {p, p, p, p}};
+    return (Shape){what, n, c, h, w, c, m, k, k, s, s, d, d, c, {p, p, p, p}, 0};
 }
 
 static Shape dense_conv(const char *what, int64_t n, int64_t cin, int64_t h, int64_t w,
@@ -343,6 +376,11 @@ static Shape dense_conv(const char *what, int64_t n, int64_t cin, int64_t h, int
                    .dw = d,
                    .groups = groups,
                    .pad = {p, p, p, p}};
+}
+
+static Shape blocked(Shape s, int64_t b) {
+    s.block = b;
+    return s;
 }
 
 int main(int argc, char **argv) {
@@ -375,8 +413,8 @@ int main(int argc, char **argv) {
         depthwise("dw3 s1 pad 2 9x11 x18", 1, 18, 9, 11, 1, 3, 1, 1, 2),
         depthwise("dw3 s2 pad 0 9x11 x18", 1, 18, 9, 11, 1, 3, 2, 1, 0),
         /* asymmetric padding (top, left, bottom, right) */
-        {"dw3 s1 pad 0,1,2,0", 1, 20, 10, 12, 20, 1, 3, 3, 1, 1, 1, 1, 20, {0, 1, 2, 0}},
-        {"dw3 s2 pad 1,0,0,1", 1, 20, 11, 10, 20, 1, 3, 3, 2, 2, 1, 1, 20, {1, 0, 0, 1}},
+        {"dw3 s1 pad 0,1,2,0", 1, 20, 10, 12, 20, 1, 3, 3, 1, 1, 1, 1, 20, {0, 1, 2, 0}, 0},
+        {"dw3 s2 pad 1,0,0,1", 1, 20, 11, 10, 20, 1, 3, 3, 2, 2, 1, 1, 20, {1, 0, 0, 1}, 0},
         /* channel multipliers, other sizes, strides, dilation */
         depthwise("dw3 s1 mult 2", 1, 9, 13, 13, 2, 3, 1, 1, 1),
         depthwise("dw3 s2 mult 3", 1, 5, 14, 15, 3, 3, 2, 1, 1),
@@ -386,7 +424,7 @@ int main(int argc, char **argv) {
         depthwise("dw3 s3", 1, 17, 16, 15, 1, 3, 3, 1, 1),
         depthwise("dw2 s1", 1, 17, 9, 10, 1, 2, 1, 1, 0),
         depthwise("dw7 s1 pad 3", 1, 12, 11, 11, 1, 7, 1, 1, 3),
-        {"dw 3x5 s(1,2)", 1, 18, 12, 17, 18, 1, 3, 5, 1, 2, 1, 1, 18, {1, 2, 1, 2}},
+        {"dw 3x5 s(1,2)", 1, 18, 12, 17, 18, 1, 3, 5, 1, 2, 1, 1, 18, {1, 2, 1, 2}, 0},
         /* grouped, not depthwise */
         dense_conv("grouped 3x3 cin_g 2", 1, 16, 12, 13, 24, 8, 3, 3, 1, 1, 1),
         /* the direct convolution: 16+ outputs, 64+ taps per group */
@@ -410,6 +448,77 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         check_shape(&fixed[i], pool2);
+
+    /* blocked layouts (conv_nchwc.c): NCHW16c at AVX-512 by the register tiles (every output
+     * block count per tile, rows of more positions than a tile, window edges, windows wholly in
+     * the padding), NCHW8c and NCHW4c by the portable code */
+    const Shape nchwc[] = {
+        blocked(dense_conv("b16 1x1 160->96 7x7", 1, 160, 7, 7, 96, 1, 1, 1, 1, 1, 0), 16),
+        blocked(dense_conv("b16 1x1 64->64 14x14", 1, 64, 14, 14, 64, 1, 1, 1, 1, 1, 0), 16),
+        blocked(dense_conv("b16 1x1 16->32 13x11 n2", 2, 16, 13, 11, 32, 1, 1, 1, 1, 1, 0), 16),
+        blocked(dense_conv("b16 1x1 48->80 5x37", 1, 48, 5, 37, 80, 1, 1, 1, 1, 1, 0), 16),
+        blocked(dense_conv("b16 1x1/2 32->48 15x15", 1, 32, 15, 15, 48, 1, 1, 1, 2, 1, 0), 16),
+        blocked(dense_conv("b16 1x1 pad 1 16->16", 1, 16, 6, 7, 16, 1, 1, 1, 1, 1, 1), 16),
+        blocked(dense_conv("b16 3x3 32->48 9x10", 1, 32, 9, 10, 48, 1, 3, 3, 1, 1, 1), 16),
+        blocked(dense_conv("b16 3x3/2 16->64 17x16", 1, 16, 17, 16, 64, 1, 3, 3, 2, 1, 1), 16),
+        blocked(dense_conv("b16 3x3 dil 2 32->32", 1, 32, 11, 12, 32, 1, 3, 3, 1, 2, 2), 16),
+        blocked(dense_conv("b16 5x5 16->16 pad 2 w 40", 1, 16, 7, 40, 16, 1, 5, 5, 1, 1, 2), 16),
+        blocked(dense_conv("b16 3x3 groups 2 64->64", 1, 64, 8, 9, 64, 2, 3, 3, 1, 1, 1), 16),
+        blocked(dense_conv("b16 3x3 groups 4 64->128", 2, 64, 6, 5, 128, 4, 3, 3, 2, 1, 1), 16),
+        blocked(dense_conv("b16 3x3 pad 3 (empty windows)", 1, 16, 4, 5, 32, 1, 3, 3, 1, 1, 3), 16),
+        blocked(dense_conv("b16 3x3 dil 3 w 3 pad 3", 1, 16, 3, 3, 16, 1, 3, 3, 1, 3, 3), 16),
+        blocked(
+            (Shape){
+                "b16 3x3 pad 0,1,2,0", 1, 32, 10, 12, 32, 32, 3, 3, 1, 1, 1, 1, 1, {0, 1, 2, 0}, 0},
+            16),
+        blocked(depthwise("b16 dw3 s1 56x56 x32", 1, 32, 56, 56, 1, 3, 1, 1, 1), 16),
+        blocked(depthwise("b16 dw3 s2 29x30 x48", 1, 48, 29, 30, 1, 3, 2, 1, 1), 16),
+        blocked(depthwise("b16 dw3 s1 7x7 x64 n2", 2, 64, 7, 7, 1, 3, 1, 1, 1), 16),
+        blocked(depthwise("b16 dw5 s2 pad 2", 1, 16, 15, 17, 1, 5, 2, 1, 2), 16),
+        blocked(depthwise("b16 dw3 dil 2", 1, 16, 12, 33, 1, 3, 1, 2, 2), 16),
+        blocked(depthwise("b16 dw3 pad 0", 1, 32, 9, 11, 1, 3, 1, 1, 0), 16),
+        blocked(depthwise("b16 dw3 pad 3", 1, 16, 5, 5, 1, 3, 1, 1, 3), 16),
+        blocked((Shape){"b16 dw3 s2 pad 1,0,0,1",
+                        1,
+                        16,
+                        11,
+                        10,
+                        16,
+                        1,
+                        3,
+                        3,
+                        2,
+                        2,
+                        1,
+                        1,
+                        16,
+                        {1, 0, 0, 1},
+                        0},
+                16),
+        blocked(dense_conv("b8 3x3 16->24", 1, 16, 9, 10, 24, 1, 3, 3, 1, 1, 1), 8),
+        blocked(dense_conv("b8 1x1 24->8 n2", 2, 24, 5, 6, 8, 1, 1, 1, 1, 1, 0), 8),
+        blocked(depthwise("b8 dw3 s2", 1, 24, 13, 14, 1, 3, 2, 1, 1), 8),
+        blocked(dense_conv("b4 3x3/2 groups 2", 1, 8, 9, 9, 16, 2, 3, 3, 2, 1, 1), 4),
+        blocked(depthwise("b4 dw3", 1, 12, 6, 7, 1, 3, 1, 1, 1), 4),
+    };
+    for (size_t i = 0; i < sizeof nchwc / sizeof nchwc[0]; i++)
+        check_shape(&nchwc[i], pool2);
+    for (int i = 0; i < n_random; i++) { /* random blocked shapes */
+        int64_t b = rnd(3) ? 16 : rnd(2) ? 8 : 4, k = 1 + rnd(5), st = 1 + rnd(3);
+        int64_t d = k > 1 && rnd(4) == 0 ? 2 : 1, p = rnd(3), h = 1 + rnd(20), w = 1 + rnd(40);
+        if ((k - 1) * d + 1 > h + 2 * p || (k - 1) * d + 1 > w + 2 * p) continue;
+        Shape sh;
+        if (rnd(2)) {
+            sh = depthwise("random blocked depthwise", 1 + rnd(2), b * (1 + rnd(4)), h, w, 1, k, st,
+                           d, p);
+        } else {
+            int64_t g = rnd(3) == 0 ? 2 : 1;
+            sh = dense_conv("random blocked", 1 + rnd(2), g * b * (1 + rnd(3)), h, w,
+                            g * b * (1 + rnd(5)), g, k, k, st, d, p);
+        }
+        sh = blocked(sh, b);
+        check_shape(&sh, pool2);
+    }
 
     /* random depthwise shapes: the 3x3 paths on odd planes and channel counts */
     for (int i = 0; i < n_random; i++) {

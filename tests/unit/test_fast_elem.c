@@ -578,8 +578,13 @@ static void test_reduce(int trials) {
             c.in[0] = random_f32(nd, shape, next(4) == 0);
             int64_t axes[4];
             uint32_t na = 0;
-            switch (next(5)) {
+            switch (next(6)) {
             case 0: at_none(&c.at, "axis"); break;
+            case 5: /* a middle run (a blocked layout's pool: mean over H, W of NCHW16c) */
+                for (uint32_t d = nd > 1 ? 1 + next(nd - 1) : 0; d + 1 < nd && next(3); d++)
+                    axes[na++] = d;
+                at_ints(&c.at, "axis", na, axes);
+                break;
             case 1: at_ints(&c.at, "axis", 0, axes); break; /* [] : every axis */
             case 2:
                 if (nd > 0) axes[na++] = -1;

@@ -4,8 +4,10 @@
  * random permutations and the default (reversed) one, 4-byte dtypes (f32 with NaN payloads, i32)
  * and others (handed to the reference kernel), at every instruction-set level this machine has
  * and on 1 and 2 threads; then the model shapes (BERT's head split and key transpose) and the
- * calls the reference kernel rejects (the same message). RLY_SEED=N replays; prints `N passed,
- * N failed`. */
+ * calls the reference kernel rejects (the same message); and layout_transform (its fast form for
+ * 4-byte elements: NCHW <-> NCHW16c by 16 x 16 register tiles, other refinements by the
+ * transpose; padding and re-blocking handed to the reference). RLY_SEED=N replays; prints `N
+ * passed, N failed`. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,14 +48,19 @@ static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const i
     return 0;
 }
 
-/* Run fn: transpose x (axes: n of them, n 0 for none) into o; the return code, err filled. */
-static int call(KernelFn fn, const DLTensor *x, uint32_t n, const int64_t *axes, SupPool *pool,
-                Out *o, char *err, size_t cap) {
+/* Run fn: transpose x (axes: n of them, n 0 for none) into o, or with lt[0] not NULL
+ * layout_transform it from layout lt[0] to lt[1]; the return code, err filled. */
+static int call(KernelFn fn, const DLTensor *x, uint32_t n, const int64_t *axes,
+                const char *const lt[2], SupPool *pool, Out *o, char *err, size_t cap) {
     int64_t ints[K_MAX_DIMS];
     double fl[K_MAX_DIMS];
     for (uint32_t i = 0; i < n; i++)
         ints[i] = axes[i], fl[i] = (double)axes[i];
-    KAttr at = {.name = "axes", .kind = KA_INTS, .n = n, .ints = ints, .floats = fl};
+    KAttr at[2] = {{.name = "axes", .kind = KA_INTS, .n = n, .ints = ints, .floats = fl}};
+    if (lt[0] != NULL) {
+        at[0] = (KAttr){.name = "src_layout", .kind = KA_STR, .s = lt[0]};
+        at[1] = (KAttr){.name = "dst_layout", .kind = KA_STR, .s = lt[1]};
+    }
     const DLTensor *in[1] = {x};
     uint32_t start[1] = {0}, len[1] = {1};
     uint8_t tup[1] = {0};
@@ -61,9 +68,9 @@ static int call(KernelFn fn, const DLTensor *x, uint32_t n, const int64_t *axes,
     memset(o, 0, sizeof *o);
     alloc_into = o;
     err[0] = '\0';
-    KCall kc = {.op = "transpose",
-                .attrs = &at,
-                .n_attrs = 1,
+    KCall kc = {.op = lt[0] ? "layout_transform" : "transpose",
+                .attrs = at,
+                .n_attrs = lt[0] ? 2 : 1,
                 .n_args = 1,
                 .arg_start = start,
                 .arg_len = len,
@@ -81,8 +88,9 @@ static int call(KernelFn fn, const DLTensor *x, uint32_t n, const int64_t *axes,
     return rc;
 }
 
-static void check_one(rly_dtype dt, uint32_t nd, const int64_t *shape, uint32_t na,
-                      const int64_t *axes, SupPool *pool, const char *how) {
+static void check_call(rly_dtype dt, uint32_t nd, const int64_t *shape, uint32_t na,
+                       const int64_t *axes, const char *const lt[2], SupPool *pool,
+                       const char *how) {
     int64_t n = k_shape_numel(nd, shape);
     size_t es = sup_dtype_size(dt);
     int64_t sh[K_MAX_DIMS];
@@ -94,23 +102,62 @@ static void check_one(rly_dtype dt, uint32_t nd, const int64_t *shape, uint32_t 
         .data = data, .device = {kDLCPU, 0}, .ndim = (int)nd, .dtype = k_dl_dtype(dt), .shape = sh};
     Out want, got;
     char e1[256], e2[256];
-    int r1 = call(kern_ref_lookup(OP_ID_TRANSPOSE), &x, na, axes, NULL, &want, e1, sizeof e1);
-    int r2 = call(kern_fast_lookup(OP_ID_TRANSPOSE), &x, na, axes, pool, &got, e2, sizeof e2);
+    uint32_t op = lt[0] ? OP_ID_LAYOUT_TRANSFORM : OP_ID_TRANSPOSE;
+    int r1 = call(kern_ref_lookup(op), &x, na, axes, lt, NULL, &want, e1, sizeof e1);
+    int r2 = call(kern_fast_lookup(op), &x, na, axes, lt, pool, &got, e2, sizeof e2);
+    int64_t n_out = r1 == 0 ? k_shape_numel((uint32_t)want.t.ndim, want.shape) : 0;
     bool ok = r1 == r2 && (r1 != 0 ? strcmp(e1, e2) == 0
                                    : want.t.ndim == got.t.ndim &&
-                                         memcmp(want.shape, got.shape, sizeof(int64_t) * nd) == 0 &&
-                                         memcmp(want.data, got.data, (size_t)n * es) == 0);
+                                         memcmp(want.shape, got.shape,
+                                                sizeof(int64_t) * (size_t)want.t.ndim) == 0 &&
+                                         memcmp(want.data, got.data, (size_t)n_out * es) == 0);
     if (ok) {
         n_pass++;
     } else {
         n_fail++;
-        printf("FAIL transpose %s rank %u, %" PRId64 " elements, dtype %s (seed %" PRIu64
+        printf("FAIL %s %s %s rank %u, %" PRId64 " elements, dtype %s (seed %" PRIu64
                "): rc %d/%d '%s' / '%s'\n",
-               how, nd, n, sup_dtype_name(dt), rng, r1, r2, e1, e2);
+               lt[0] ? lt[0] : "transpose", lt[0] ? lt[1] : "", how, nd, n, sup_dtype_name(dt), rng,
+               r1, r2, e1, e2);
     }
     free(want.data);
     free(got.data);
     free(data);
+}
+
+static void check_one(rly_dtype dt, uint32_t nd, const int64_t *shape, uint32_t na,
+                      const int64_t *axes, SupPool *pool, const char *how) {
+    const char *const none[2] = {NULL, NULL};
+    check_call(dt, nd, shape, na, axes, none, pool, how);
+}
+
+/* layout_transform x (shape, in layout src) to dst */
+static void check_layout(const char *src, const char *dst, uint32_t nd, const int64_t *shape,
+                         SupPool *pool, const char *how) {
+    const char *const lt[2] = {src, dst};
+    check_call(RLY_DTYPE_F32, nd, shape, 0, NULL, lt, pool, how);
+}
+
+static void layout_cases(SupPool *pool, const char *how) {
+    int64_t a[4] = {1, 32, 7, 9}, b[4] = {2, 48, 17, 16}, c[4] = {1, 144, 56, 56};
+    int64_t a5[5] = {1, 2, 7, 9, 16}, b5[5] = {2, 3, 17, 16, 16}, c5[5] = {1, 9, 56, 56, 16};
+    check_layout("NCHW", "NCHW16c", 4, a, pool, how); /* 63 positions: a masked tile */
+    check_layout("NCHW", "NCHW16c", 4, b, pool, how);
+    check_layout("NCHW", "NCHW16c", 4, c, pool, how); /* split across threads */
+    check_layout("NCHW16c", "NCHW", 5, a5, pool, how);
+    check_layout("NCHW16c", "NCHW", 5, b5, pool, how);
+    check_layout("NCHW16c", "NCHW", 5, c5, pool, how);
+    check_layout("NCHW", "NCHW8c", 4, b, pool, how); /* the general transpose */
+    check_layout("NHWC", "NCHW16c", 4, (int64_t[4]){1, 5, 6, 32}, pool, how);
+    check_layout("NCHW16c", "NHWC", 5, a5, pool, how);
+    check_layout("NCHW", "NHWC", 4, b, pool, how);
+    check_layout("NCHW16c", "NCHW16c", 5, a5, pool, how);
+    /* the reference's: padding (24 channels in 16-blocks), two blocks of one axis, errors */
+    check_layout("NCHW", "NCHW16c", 4, (int64_t[4]){1, 24, 3, 3}, pool, how);
+    check_layout("NCHW8c", "NCHW16c", 5, (int64_t[5]){1, 4, 3, 3, 8}, pool, how);
+    check_layout("NCHW16c", "NCHW", 5, (int64_t[5]){1, 2, 3, 3, 8}, pool, how);
+    check_layout("NCHW", "NCHW", 3, (int64_t[3]){1, 2, 3}, pool, how);
+    check_layout("NCHW", "NCDW", 4, a, pool, how);
 }
 
 static void random_cases(int trials, SupPool *pool, const char *how) {
@@ -175,6 +222,7 @@ int main(int argc, char **argv) {
             snprintf(how, sizeof how, "%s, %d thread(s)", sup_isa_name((SupIsa)l), threads);
             SupPool *pool = threads == 2 ? pool2 : NULL;
             fixed_cases(pool, how);
+            layout_cases(pool, how);
             random_cases(trials, pool, how);
         }
     }

@@ -40,17 +40,7 @@ static bool pair_attr(const KCall *kc, const char *name, int64_t lo, int64_t *h,
     return *h >= lo && *w >= lo;
 }
 
-/* The call's geometry, or false when this kernel does not cover it (the reference kernel
- * decides: it computes it or writes the error). */
-static bool conv_geometry(const KCall *kc, Conv *c) {
-    const DLTensor *x = k_arg(kc, 0), *wt = k_arg(kc, 1);
-    int64_t odt = k_int(kc, "out_dtype");
-    const char *ol = k_str(kc, "out_layout");
-    if (kc->n_in != 2 || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
-        (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != 4 || wt->ndim != 4 ||
-        strcmp(k_str(kc, "data_layout"), "NCHW") != 0 ||
-        strcmp(k_str(kc, "kernel_layout"), "OIHW") != 0 || (ol[0] && strcmp(ol, "NCHW") != 0))
-        return false;
+bool kern_conv_attrs(const KCall *kc, Conv *c) {
     memset(c, 0, sizeof *c);
     if (!pair_attr(kc, "strides", 1, &c->sh, &c->sw) ||
         !pair_attr(kc, "dilation", 1, &c->dh, &c->dw))
@@ -69,13 +59,41 @@ static bool conv_geometry(const KCall *kc, Conv *c) {
     /* attribute values from a file may be anything: past 2^30 the sums below could overflow, and
      * such a call is the reference kernel's (its arithmetic is checked) */
     const int64_t big = (int64_t)1 << 30;
-    if (c->pt > big || c->pl > big || c->pb > big || c->pr > big || c->sh > big || c->sw > big ||
-        c->dh > big || c->dw > big)
+    return c->pt <= big && c->pl <= big && c->pb <= big && c->pr <= big && c->sh <= big &&
+           c->sw <= big && c->dh <= big && c->dw <= big && k_int(kc, "groups") >= 1;
+}
+
+bool kern_conv_extents(const KCall *kc, Conv *c) {
+    if (!k_is_none(kc, "channels") && k_int(kc, "channels") != c->cout) return false;
+    if (!k_is_none(kc, "kernel_size")) {
+        const int64_t *ks;
+        if (k_ints(kc, "kernel_size", &ks) != 2 || ks[0] != c->kh || ks[1] != c->kw) return false;
+    }
+    const int64_t big = (int64_t)1 << 30;
+    if (c->kh > big || c->kw > big) return false; /* an empty weight's dims may be huge */
+    int64_t winh = c->dh * (c->kh - 1) + 1, winw = c->dw * (c->kw - 1) + 1;
+    int64_t padh = c->h + c->pt + c->pb, padw = c->w + c->pl + c->pr;
+    if (c->kh < 1 || c->kw < 1 || winh > padh || winw > padw) return false;
+    c->oh = (padh - winh) / c->sh + 1;
+    c->ow = (padw - winw) / c->sw + 1;
+    return true;
+}
+
+/* The call's geometry, or false when this kernel does not cover it (the reference kernel
+ * decides: it computes it or writes the error). */
+static bool conv_geometry(const KCall *kc, Conv *c) {
+    const DLTensor *x = k_arg(kc, 0), *wt = k_arg(kc, 1);
+    int64_t odt = k_int(kc, "out_dtype");
+    const char *ol = k_str(kc, "out_layout");
+    if (kc->n_in != 2 || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
+        (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != 4 || wt->ndim != 4 ||
+        strcmp(k_str(kc, "data_layout"), "NCHW") != 0 ||
+        strcmp(k_str(kc, "kernel_layout"), "OIHW") != 0 || (ol[0] && strcmp(ol, "NCHW") != 0) ||
+        !kern_conv_attrs(kc, c))
         return false;
     c->batch = x->shape[0], c->cin = x->shape[1], c->h = x->shape[2], c->w = x->shape[3];
     c->kh = wt->shape[2], c->kw = wt->shape[3];
     int64_t g = c->groups = k_int(kc, "groups"), w0 = wt->shape[0], w1 = wt->shape[1];
-    if (g < 1) return false;
     if (g > 1 && c->cin == g && w0 == g) {
         c->cout = w0 * w1;
         c->cin_g = 1;
@@ -85,17 +103,7 @@ static bool conv_geometry(const KCall *kc, Conv *c) {
         c->cin_g = w1;
     }
     c->cout_g = c->cout / g;
-    if (!k_is_none(kc, "channels") && k_int(kc, "channels") != c->cout) return false;
-    if (!k_is_none(kc, "kernel_size")) {
-        const int64_t *ks;
-        if (k_ints(kc, "kernel_size", &ks) != 2 || ks[0] != c->kh || ks[1] != c->kw) return false;
-    }
-    if (c->kh > big || c->kw > big) return false; /* an empty weight's dims may be huge */
-    int64_t winh = c->dh * (c->kh - 1) + 1, winw = c->dw * (c->kw - 1) + 1;
-    int64_t padh = c->h + c->pt + c->pb, padw = c->w + c->pl + c->pr;
-    if (c->kh < 1 || c->kw < 1 || winh > padh || winw > padw) return false;
-    c->oh = (padh - winh) / c->sh + 1;
-    c->ow = (padw - winw) / c->sw + 1;
+    if (!kern_conv_extents(kc, c)) return false;
     c->x = k_ptr(x);
     return true;
 }
@@ -974,7 +982,10 @@ static int conv_depthwise(KCall *kc, const Conv *c, const DLTensor *o) {
 
 int kern_fast_conv2d(KCall *kc) {
     Conv c;
-    if (!conv_geometry(kc, &c)) return kern_ref_lookup(OP_ID_NN_CONV2D)(kc);
+    if (!conv_geometry(kc, &c)) {
+        int r = kern_conv_nchwc(kc);
+        return r <= 0 ? r : kern_ref_lookup(OP_ID_NN_CONV2D)(kc);
+    }
     int64_t shape[4] = {c.batch, c.cout, c.oh, c.ow};
     DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape);     /* every path writes it all */
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */

@@ -18,6 +18,18 @@ typedef struct Conv {
     const float *x;
 } Conv;
 
+/* The attributes of conv2d call kc into c (zeroed first): strides, dilation, padding, each in
+ * range; false when the fast kernels do not cover them (groups < 1 included). */
+bool kern_conv_attrs(const KCall *kc, Conv *c);
+/* With c's batch, cin, h, w, cout, kh, kw and attributes set: checks the call's channels and
+ * kernel_size attributes against them and computes oh, ow; false when not covered (the window
+ * larger than the padded input, huge extents). */
+bool kern_conv_extents(const KCall *kc, Conv *c);
+
+/* nn.conv2d with data in a blocked layout NCHW{b}c (conv_nchwc.c): 0 done, -1 error set, 1 when
+ * it does not cover the call (the caller hands it to the reference kernel). */
+int kern_conv_nchwc(KCall *kc);
+
 /* Whether conv_winograd takes c (3x3, stride 1, dilation 1, one group, enough channels and
  * tiles to pay, AVX-512). */
 bool kern_conv_winograd_fits(const Conv *c);

@@ -307,8 +307,37 @@ static int reduce_rows(KCall *kc, RedKind kind, const float *x, float *y, int64_
     return 0;
 }
 
+/* A sum or mean over the middle of (outer, len, inner) with inner <= RED_INNER_MAX: the blocked
+ * layouts' global pools (mean over H and W of NCHW16c data). Each output lane sums its len values
+ * in order in double, as the row reduction does; tasks take ranges of outer. */
+#define RED_INNER_MAX 64
+
+typedef struct MidJob {
+    RedKind kind;
+    const float *x;
+    float *y;
+    int64_t outer, len, inner, per_task;
+} MidJob;
+
+static void mid_task(void *ctx, int64_t t, int worker) {
+    (void)worker;
+    const MidJob *j = ctx;
+    int64_t lo, hi;
+    task_range(t, j->per_task, j->outer, &lo, &hi);
+    for (int64_t o = lo; o < hi; o++) {
+        double acc[RED_INNER_MAX] = {0};
+        const float *x = j->x + o * j->len * j->inner;
+        for (int64_t m = 0; m < j->len; m++)
+            for (int64_t l = 0; l < j->inner; l++)
+                acc[l] += (double)x[m * j->inner + l];
+        for (int64_t l = 0; l < j->inner; l++)
+            j->y[o * j->inner + l] = (float)(j->kind == RK_MEAN ? acc[l] / (double)j->len : acc[l]);
+    }
+}
+
 /* sum / mean / max over the axes the attributes name (as the reference decodes them), when those
- * axes come after every kept axis of extent > 1 (a trailing run: the last axis, or all). */
+ * axes come after every kept axis of extent > 1 (a trailing run: the last axis, or all); sum and
+ * mean also when a short run of kept axes follows them (mid_task). */
 static int reduce(KCall *kc, uint32_t op, RedKind kind) {
     const DLTensor *x = k_arg(kc, 0);
     KernelFn ref = kern_ref_lookup(op);
@@ -324,25 +353,36 @@ static int reduce(KCall *kc, uint32_t op, RedKind kind) {
         if (!k_axis(axes[k], nd, &a) || given[a]) return ref(kc); /* its error */
         given[a] = true;
     }
-    int64_t shape[K_MAX_DIMS], rows = 1, len = 1;
+    int64_t shape[K_MAX_DIMS], rows = 1, len = 1, inner = 1;
     uint32_t out_nd = 0;
-    bool seen_reduced = false;
+    int phase = 0; /* 0: kept axes before the reduced ones, 1: reduced, 2: kept after */
     for (uint32_t d = 0; d < nd; d++) {
         bool red = na == 0 ? true : given[d] != exclude;
+        int64_t e = x->shape[d];
         if (!red) {
-            if (seen_reduced && x->shape[d] != 1) return ref(kc); /* not a trailing run */
-            shape[out_nd++] = x->shape[d];
-            rows = sup_dim_mul_sat(rows, x->shape[d]);
+            shape[out_nd++] = e;
+            if (e == 1) continue;
+            if (phase == 0)
+                rows = sup_dim_mul_sat(rows, e);
+            else
+                phase = 2, inner = sup_dim_mul_sat(inner, e);
         } else {
             if (keep) shape[out_nd++] = 1;
-            if (x->shape[d] != 1) seen_reduced = true;
-            len = sup_dim_mul_sat(len, x->shape[d]);
+            if (e == 1) continue;
+            if (phase == 2) return ref(kc); /* reduced axes on both sides of a kept one */
+            phase = 1;
+            len = sup_dim_mul_sat(len, e);
         }
     }
-    if (rows == 0 || len == 0) return ref(kc); /* empty results, empty reductions */
+    if (rows == 0 || len == 0 || inner == 0) return ref(kc); /* empty results and reductions */
+    if (inner > 1 && (kind == RK_MAX || inner > RED_INNER_MAX)) return ref(kc);
     DLTensor *y = k_out_raw(kc, 0, RLY_DTYPE_F32, out_nd, shape);
     if (y == NULL) return -1;
-    return reduce_rows(kc, kind, k_ptr(x), k_ptr(y), rows, len);
+    if (inner == 1) return reduce_rows(kc, kind, k_ptr(x), k_ptr(y), rows, len);
+    MidJob j = {
+        .kind = kind, .x = k_ptr(x), .y = k_ptr(y), .outer = rows, .len = len, .inner = inner};
+    k_parallel(kc, plan(kc, rows, len * inner, &j.per_task), mid_task, &j);
+    return 0;
 }
 
 static int k_sum(KCall *kc) { return reduce(kc, OP_ID_SUM, RK_SUM); }

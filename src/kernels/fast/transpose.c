@@ -14,7 +14,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "fast.h"
+#include "kernels/fast/conv.h"
 
 typedef struct TRun {
     const uint32_t *src;
@@ -122,37 +122,76 @@ static void rows_task(void *ctx, int64_t task, int worker) {
     rows_run(t, r0, r1);
 }
 
-static int kern_fast_transpose(KCall *kc) {
-    const DLTensor *x = k_arg(kc, 0);
-    uint32_t n = (uint32_t)x->ndim;
-    if (sup_dtype_size(k_dtype(x)) != 4 || n == 0 || n > K_MAX_DIMS)
-        return kern_ref_lookup(OP_ID_TRANSPOSE)(kc);
-    const int64_t *axes;
-    uint32_t na = k_ints(kc, "axes", &axes);
-    int64_t perm[K_MAX_DIMS], st[K_MAX_DIMS], shape[K_MAX_DIMS];
-    bool seen[K_MAX_DIMS] = {0};
-    if (na == 0) {
-        for (uint32_t i = 0; i < n; i++)
-            perm[i] = n - 1 - i;
-    } else {
-        if (na != n) return kern_ref_lookup(OP_ID_TRANSPOSE)(kc); /* its error */
-        for (uint32_t i = 0; i < n; i++) {
-            if (!k_axis(axes[i], n, &perm[i]) || seen[perm[i]])
-                return kern_ref_lookup(OP_ID_TRANSPOSE)(kc);
-            seen[perm[i]] = true;
+/* ---- 16 x L blocks (layout_transform NCHW <-> NCHW16c) ------------------------------------ */
+
+/* A batch of `outer` transposes between 16 x len (16 rows of len) and len x 16, AVX-512: 16 x 16
+ * tiles through registers (conv_transpose16), the last one masked; task = a range of tiles. */
+typedef struct T16 {
+    const float *src;
+    float *dst;
+    int64_t outer, len, tiles; /* tiles per transpose: ceil(len / 16) */
+    int64_t per;               /* tiles per task */
+    bool to_blocked;           /* 16 x len -> len x 16 */
+} T16;
+
+FAST_AVX512 static void t16_task(void *ctx, int64_t task, int worker) {
+    (void)worker;
+    const T16 *t = ctx;
+    int64_t i0 = task * t->per,
+            i1 = i0 + t->per < t->outer * t->tiles ? i0 + t->per : t->outer * t->tiles;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t o = i / t->tiles, p = i % t->tiles * 16, n = t->len - p < 16 ? t->len - p : 16;
+        const float *src = t->src + o * 16 * t->len;
+        float *dst = t->dst + o * 16 * t->len;
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        __m512 r[16];
+        if (t->to_blocked) {
+            for (int c = 0; c < 16; c++)
+                r[c] = _mm512_maskz_loadu_ps(m, src + c * t->len + p);
+            conv_transpose16(r);
+            for (int64_t j = 0; j < n; j++)
+                _mm512_storeu_ps(dst + (p + j) * 16, r[j]);
+        } else {
+            for (int j = 0; j < 16; j++)
+                r[j] = j < n ? _mm512_loadu_ps(src + (p + j) * 16) : _mm512_setzero_ps();
+            conv_transpose16(r);
+            for (int c = 0; c < 16; c++)
+                _mm512_mask_storeu_ps(dst + c * t->len + p, m, r[c]);
         }
     }
-    k_strides(n, x->shape, st);
-    for (uint32_t i = 0; i < n; i++)
-        shape[i] = x->shape[perm[i]];
-    DLTensor *o = k_out_raw(kc, 0, k_dtype(x), n, shape);
-    if (o == NULL) return -1;
-    int64_t total = k_numel(o);
-    if (total == 0) return 0;
+}
+
+/* Whether the reduced transpose t is a batch of 16 x L <-> L x 16 transposes; runs it if so. */
+static bool t16_run(KCall *kc, const TRun *t, int64_t total) {
+    uint32_t nd = t->nd;
+    if (t->isa < SUP_ISA_AVX512 || nd < 2 || t->ist[nd - 2] != 1) return false;
+    int64_t a = t->shape[nd - 2], l = t->shape[nd - 1];
+    T16 b = {.src = (const float *)t->src, .dst = (float *)t->dst};
+    if (l == 16 && t->ist[nd - 1] == a && (nd == 2 || t->ist[nd - 3] == 16 * a))
+        b.len = a, b.to_blocked = true;
+    else if (a == 16 && t->ist[nd - 1] == 16 && (nd == 2 || t->ist[nd - 3] == 16 * l))
+        b.len = l;
+    else
+        return false;
+    b.outer = total / (16 * b.len);
+    b.tiles = (b.len + 15) / 16;
+    int64_t n = b.outer * b.tiles,
+            tasks = k_threads(kc) > 1 && total >= 32768 ? 4 * k_threads(kc) : 1;
+    b.per = (n + tasks - 1) / tasks;
+    k_parallel(kc, (n + b.per - 1) / b.per, t16_task, &b);
+    return true;
+}
+
+/* dst = src (n dims of in_shape, 4-byte elements) transposed by perm (output dim i is input dim
+ * perm[i]); total elements, > 0. */
+static void transpose_run(KCall *kc, const void *src, uint32_t n, const int64_t *in_shape,
+                          const int64_t *perm, void *dst, int64_t total) {
+    int64_t st[K_MAX_DIMS];
+    k_strides(n, in_shape, st);
     /* reduce: drop size-1 dims, merge output neighbours adjacent in the input */
-    TRun t = {.src = k_ptr(x), .dst = k_ptr(o), .isa = sup_isa()};
+    TRun t = {.src = src, .dst = dst, .isa = sup_isa()};
     for (uint32_t i = 0; i < n; i++) {
-        int64_t len = shape[i], s = st[perm[i]];
+        int64_t len = in_shape[perm[i]], s = st[perm[i]];
         if (len == 1) continue;
         if (t.nd > 0 && t.ist[t.nd - 1] == s * len) {
             t.shape[t.nd - 1] *= len;
@@ -167,6 +206,7 @@ static int kern_fast_transpose(KCall *kc) {
     t.row_len = t.shape[t.nd - 1];
     t.rows = total / t.row_len;
     int64_t s = t.ist[t.nd - 1];
+    if (t16_run(kc, &t, total)) return;
     if (s == 1 || s > INT32_MAX / 16) t.isa = SUP_ISA_SCALAR; /* memcpy rows / wide strides */
     /* tasks of >= 16K elements, whole 16-row tiles */
     int threads = k_threads(kc);
@@ -179,10 +219,128 @@ static int kern_fast_transpose(KCall *kc) {
         rows_run(&t, 0, t.rows);
     else
         k_parallel(kc, tasks, rows_task, &t);
+}
+
+static int kern_fast_transpose(KCall *kc) {
+    const DLTensor *x = k_arg(kc, 0);
+    uint32_t n = (uint32_t)x->ndim;
+    if (sup_dtype_size(k_dtype(x)) != 4 || n == 0 || n > K_MAX_DIMS)
+        return kern_ref_lookup(OP_ID_TRANSPOSE)(kc);
+    const int64_t *axes;
+    uint32_t na = k_ints(kc, "axes", &axes);
+    int64_t perm[K_MAX_DIMS], shape[K_MAX_DIMS];
+    bool seen[K_MAX_DIMS] = {0};
+    if (na == 0) {
+        for (uint32_t i = 0; i < n; i++)
+            perm[i] = n - 1 - i;
+    } else {
+        if (na != n) return kern_ref_lookup(OP_ID_TRANSPOSE)(kc); /* its error */
+        for (uint32_t i = 0; i < n; i++) {
+            if (!k_axis(axes[i], n, &perm[i]) || seen[perm[i]])
+                return kern_ref_lookup(OP_ID_TRANSPOSE)(kc);
+            seen[perm[i]] = true;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        shape[i] = x->shape[perm[i]];
+    DLTensor *o = k_out_raw(kc, 0, k_dtype(x), n, shape);
+    if (o == NULL) return -1;
+    int64_t total = k_numel(o);
+    if (total > 0) transpose_run(kc, k_ptr(x), n, x->shape, perm, k_ptr(o), total);
+    return 0;
+}
+
+/* ---- layout_transform -------------------------------------------------------------------- */
+
+/* A dim of a layout_transform's common refinement: primal axis `axis`, its outer part (blocked
+ * somewhere), inner part, or whole. */
+typedef struct LDim {
+    char axis;
+    uint8_t part; /* 0 whole, 1 outer, 2 inner */
+    int64_t size;
+} LDim;
+
+/* layout_transform of 4-byte elements between layouts that are permutations of one refinement:
+ * each primal axis split by one block size in src, in dst or in both, dividing it (no padding);
+ * NCHW <-> NCHW16c is a transpose of (N, C/16, 16, H*W) in blocks. Other transforms (a block that
+ * pads, two different blocks of one axis) go to the reference kernel. */
+static int kern_fast_layout_transform(KCall *kc) {
+    const DLTensor *x = k_arg(kc, 0);
+    KLayout src, dst;
+    uint32_t n = (uint32_t)x->ndim;
+    KernelFn ref = kern_ref_lookup(OP_ID_LAYOUT_TRANSFORM);
+    if (sup_dtype_size(k_dtype(x)) != 4 || !k_layout_parse(k_str(kc, "src_layout"), &src) ||
+        !k_layout_parse(k_str(kc, "dst_layout"), &dst) || src.n != n || n == 0)
+        return ref(kc);
+    LDim ex[K_MAX_DIMS];
+    int64_t in_shape[K_MAX_DIMS], perm[K_MAX_DIMS], shape[K_MAX_DIMS];
+    uint32_t ne = 0, no = 0;
+    for (uint32_t i = 0; i < n; i++) { /* the source in the refinement */
+        char a = src.axis[i];
+        if (src.factor[i]) {
+            if (x->shape[i] != src.factor[i]) return ref(kc);
+            ex[ne++] = (LDim){(char)(a - 'a' + 'A'), 2, x->shape[i]};
+            continue;
+        }
+        int64_t bs = k_layout_block(&src, a), bd = k_layout_block(&dst, a);
+        if (k_layout_find(&dst, a) < 0 || (bs && bd && bs != bd)) return ref(kc);
+        if (bs) {
+            ex[ne++] = (LDim){a, 1, x->shape[i]};
+        } else if (bd) {
+            if (x->shape[i] % bd != 0) return ref(kc); /* padding */
+            ex[ne++] = (LDim){a, 1, x->shape[i] / bd};
+            ex[ne++] = (LDim){a, 2, bd};
+        } else {
+            ex[ne++] = (LDim){a, 0, x->shape[i]};
+        }
+        if (ne > K_MAX_DIMS - 1) return ref(kc);
+    }
+    for (uint32_t i = 0; i < dst.n; i++) { /* the destination's dims, as refinement dims */
+        char a = dst.axis[i];
+        uint8_t parts[2], np = 0;
+        if (dst.factor[i]) { /* a sub-axis */
+            a = (char)(a - 'a' + 'A');
+            parts[np++] = 2;
+        } else if (k_layout_block(&dst, a)) {
+            parts[np++] = 1;
+        } else if (k_layout_block(&src, a)) { /* joined: outer then inner */
+            parts[np++] = 1;
+            parts[np++] = 2;
+        } else {
+            parts[np++] = 0;
+        }
+        for (uint8_t k = 0; k < np; k++) {
+            uint32_t j = 0;
+            while (j < ne && !(ex[j].axis == a && ex[j].part == parts[k]))
+                j++;
+            if (j == ne || no == K_MAX_DIMS) return ref(kc);
+            perm[no++] = j;
+        }
+    }
+    if (no != ne) return ref(kc);
+    for (uint32_t j = 0; j < ne; j++)
+        in_shape[j] = ex[j].size;
+    /* the destination's shape: a joined axis is its outer times inner extents */
+    for (uint32_t i = 0, k = 0; i < dst.n; i++) {
+        char a = dst.axis[i];
+        bool split = dst.factor[i] != 0 || k_layout_block(&dst, a) != 0;
+        if (!split && k_layout_block(&src, a) != 0) {
+            shape[i] = ex[perm[k]].size * ex[perm[k + 1]].size;
+            k += 2;
+        } else {
+            shape[i] = ex[perm[k]].size;
+            k++;
+        }
+    }
+    DLTensor *o = k_out_raw(kc, 0, k_dtype(x), dst.n, shape);
+    if (o == NULL) return -1;
+    int64_t total = k_numel(o);
+    if (total > 0) transpose_run(kc, k_ptr(x), ne, in_shape, perm, k_ptr(o), total);
     return 0;
 }
 
 const KernelDef kern_fast_transform[] = {
     {OP_ID_TRANSPOSE, kern_fast_transpose},
+    {OP_ID_LAYOUT_TRANSFORM, kern_fast_layout_transform},
     {0, NULL},
 };

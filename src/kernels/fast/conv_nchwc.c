@@ -1,0 +1,399 @@
+/* conv_nchwc.c - fast nn.conv2d in a blocked layout (conv.h): data NCHW{b}c, that is
+ * (batch, C/b, H, W, b), and the result in the same layout; weights OIHW{b}i{b}o, that is
+ * (O/b, I/groups/b, KH, KW, b, b), a b x b block per tap from input lanes to output lanes, or for
+ * a depthwise convolution (one input channel per output channel) OIHW1i{b}o, that is
+ * (C/b, 1, KH, KW, 1, b). These are the layouts ConvertLayout gives a conv2d asked for NCHW{b}c
+ * (docs/passes.md). Any stride, padding, dilation and groups whose channels per group are whole
+ * blocks, and depthwise ones; float32. Other calls go to the reference kernel.
+ *
+ * The weights need no packing: their layout is the loop order. A register tile is R output
+ * positions of one output row (consecutive output columns; the whole plane is one row for a 1x1,
+ * stride-1, unpadded convolution) by NOB output blocks: R x NOB accumulators of b lanes. Each tap
+ * (input block, ky, kx) and input lane i loads NOB weight vectors (row i of the tap's b x b
+ * blocks) and broadcasts the R positions' input value of lane i: at AVX-512 with b = 16,
+ * NOB = 4 and R = 6 make 24 FMAs per 4 loads and 6 broadcasts. A depthwise tile is R positions
+ * of one block: each tap is one weight vector and R input vectors, lane by lane, with no
+ * transposes. Output positions whose window leaves the input on the left or right run as tiles
+ * of one position over the taps inside (rows above or below leave out whole kernel rows for the
+ * row's tiles), so the input is read in place, never copied or padded.
+ *
+ * Every output is the sum over (input block, ky, kx, lane) in that order, one FMA per term at
+ * AVX-512 (a multiply and an add per term in the portable code of the other levels and blocks),
+ * whatever the tile: results do not depend on the thread count. Threads take (image, tile of
+ * output blocks, range of output positions) tasks; the fused tail is applied per task.
+ * docs/kernels.md, "Blocked layout", has the measurements. */
+#include "kernels/fast/conv.h"
+
+#include <immintrin.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NC_MIN_MACS 65536 /* multiply-adds per task at least when splitting for threads */
+#define NC_MAX_BLOCK 64   /* lanes of the portable code's accumulator */
+#define NC_R_MAX 14       /* positions per tile */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+typedef struct NcRun {
+    Conv c;               /* geometry in channels; a flat call's plane is one row (h = oh = 1) */
+    int64_t b;            /* lanes per block */
+    bool dw;              /* depthwise: output block j reads input block j */
+    int64_t cb;           /* input blocks */
+    int64_t ob;           /* output blocks */
+    int64_t icb_g, ob_g;  /* input and output blocks per group (general) */
+    int64_t nob;          /* output blocks per tile: 1 for depthwise */
+    int64_t tiles_g;      /* tiles per group (general), or blocks (depthwise) */
+    int64_t tiles;        /* tiles per image */
+    int64_t np;           /* output positions per plane */
+    int64_t chunks;       /* position ranges per (image, tile) */
+    bool chunk_rows;      /* ranges are whole output rows */
+    int64_t ox_lo, ox_hi; /* output columns whose window is inside the input horizontally */
+    /* strides in floats */
+    int64_t xs_cb, xs_ky, xs_kx, pstep;  /* input block, kernel row, kernel column, position */
+    int64_t ws_icb, ws_ky, ws_kx, ws_ob; /* weights of an input block, a kernel row, a column,
+                                          * an output block */
+    int64_t os_ob;                       /* output block */
+    const float *x, *w;
+    float *out;
+    bool avx512; /* the AVX-512 tiles (b == 16) */
+    bool avx2;   /* the portable code compiled for AVX2 */
+    const KEpilogue *epi;
+} NcRun;
+
+/* ---- AVX-512 tiles, b == 16 ----------------------------------------------------------------- */
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* R positions x NOB output blocks: x at position 0's first tap of the tile's first input block,
+ * w at that tap of the first output block's weights, o at position 0 of the first output block;
+ * nky x nkx taps. */
+FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w, float *o,
+                                  int64_t nky, int64_t nkx, const int R, const int NOB) {
+    __m512 acc[NC_R_MAX][4];
+    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] = _mm512_setzero_ps();
+    const int64_t ps = r->pstep, wob = r->ws_ob;
+    for (int64_t icb = 0; icb < r->icb_g; icb++)
+        for (int64_t ky = 0; ky < nky; ky++)
+            for (int64_t kx = 0; kx < nkx; kx++) {
+                const float *xq = x + icb * r->xs_cb + ky * r->xs_ky + kx * r->xs_kx;
+                const float *wq = w + icb * r->ws_icb + ky * r->ws_ky + kx * r->ws_kx;
+                _Pragma("GCC unroll 4") for (int i = 0; i < 16; i++) {
+                    __m512 wv[4];
+                    _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) wv[j] =
+                        _mm512_loadu_ps(wq + j * wob + i * 16);
+                    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) {
+                        __m512 xv = _mm512_set1_ps(xq[p * ps + i]);
+                        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] =
+                            _mm512_fmadd_ps(xv, wv[j], acc[p][j]);
+                    }
+                }
+            }
+    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++)
+            _mm512_storeu_ps(o + j * r->os_ob + p * 16, acc[p][j]);
+}
+
+/* R positions of one depthwise block: x at position 0's first tap, w at that tap's vector. */
+FAST_AVX512 INLINE void dw_tile16(const NcRun *r, const float *x, const float *w, float *o,
+                                  int64_t nky, int64_t nkx, const int R) {
+    __m512 acc[NC_R_MAX];
+    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] = _mm512_setzero_ps();
+    const int64_t ps = r->pstep;
+    for (int64_t ky = 0; ky < nky; ky++)
+        for (int64_t kx = 0; kx < nkx; kx++) {
+            const float *xq = x + ky * r->xs_ky + kx * r->xs_kx;
+            __m512 wv = _mm512_loadu_ps(w + ky * r->ws_ky + kx * r->ws_kx);
+            _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] =
+                _mm512_fmadd_ps(_mm512_loadu_ps(xq + p * ps), wv, acc[p]);
+        }
+    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) _mm512_storeu_ps(o + p * 16, acc[p]);
+}
+
+typedef void (*NcTileFn)(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
+                         int64_t nkx);
+
+#define NC_FN(R, NOB)                                                                              \
+    static FAST_AVX512 void nc16_##R##_##NOB(const NcRun *r, const float *x, const float *w,       \
+                                             float *o, int64_t nky, int64_t nkx) {                 \
+        nc_tile16(r, x, w, o, nky, nkx, R, NOB);                                                   \
+    }
+#define DW_FN(R, NOB)                                                                              \
+    static FAST_AVX512 void dw16_##R(const NcRun *r, const float *x, const float *w, float *o,     \
+                                     int64_t nky, int64_t nkx) {                                   \
+        dw_tile16(r, x, w, o, nky, nkx, R);                                                        \
+    }
+#define R6(X, N) X(1, N) X(2, N) X(3, N) X(4, N) X(5, N) X(6, N)
+#define R8(X, N) R6(X, N) X(7, N) X(8, N)
+#define R12(X, N) R8(X, N) X(9, N) X(10, N) X(11, N) X(12, N)
+#define R14(X, N) R12(X, N) X(13, N) X(14, N)
+R14(NC_FN, 1)
+R12(NC_FN, 2)
+R8(NC_FN, 3)
+R6(NC_FN, 4)
+R14(DW_FN, 0)
+#define NC_PTR(R, NOB) nc16_##R##_##NOB,
+#define DW_PTR(R, NOB) dw16_##R,
+
+/* The most positions per tile for NOB output blocks (R x NOB accumulators, NOB weight vectors
+ * and a broadcast within 32 registers). */
+static const int nc_rmax[5] = {NC_R_MAX, 14, 12, 8, 6};
+static const NcTileFn nc16_fns[4][NC_R_MAX] = {
+    {R14(NC_PTR, 1)}, {R12(NC_PTR, 2)}, {R8(NC_PTR, 3)}, {R6(NC_PTR, 4)}};
+static const NcTileFn dw16_fns[NC_R_MAX] = {R14(DW_PTR, 0)};
+
+/* ---- portable tiles (other levels, other blocks) -------------------------------------------- */
+
+INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
+                        int64_t nkx, int64_t nob) {
+    const int64_t b = r->b;
+    for (int64_t j = 0; j < nob; j++) {
+        float acc[NC_MAX_BLOCK];
+        for (int64_t l = 0; l < b; l++)
+            acc[l] = 0;
+        const float *wj = w + j * r->ws_ob;
+        for (int64_t icb = 0; icb < (r->dw ? 1 : r->icb_g); icb++)
+            for (int64_t ky = 0; ky < nky; ky++)
+                for (int64_t kx = 0; kx < nkx; kx++) {
+                    const float *xq = x + icb * r->xs_cb + ky * r->xs_ky + kx * r->xs_kx;
+                    const float *wq = wj + icb * r->ws_icb + ky * r->ws_ky + kx * r->ws_kx;
+                    if (r->dw) {
+                        for (int64_t l = 0; l < b; l++)
+                            acc[l] += xq[l] * wq[l];
+                        continue;
+                    }
+                    for (int64_t i = 0; i < b; i++) {
+                        float xv = xq[i];
+                        for (int64_t l = 0; l < b; l++)
+                            acc[l] += xv * wq[i * b + l];
+                    }
+                }
+        memcpy(o + j * r->os_ob, acc, (size_t)b * sizeof(float));
+    }
+}
+
+static FAST_AVX2 void nc_pos_avx2(const NcRun *r, const float *x, const float *w, float *o,
+                                  int64_t nky, int64_t nkx, int64_t nob) {
+    nc_pos_body(r, x, w, o, nky, nkx, nob);
+}
+
+static void nc_pos_scalar(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
+                          int64_t nkx, int64_t nob) {
+    nc_pos_body(r, x, w, o, nky, nkx, nob);
+}
+
+/* n positions (n <= NC_R_MAX) of nob output blocks, the taps given as for nc_tile16. */
+static void nc_tile(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
+                    int64_t nkx, int64_t nob, int64_t n) {
+    if (r->avx512) {
+        if (r->dw)
+            dw16_fns[n - 1](r, x, w, o, nky, nkx);
+        else
+            nc16_fns[nob - 1][n - 1](r, x, w, o, nky, nkx);
+        return;
+    }
+    for (int64_t p = 0; p < n; p++) {
+        const float *xp = x + p * r->pstep;
+        float *op = o + p * r->b;
+        if (r->avx2)
+            nc_pos_avx2(r, xp, w, op, nky, nkx, nob);
+        else
+            nc_pos_scalar(r, xp, w, op, nky, nkx, nob);
+    }
+}
+
+/* ---- rows and tasks -------------------------------------------------------------------------- */
+
+/* Output row oy, columns [c0, c1), of the tile whose input starts at x (its first input block),
+ * weights at w (first output block, tap (0, 0)), output at o (first output block's plane). */
+static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int64_t nob,
+                   int64_t oy, int64_t c0, int64_t c1) {
+    const Conv *c = &r->c;
+    int64_t b = r->b, iy0 = oy * c->sh - c->pt;
+    int64_t ky0 = iy0 >= 0 ? 0 : cdiv(-iy0, c->dh);
+    int64_t ky1 = iy0 > c->h - 1 ? 0 : min64(c->kh, (c->h - 1 - iy0) / c->dh + 1);
+    float *orow = o + oy * c->ow * b;
+    if (ky1 <= ky0) { /* every kernel row falls in the padding */
+        for (int64_t j = 0; j < nob; j++)
+            memset(orow + j * r->os_ob + c0 * b, 0, (size_t)((c1 - c0) * b) * sizeof(float));
+        return;
+    }
+    int64_t nky = ky1 - ky0, rmax = nc_rmax[r->dw ? 0 : nob];
+    const float *xrow = x + (iy0 + ky0 * c->dh) * c->w * b; /* kernel row ky0's input row */
+    const float *wk = w + ky0 * r->ws_ky;
+    for (int64_t ox = c0; ox < c1;) {
+        int64_t ix0 = ox * c->sw - c->pl;
+        if (ox >= r->ox_lo && ox < r->ox_hi) {
+            int64_t n = min64(rmax, min64(c1, r->ox_hi) - ox);
+            nc_tile(r, xrow + ix0 * b, wk, orow + ox * b, nky, c->kw, nob, n);
+            ox += n;
+            continue;
+        }
+        int64_t kx0 = ix0 >= 0 ? 0 : cdiv(-ix0, c->dw);
+        int64_t kx1 = ix0 > c->w - 1 ? 0 : min64(c->kw, (c->w - 1 - ix0) / c->dw + 1);
+        if (kx1 <= kx0) {
+            for (int64_t j = 0; j < nob; j++)
+                memset(orow + j * r->os_ob + ox * b, 0, (size_t)b * sizeof(float));
+        } else {
+            nc_tile(r, xrow + (ix0 + kx0 * c->dw) * b, wk + kx0 * r->ws_kx, orow + ox * b, nky,
+                    kx1 - kx0, nob, 1);
+        }
+        ox++;
+    }
+}
+
+static void nc_task(void *ctx, int64_t t, int worker) {
+    (void)worker;
+    const NcRun *r = ctx;
+    const Conv *c = &r->c;
+    int64_t chunk = t % r->chunks, tile = t / r->chunks % r->tiles, n = t / r->chunks / r->tiles;
+    int64_t ob0, nob, icb0;
+    if (r->dw) {
+        ob0 = icb0 = tile;
+        nob = 1;
+    } else {
+        int64_t g = tile / r->tiles_g, k = tile % r->tiles_g;
+        ob0 = g * r->ob_g + k * r->nob;
+        nob = min64(r->nob, r->ob_g - k * r->nob);
+        icb0 = g * r->icb_g;
+    }
+    int64_t p0, p1;
+    if (r->chunk_rows) {
+        p0 = c->oh * chunk / r->chunks * c->ow;
+        p1 = c->oh * (chunk + 1) / r->chunks * c->ow;
+    } else {
+        p0 = r->np * chunk / r->chunks;
+        p1 = r->np * (chunk + 1) / r->chunks;
+    }
+    const float *x = r->x + (n * r->cb + icb0) * r->xs_cb;
+    const float *w = r->w + ob0 * r->ws_ob;
+    float *o = r->out + (n * r->ob + ob0) * r->os_ob;
+    for (int64_t oy = p0 / c->ow; oy * c->ow < p1; oy++) {
+        int64_t c0 = max64(p0 - oy * c->ow, 0), c1 = min64(p1 - oy * c->ow, c->ow);
+        nc_row(r, x, w, o, nob, oy, c0, c1);
+    }
+    if (r->epi != NULL)
+        for (int64_t j = 0; j < nob; j++)
+            r->epi->apply(r->epi->ctx, ((n * r->ob + ob0 + j) * r->np + p0) * r->b,
+                          (p1 - p0) * r->b);
+}
+
+/* ---- the call ------------------------------------------------------------------------------ */
+
+/* The block of a layout "<prefix><digits><suffix>" (exactly), or 0. */
+static int64_t layout_block(const char *s, const char *prefix, const char *suffix) {
+    size_t n = strlen(prefix);
+    if (strncmp(s, prefix, n) != 0) return 0;
+    int64_t v = 0;
+    const char *p = s + n;
+    if (*p < '1' || *p > '9') return 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (*p - '0');
+        if (v > NC_MAX_BLOCK) return 0;
+    }
+    return strcmp(p, suffix) == 0 ? v : 0;
+}
+
+/* The call's geometry into r, or false when this kernel does not cover it. */
+static bool nc_geometry(const KCall *kc, NcRun *r) {
+    const DLTensor *x = k_arg(kc, 0), *wt = k_arg(kc, 1);
+    int64_t odt = k_int(kc, "out_dtype");
+    const char *dl = k_str(kc, "data_layout"), *ol = k_str(kc, "out_layout");
+    memset(r, 0, sizeof *r);
+    int64_t b = r->b = layout_block(dl, "NCHW", "c");
+    if (kc->n_in != 2 || b == 0 || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
+        (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != 5 || wt->ndim != 6 || x->shape[4] != b ||
+        (ol[0] && strcmp(ol, dl) != 0) || !kern_conv_attrs(kc, &r->c))
+        return false;
+    Conv *c = &r->c;
+    const char *kl = k_str(kc, "kernel_layout");
+    int64_t g = k_int(kc, "groups");
+    char want[48];
+    snprintf(want, sizeof want, "OIHW%di%do", (int)b, (int)b);
+    bool general = strcmp(kl, want) == 0;
+    snprintf(want, sizeof want, "OIHW1i%do", (int)b);
+    bool depthwise = strcmp(kl, want) == 0;
+    r->cb = x->shape[1];
+    c->batch = x->shape[0], c->cin = r->cb * b, c->h = x->shape[2], c->w = x->shape[3];
+    c->kh = wt->shape[2], c->kw = wt->shape[3];
+    c->groups = g;
+    r->ob = wt->shape[0];
+    c->cout = r->ob * b;
+    if (r->cb > ((int64_t)1 << 30) / b || r->ob > ((int64_t)1 << 30) / b) return false;
+    if (depthwise) {
+        if (g != c->cin || c->cout != c->cin || wt->shape[1] != 1 || wt->shape[4] != 1 ||
+            wt->shape[5] != b)
+            return false;
+        r->dw = true;
+        c->cin_g = c->cout_g = 1;
+    } else {
+        if (!general || c->cin % g != 0 || c->cout % g != 0 || wt->shape[4] != b ||
+            wt->shape[5] != b)
+            return false;
+        c->cin_g = c->cin / g, c->cout_g = c->cout / g;
+        if (c->cin_g % b != 0 || c->cout_g % b != 0 || wt->shape[1] * b != c->cin_g) return false;
+        r->icb_g = c->cin_g / b, r->ob_g = c->cout_g / b;
+    }
+    if (!kern_conv_extents(kc, c)) return false;
+    r->x = k_ptr(x);
+    r->w = k_ptr(wt);
+    return true;
+}
+
+int kern_conv_nchwc(KCall *kc) {
+    NcRun r;
+    if (!nc_geometry(kc, &r)) return 1;
+    Conv *c = &r.c;
+    int64_t b = r.b;
+    int64_t shape[5] = {c->batch, r.ob, c->oh, c->ow, b};
+    DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 5, shape); /* every path writes it all */
+    if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0;
+    r.out = k_ptr(o);
+    r.np = c->oh * c->ow;
+    r.os_ob = r.np * b;
+    r.xs_cb = c->h * c->w * b;
+    if (c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
+        c->pb == 0 && c->pr == 0) { /* flat: the plane is one row */
+        c->w = c->ow = r.np;
+        c->h = c->oh = 1;
+    }
+    r.xs_ky = c->dh * c->w * b;
+    r.xs_kx = c->dw * b;
+    r.pstep = c->sw * b;
+    int64_t taps = c->kh * c->kw;
+    if (r.dw) {
+        r.ws_kx = b, r.ws_ky = c->kw * b, r.ws_icb = taps * b, r.ws_ob = taps * b;
+        r.nob = 1;
+        r.tiles = r.tiles_g = r.ob;
+    } else {
+        r.ws_kx = b * b, r.ws_ky = c->kw * b * b, r.ws_icb = taps * b * b;
+        r.ws_ob = r.icb_g * r.ws_icb;
+        r.tiles_g = cdiv(r.ob_g, 4);
+        r.nob = cdiv(r.ob_g, r.tiles_g); /* 6 blocks: 3 + 3, not 4 + 2 */
+        r.tiles = c->groups * r.tiles_g;
+    }
+    /* interior columns: ox * sw - pl >= 0 and ox * sw - pl + (kw - 1) dw <= w - 1 */
+    r.ox_lo = min64(cdiv(c->pl, c->sw), c->ow);
+    int64_t last = c->w - 1 - (c->kw - 1) * c->dw + c->pl;
+    r.ox_hi = last < 0 ? r.ox_lo : max64(r.ox_lo, min64(c->ow, last / c->sw + 1));
+    SupIsa isa = sup_isa();
+    r.avx512 = isa == SUP_ISA_AVX512 && b == 16;
+    r.avx2 = isa >= SUP_ISA_AVX2;
+    /* position ranges: enough tasks for the threads, each worth NC_MIN_MACS */
+    r.chunks = 1;
+    int threads = k_threads(kc);
+    int64_t units = c->batch * r.tiles;
+    if (threads > 1 && units < 4 * threads) {
+        double macs =
+            (double)r.np * (double)(r.nob * b) * (double)taps * (double)(r.dw ? 1 : r.icb_g * b);
+        int64_t by_macs = (int64_t)(macs / NC_MIN_MACS);
+        r.chunks = max64(1, min64(min64(cdiv(4 * threads, units), by_macs), r.np));
+    }
+    r.chunk_rows = c->oh >= r.chunks;
+    if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
+    k_parallel(kc, units * r.chunks, nc_task, &r);
+    kc->epi_done = r.epi != NULL;
+    return 0;
+}
