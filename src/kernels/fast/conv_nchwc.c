@@ -20,7 +20,8 @@
  * Every output is the sum over (input block, ky, kx, lane) in that order, one FMA per term at
  * AVX-512 (a multiply and an add per term in the portable code of the other levels and blocks),
  * whatever the tile: results do not depend on the thread count. Threads take (image, tile of
- * output blocks, range of output positions) tasks; the fused tail is applied per task.
+ * output blocks, range of output positions) tasks; the fused tail is applied to each piece of
+ * at most NC_PIECE positions of a row as soon as it is computed.
  * docs/kernels.md, "Blocked layout", has the measurements. */
 #include "kernels/fast/conv.h"
 
@@ -31,6 +32,7 @@
 #define NC_MIN_MACS 65536 /* multiply-adds per task at least when splitting for threads */
 #define NC_MAX_BLOCK 64   /* lanes of the portable code's accumulator */
 #define NC_R_MAX 14       /* positions per tile */
+#define NC_PIECE 84       /* positions of a row computed before the fused tail runs on them */
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -272,12 +274,15 @@ static void nc_task(void *ctx, int64_t t, int worker) {
     float *o = r->out + (n * r->ob + ob0) * r->os_ob;
     for (int64_t oy = p0 / c->ow; oy * c->ow < p1; oy++) {
         int64_t c0 = max64(p0 - oy * c->ow, 0), c1 = min64(p1 - oy * c->ow, c->ow);
-        nc_row(r, x, w, o, nob, oy, c0, c1);
+        for (int64_t s0 = c0; s0 < c1; s0 += NC_PIECE) { /* the tail while the piece is in L1 */
+            int64_t s1 = min64(c1, s0 + NC_PIECE);
+            nc_row(r, x, w, o, nob, oy, s0, s1);
+            if (r->epi == NULL) continue;
+            for (int64_t j = 0; j < nob; j++)
+                r->epi->apply(r->epi->ctx, ((n * r->ob + ob0 + j) * r->np + oy * c->ow + s0) * r->b,
+                              (s1 - s0) * r->b);
+        }
     }
-    if (r->epi != NULL)
-        for (int64_t j = 0; j < nob; j++)
-            r->epi->apply(r->epi->ctx, ((n * r->ob + ob0 + j) * r->np + p0) * r->b,
-                          (p1 - p0) * r->b);
 }
 
 /* ---- the call ------------------------------------------------------------------------------ */
@@ -385,11 +390,11 @@ int kern_conv_nchwc(KCall *kc) {
     r.chunks = 1;
     int threads = k_threads(kc);
     int64_t units = c->batch * r.tiles;
-    if (threads > 1 && units < 4 * threads) {
+    if (threads > 1 && units % threads != 0 && units < 8 * threads) {
         double macs =
             (double)r.np * (double)(r.nob * b) * (double)taps * (double)(r.dw ? 1 : r.icb_g * b);
         int64_t by_macs = (int64_t)(macs / NC_MIN_MACS);
-        r.chunks = max64(1, min64(min64(cdiv(4 * threads, units), by_macs), r.np));
+        r.chunks = max64(1, min64(min64(cdiv(8 * threads, units), by_macs), r.np));
     }
     r.chunk_rows = c->oh >= r.chunks;
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
