@@ -1,9 +1,14 @@
 /* pool.c - the thread pool (support.h, "thread pool"): persistent pthread workers and a fork/join
  * sup_pool_run for batch-1 kernels, whose runs last microseconds.
  *
- * One run: the caller writes the task (fn, ctx, n_tasks), zeroes the task counter and publishes
- * a new generation in `ctl`; workers that notice it join the run, and every participant (the
- * caller too) takes task indices from one atomic counter until they run out. A worker waits for
+ * One run: the caller writes the task (fn, ctx, n_tasks), cuts the task indices into one
+ * contiguous range per thread and publishes a new generation in `ctl`; workers that notice it
+ * join the run, and every participant (the caller too) takes the indices of its own range, in
+ * order, from that range's atomic counter, then those left in the other ranges. So task i of a
+ * run goes to the same thread run after run unless that thread is late: consecutive kernels that
+ * split their data alike (a convolution's output blocks, the next layer's input blocks) find it
+ * in the cache of the core that wrote it. (With one shared counter, tasks went to whichever thread
+ * was free, and at 2 threads small memory-bound operators ran slower than at 1.) A worker waits for
  * the next generation by spinning (pause) for up to SPIN_NS, then sleeps on a condition variable;
  * the caller broadcasts only when some worker sleeps, so back-to-back runs (a model's kernels)
  * cost no futex call at all. The caller closes the run when the counter is exhausted and waits
@@ -53,8 +58,8 @@ struct SupPool {
     int n;                /* threads, the caller included; >= 2 (a 1-thread pool has no workers) */
     Worker *workers;      /* n - 1 */
     _Atomic uint64_t ctl; /* generation | CTL_CLOSED | joined (see the file comment) */
-    _Atomic int64_t next; /* the next task index of the current run (may pass n_tasks) */
-    _Atomic int finished; /* joined workers done with the current run */
+    struct TaskRange *ranges;    /* n: thread i's task indices of the current run */
+    _Atomic int finished;        /* joined workers done with the current run */
     _Atomic int n_sleeping;      /* workers blocked (or about to block) on wake */
     _Atomic int caller_sleeping; /* the caller blocked (or about to block) on done */
     _Atomic int busy;            /* a run is in progress (one at a time: support.h) */
@@ -74,6 +79,14 @@ struct SupPool {
     size_t n_spans, cap_spans;
 };
 
+/* Thread i's share of a run: indices next .. end - 1 are not taken yet (next may pass end). One
+ * cache line each. */
+typedef struct TaskRange {
+    _Atomic int64_t next;
+    int64_t end;
+    char pad[64 - sizeof(int64_t) * 2];
+} TaskRange;
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -86,17 +99,20 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Take tasks from the shared counter until it runs out. */
+/* Take the tasks of this thread's range, then those left in the others'. */
 static void take_tasks(SupPool *p, int worker) {
     SupTaskFn fn = p->fn;
     void *ctx = p->ctx;
-    int64_t n = p->n_tasks, t0 = 0;
+    int64_t t0 = 0;
     bool trace = p->trace;
-    for (;;) {
-        int64_t t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-        if (t >= n) break;
-        if (trace && t0 == 0) t0 = now_ns();
-        fn(ctx, t, worker);
+    for (int k = 0; k < p->n; k++) {
+        TaskRange *r = &p->ranges[(worker + k) % p->n];
+        for (;;) {
+            int64_t t = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+            if (t >= r->end) break;
+            if (trace && t0 == 0) t0 = now_ns();
+            fn(ctx, t, worker);
+        }
     }
     if (t0 != 0) { /* read by the caller after `finished` counts this worker (or its own) */
         p->span_t0[worker] = t0;
@@ -181,6 +197,7 @@ SupPool *sup_pool_new(int n_threads) {
     p->n = n_threads;
     if (n_threads == 1) return p;
     p->workers = sup_calloc((size_t)n_threads - 1, sizeof *p->workers);
+    p->ranges = sup_calloc((size_t)n_threads, sizeof *p->ranges);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -207,6 +224,7 @@ SupPool *sup_pool_new(int n_threads) {
         pthread_cond_destroy(&p->wake);
         pthread_mutex_destroy(&p->mu);
         free(p->workers);
+        free(p->ranges);
         free(p);
         return NULL;
     }
@@ -225,6 +243,7 @@ void sup_pool_free(SupPool *p) {
         pthread_cond_destroy(&p->wake);
         pthread_mutex_destroy(&p->mu);
         free(p->workers);
+        free(p->ranges);
     }
     free(p);
 }
@@ -299,7 +318,10 @@ void sup_pool_run(SupPool *p, int64_t n_tasks, SupTaskFn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    for (int i = 0; i < p->n; i++) {
+        atomic_store_explicit(&p->ranges[i].next, n_tasks * i / p->n, memory_order_relaxed);
+        p->ranges[i].end = n_tasks * (i + 1) / p->n;
+    }
     atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
     /* Publish: a new generation, open, nobody joined. The seq_cst store orders the writes above
      * before any worker's acquire of it, and pairs with n_sleeping below. */

@@ -81,6 +81,47 @@ static void test_exactly_once(void **state) {
     free(c.hits);
 }
 
+/* Task ranges: each thread takes its own contiguous range first. With 2 threads, a thread's
+ * first task therefore lies in its own range when that range is not empty: it leaves its range
+ * only when the range is exhausted, and the other thread takes that range only after its own,
+ * so nothing is left anywhere by then. (With 3 or more a late thread may begin in a third
+ * thread's range.) */
+typedef struct First {
+    _Atomic int64_t first[8];
+} First;
+
+static void first_task(void *ctx, int64_t t, int worker) {
+    First *f = ctx;
+    int64_t none = -1;
+    atomic_compare_exchange_strong(&f->first[worker], &none, t);
+}
+
+static void test_own_range_first(void **state) {
+    (void)state;
+    for (int th = 2; th <= 4; th++) {
+        SupPool *p = sup_pool_new(th);
+        bool ranges = th == 2; /* the claim above */
+        assert_non_null(p);
+        static const int64_t sizes[] = {2, 3, 10, 64, 1001};
+        for (int rep = 0; rep < 200; rep++)
+            for (size_t k = 0; k < RLY_ARRAY_LEN(sizes); k++) {
+                int64_t n = sizes[k];
+                First f;
+                for (int i = 0; i < 8; i++)
+                    atomic_store(&f.first[i], -1);
+                sup_pool_run(p, n, first_task, &f);
+                for (int i = 0; i < th; i++) {
+                    int64_t t = atomic_load(&f.first[i]), lo = n * i / th, hi = n * (i + 1) / th;
+                    if (ranges && t >= 0 && lo < hi && (t < lo || t >= hi))
+                        fail_msg("threads %d, %lld tasks: thread %d began with task %lld, not in "
+                                 "its range [%lld, %lld)",
+                                 th, (long long)n, i, (long long)t, (long long)lo, (long long)hi);
+                }
+            }
+        sup_pool_free(p);
+    }
+}
+
 /* Runs after the workers have gone to sleep (idle > the spin time), and runs whose tasks keep
  * the workers busy past the caller's spin (the caller sleeps). */
 static void test_sleep_paths(void **state) {
@@ -329,10 +370,10 @@ static void test_spans(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spans),       cmocka_unit_test(test_exactly_once),
-        cmocka_unit_test(test_sleep_paths), cmocka_unit_test(test_stress),
-        cmocka_unit_test(test_visibility),  cmocka_unit_test(test_default_threads),
-        cmocka_unit_test(test_latency),
+        cmocka_unit_test(test_spans),           cmocka_unit_test(test_exactly_once),
+        cmocka_unit_test(test_own_range_first), cmocka_unit_test(test_sleep_paths),
+        cmocka_unit_test(test_stress),          cmocka_unit_test(test_visibility),
+        cmocka_unit_test(test_default_threads), cmocka_unit_test(test_latency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
