@@ -51,6 +51,7 @@ typedef struct NcRun {
     int64_t np;           /* output positions per plane */
     int64_t chunks;       /* position ranges per (image, tile) */
     bool chunk_rows;      /* ranges are whole output rows */
+    bool pos_major;       /* tasks ordered by position range first (one image) */
     int64_t ox_lo, ox_hi; /* output columns whose window is inside the input horizontally */
     /* strides in floats */
     int64_t xs_cb, xs_ky, xs_kx, pstep;  /* input block, kernel row, kernel column, position */
@@ -251,6 +252,8 @@ static void nc_task(void *ctx, int64_t t, int worker) {
     const NcRun *r = ctx;
     const Conv *c = &r->c;
     int64_t chunk = t % r->chunks, tile = t / r->chunks % r->tiles, n = t / r->chunks / r->tiles;
+    if (r->pos_major) /* one image: tasks in order of position range, then tile */
+        chunk = t / r->tiles, tile = t % r->tiles, n = 0;
     int64_t ob0, nob, icb0;
     if (r->dw) {
         ob0 = icb0 = tile;
@@ -386,11 +389,23 @@ int kern_conv_nchwc(KCall *kc) {
     SupIsa isa = sup_isa();
     r.avx512 = isa == SUP_ISA_AVX512 && b == 16;
     r.avx2 = isa >= SUP_ISA_AVX2;
-    /* position ranges: enough tasks for the threads, each worth NC_MIN_MACS */
+    /* Threads split the output positions when the weights weigh less than the input, and the
+     * output blocks otherwise (each thread then reads all of the input, half of it written by
+     * the other core). Splitting positions keeps a layer's data on the core that wrote it: the
+     * pool gives task range i to thread i (pool.c), so thread i computes the rows (or positions)
+     * of range i of every output block, from the same rows of the input, which the layer before
+     * split alike. Measured on 2 threads, MobileNetV2's 576-channel depthwise layer between two
+     * 1x1 convolutions: 50 us split by blocks, 30 us split by rows (27 us alone). Otherwise:
+     * enough tasks for the threads, each worth NC_MIN_MACS. */
     r.chunks = 1;
     int threads = k_threads(kc);
     int64_t units = c->batch * r.tiles;
-    if (threads > 1 && units % threads != 0 && units < 8 * threads) {
+    double w_bytes = (double)r.ob * (double)(r.dw ? 1 : r.icb_g * b) * (double)(taps * b);
+    double x_bytes = (double)r.cb * (double)(c->h * c->w * b);
+    if (threads > 1 && c->batch == 1 && (r.dw || w_bytes < x_bytes) && r.np >= threads) {
+        r.pos_major = true;
+        r.chunks = threads;
+    } else if (threads > 1 && units % threads != 0 && units < 8 * threads) {
         double macs =
             (double)r.np * (double)(r.nob * b) * (double)taps * (double)(r.dw ? 1 : r.icb_g * b);
         int64_t by_macs = (int64_t)(macs / NC_MIN_MACS);

@@ -140,7 +140,9 @@ FAST_AVX512 static void t16_task(void *ctx, int64_t task, int worker) {
     int64_t i0 = task * t->per,
             i1 = i0 + t->per < t->outer * t->tiles ? i0 + t->per : t->outer * t->tiles;
     for (int64_t i = i0; i < i1; i++) {
-        int64_t o = i / t->tiles, p = i % t->tiles * 16, n = t->len - p < 16 ? t->len - p : 16;
+        /* tiles in order of position, then transpose: thread i of the pool (task range i) takes
+         * the same positions of every channel block, as the blocked convolutions split them */
+        int64_t o = i % t->outer, p = i / t->outer * 16, n = t->len - p < 16 ? t->len - p : 16;
         const float *src = t->src + o * 16 * t->len;
         float *dst = t->dst + o * 16 * t->len;
         __mmask16 m = (__mmask16)((1u << n) - 1u);
