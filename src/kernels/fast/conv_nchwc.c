@@ -389,20 +389,21 @@ int kern_conv_nchwc(KCall *kc) {
     SupIsa isa = sup_isa();
     r.avx512 = isa == SUP_ISA_AVX512 && b == 16;
     r.avx2 = isa >= SUP_ISA_AVX2;
-    /* Threads split the output positions when the weights weigh less than the input, and the
-     * output blocks otherwise (each thread then reads all of the input, half of it written by
-     * the other core). Splitting positions keeps a layer's data on the core that wrote it: the
-     * pool gives task range i to thread i (pool.c), so thread i computes the rows (or positions)
-     * of range i of every output block, from the same rows of the input, which the layer before
-     * split alike. Measured on 2 threads, MobileNetV2's 576-channel depthwise layer between two
-     * 1x1 convolutions: 50 us split by blocks, 30 us split by rows (27 us alone). Otherwise:
-     * enough tasks for the threads, each worth NC_MIN_MACS. */
+    /* Threads split the output positions when the weights weigh less than 4 times the input
+     * (a line the other core wrote costs several of a shared weight line), and the output blocks
+     * otherwise (each thread then reads all of the input, half of it written by the other core;
+     * 64->384 at 14x14 on 2 threads: 56 us by blocks, 54.5 by positions). Splitting positions keeps
+     * a layer's data on the core that wrote it: the pool gives task range i to thread i (pool.c),
+     * so thread i computes the rows (or positions) of range i of every output block, from the same
+     * rows of the input, which the layer before split alike. Measured on 2 threads, MobileNetV2's
+     * 576-channel depthwise layer between two 1x1 convolutions: 50 us split by blocks, 30 us split
+     * by rows (27 us alone). Otherwise: enough tasks for the threads, each worth NC_MIN_MACS. */
     r.chunks = 1;
     int threads = k_threads(kc);
     int64_t units = c->batch * r.tiles;
     double w_bytes = (double)r.ob * (double)(r.dw ? 1 : r.icb_g * b) * (double)(taps * b);
     double x_bytes = (double)r.cb * (double)(c->h * c->w * b);
-    if (threads > 1 && c->batch == 1 && (r.dw || w_bytes < x_bytes) && r.np >= threads) {
+    if (threads > 1 && c->batch == 1 && (r.dw || w_bytes < 4 * x_bytes) && r.np >= threads) {
         r.pos_major = true;
         r.chunks = threads;
     } else if (threads > 1 && units % threads != 0 && units < 8 * threads) {
@@ -411,7 +412,8 @@ int kern_conv_nchwc(KCall *kc) {
         int64_t by_macs = (int64_t)(macs / NC_MIN_MACS);
         r.chunks = max64(1, min64(min64(cdiv(8 * threads, units), by_macs), r.np));
     }
-    r.chunk_rows = c->oh >= r.chunks;
+    r.chunk_rows =
+        c->oh >= r.chunks; /* whole rows (the 7x7 depthwise: 27 us, 33 us cut in a row) */
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
     k_parallel(kc, units * r.chunks, nc_task, &r);
     kc->epi_done = r.epi != NULL;
