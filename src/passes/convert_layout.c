@@ -585,6 +585,20 @@ static void decide_conv(CL *cl, Call *c, const OpDef *def, bool transposed, cons
         new_decision(cl, def->name, 2, attrs_set(cl, c->attrs, ol[0] ? 3 : 2, keys, vals));
     d->want[0] = layout_state(cl, dl, want->data);
     d->want[1] = layout_state(cl, kl, kd);
+    if (take(cl, c, d, layout_state(cl, dl, want->data))) return;
+    /* Input channels that x does not divide (a first layer's 3): the data stays NCHW and the
+     * result comes out in NCHW{x}c (out_layout), the weight in OIHW1i{x}o, as onnxruntime's
+     * NCHW-to-NCHWc convolution does; one group only. */
+    int64_t x;
+    if (transposed || want->kernel != NULL || groups != 1 || strcmp(dl, "NCHW") != 0 ||
+        strcmp(kl, "OIHW") != 0 || !is_nchwxc(want->data, &x))
+        return;
+    char buf[64];
+    snprintf(buf, sizeof buf, "OIHW1i%lldo", (long long)x);
+    AttrValue *pv[3] = {a_str(cl, dl), a_str(cl, intern_s(cl, buf)), a_str(cl, want->data)};
+    d = new_decision(cl, def->name, 2, attrs_set(cl, c->attrs, 3, keys, pv));
+    d->want[0] = NONE;
+    d->want[1] = layout_state(cl, kl, buf);
     take(cl, c, d, layout_state(cl, dl, want->data));
 }
 

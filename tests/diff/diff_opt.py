@@ -16,7 +16,8 @@ The corpora:
                               higher-order mode: closures, references, ADTs)
   examples/*.rly              the examples
   tests/golden/typed/*.rly    the typed goldens that have a @main
-  tests/vm/fused*.rly         the VM's fused-group programs (views, anchors, tuple results)
+  tests/vm/fused*.rly         the VM's fused-group programs (views, anchors, tuple results,
+                              LSTM/GRU cells, blocked-layout convolutions)
   tests/py/test_lang.py       the language cases (CASES: closures, the prelude, references,
                               recursion, match, polymorphism)
 

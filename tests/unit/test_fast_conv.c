@@ -92,13 +92,14 @@ typedef struct Shape {
     int64_t n, cin, h, w, w0, w1, kh, kw, sh, sw, dh, dw, groups;
     int64_t pad[4];
     int64_t block;
+    bool plain; /* with block: data NCHW, the result in out_layout NCHW{b}c, weights OIHW1i{b}o */
 } Shape;
 
 typedef struct Attrs {
     KAttr a[10];
     int64_t s[2], p[4], d[2];
     double sf[2], pf[4], df[2];
-    char dl[24], kl[32];
+    char dl[24], kl[32], ol[24];
 } Attrs;
 
 /* The data and weight shapes of s; their ranks. */
@@ -110,17 +111,26 @@ static void shapes_of(const Shape *s, int64_t xs[5], uint32_t *xn, int64_t ws[6]
         *xn = *wn = 4;
         return;
     }
-    int64_t ib = s->w1 == 1 ? 1 : b;
-    int64_t x5[5] = {s->n, s->cin / b, s->h, s->w, b};
+    int64_t ib = s->w1 == 1 || s->plain ? 1 : b;
+    int64_t x5[5] = {s->n, s->cin / b, s->h, s->w, b}, x4[4] = {s->n, s->cin, s->h, s->w};
     int64_t w6[6] = {s->w0 / b, s->w1 / ib, s->kh, s->kw, ib, b};
-    memcpy(xs, x5, sizeof x5), memcpy(ws, w6, sizeof w6);
-    *xn = 5, *wn = 6;
+    if (s->plain)
+        memcpy(xs, x4, sizeof x4);
+    else
+        memcpy(xs, x5, sizeof x5);
+    memcpy(ws, w6, sizeof w6);
+    *xn = s->plain ? 4 : 5, *wn = 6;
 }
 
 static void attrs_of(const Shape *s, Attrs *at) {
+    at->ol[0] = '\0';
     if (s->block == 0) {
         snprintf(at->dl, sizeof at->dl, "NCHW");
         snprintf(at->kl, sizeof at->kl, "OIHW");
+    } else if (s->plain) {
+        snprintf(at->dl, sizeof at->dl, "NCHW");
+        snprintf(at->kl, sizeof at->kl, "OIHW1i%lldo", (long long)s->block);
+        snprintf(at->ol, sizeof at->ol, "NCHW%lldc", (long long)s->block);
     } else {
         snprintf(at->dl, sizeof at->dl, "NCHW%lldc", (long long)s->block);
         snprintf(at->kl, sizeof at->kl, "OIHW%lldi%lldo", (long long)(s->w1 == 1 ? 1 : s->block),
@@ -140,7 +150,7 @@ static void attrs_of(const Shape *s, Attrs *at) {
         {.name = "kernel_size", .kind = KA_NONE},
         {.name = "data_layout", .kind = KA_STR, .s = at->dl},
         {.name = "kernel_layout", .kind = KA_STR, .s = at->kl},
-        {.name = "out_layout", .kind = KA_STR, .s = ""},
+        {.name = "out_layout", .kind = KA_STR, .s = at->ol},
         {.name = "out_dtype", .kind = KA_INT, .i = -1, .f = -1},
     };
     memcpy(at->a, a, sizeof a);
@@ -355,7 +365,7 @@ static void check_shape(const Shape *s, SupPool *pool2) {
 /* Depthwise: groups == channels == the weight's O, multiplier m (weight (C, m, kh, kw)). */
 static Shape depthwise(const char *what, int64_t n, int64_t c, int64_t h, int64_t w, int64_t m,
                        int64_t k, int64_t s, int64_t d, int64_t p) {
-    return (Shape){what, n, c, h, w, c, m, k, k, s, s, d, d, c, {p, p, p, p}, 0};
+    return (Shape){what, n, c, h, w, c, m, k, k, s, s, d, d, c, {p, p, p, p}, 0, false};
 }
 
 static Shape dense_conv(const char *what, int64_t n, int64_t cin, int64_t h, int64_t w,
@@ -380,6 +390,12 @@ static Shape dense_conv(const char *what, int64_t n, int64_t cin, int64_t h, int
 
 static Shape blocked(Shape s, int64_t b) {
     s.block = b;
+    return s;
+}
+
+static Shape plain(Shape s, int64_t b) {
+    s.block = b;
+    s.plain = true;
     return s;
 }
 
@@ -413,8 +429,8 @@ int main(int argc, char **argv) {
         depthwise("dw3 s1 pad 2 9x11 x18", 1, 18, 9, 11, 1, 3, 1, 1, 2),
         depthwise("dw3 s2 pad 0 9x11 x18", 1, 18, 9, 11, 1, 3, 2, 1, 0),
         /* asymmetric padding (top, left, bottom, right) */
-        {"dw3 s1 pad 0,1,2,0", 1, 20, 10, 12, 20, 1, 3, 3, 1, 1, 1, 1, 20, {0, 1, 2, 0}, 0},
-        {"dw3 s2 pad 1,0,0,1", 1, 20, 11, 10, 20, 1, 3, 3, 2, 2, 1, 1, 20, {1, 0, 0, 1}, 0},
+        {"dw3 s1 pad 0,1,2,0", 1, 20, 10, 12, 20, 1, 3, 3, 1, 1, 1, 1, 20, {0, 1, 2, 0}, 0, false},
+        {"dw3 s2 pad 1,0,0,1", 1, 20, 11, 10, 20, 1, 3, 3, 2, 2, 1, 1, 20, {1, 0, 0, 1}, 0, false},
         /* channel multipliers, other sizes, strides, dilation */
         depthwise("dw3 s1 mult 2", 1, 9, 13, 13, 2, 3, 1, 1, 1),
         depthwise("dw3 s2 mult 3", 1, 5, 14, 15, 3, 3, 2, 1, 1),
@@ -424,7 +440,7 @@ int main(int argc, char **argv) {
         depthwise("dw3 s3", 1, 17, 16, 15, 1, 3, 3, 1, 1),
         depthwise("dw2 s1", 1, 17, 9, 10, 1, 2, 1, 1, 0),
         depthwise("dw7 s1 pad 3", 1, 12, 11, 11, 1, 7, 1, 1, 3),
-        {"dw 3x5 s(1,2)", 1, 18, 12, 17, 18, 1, 3, 5, 1, 2, 1, 1, 18, {1, 2, 1, 2}, 0},
+        {"dw 3x5 s(1,2)", 1, 18, 12, 17, 18, 1, 3, 5, 1, 2, 1, 1, 18, {1, 2, 1, 2}, 0, false},
         /* grouped, not depthwise */
         dense_conv("grouped 3x3 cin_g 2", 1, 16, 12, 13, 24, 8, 3, 3, 1, 1, 1),
         /* the direct convolution: 16+ outputs, 64+ taps per group */
@@ -467,10 +483,24 @@ int main(int argc, char **argv) {
         blocked(dense_conv("b16 3x3 groups 4 64->128", 2, 64, 6, 5, 128, 4, 3, 3, 2, 1, 1), 16),
         blocked(dense_conv("b16 3x3 pad 3 (empty windows)", 1, 16, 4, 5, 32, 1, 3, 3, 1, 1, 3), 16),
         blocked(dense_conv("b16 3x3 dil 3 w 3 pad 3", 1, 16, 3, 3, 16, 1, 3, 3, 1, 3, 3), 16),
-        blocked(
-            (Shape){
-                "b16 3x3 pad 0,1,2,0", 1, 32, 10, 12, 32, 32, 3, 3, 1, 1, 1, 1, 1, {0, 1, 2, 0}, 0},
-            16),
+        blocked((Shape){"b16 3x3 pad 0,1,2,0",
+                        1,
+                        32,
+                        10,
+                        12,
+                        32,
+                        32,
+                        3,
+                        3,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        {0, 1, 2, 0},
+                        0,
+                        false},
+                16),
         blocked(depthwise("b16 dw3 s1 56x56 x32", 1, 32, 56, 56, 1, 3, 1, 1, 1), 16),
         blocked(depthwise("b16 dw3 s2 29x30 x48", 1, 48, 29, 30, 1, 3, 2, 1, 1), 16),
         blocked(depthwise("b16 dw3 s1 7x7 x64 n2", 2, 64, 7, 7, 1, 3, 1, 1, 1), 16),
@@ -493,12 +523,19 @@ int main(int argc, char **argv) {
                         1,
                         16,
                         {1, 0, 0, 1},
-                        0},
+                        0,
+                        false},
                 16),
         blocked(dense_conv("b8 3x3 16->24", 1, 16, 9, 10, 24, 1, 3, 3, 1, 1, 1), 8),
         blocked(dense_conv("b8 1x1 24->8 n2", 2, 24, 5, 6, 8, 1, 1, 1, 1, 1, 0), 8),
         blocked(depthwise("b8 dw3 s2", 1, 24, 13, 14, 1, 3, 2, 1, 1), 8),
         blocked(dense_conv("b4 3x3/2 groups 2", 1, 8, 9, 9, 16, 2, 3, 3, 2, 1, 1), 4),
+        /* NCHW data into NCHW16c (a first layer, channels 16 does not divide) */
+        plain(dense_conv("plain b16 3x3/2 3->32", 1, 3, 33, 31, 32, 1, 3, 3, 2, 1, 1), 16),
+        plain(dense_conv("plain b16 1x1 24->144 n2", 2, 24, 9, 11, 144, 1, 1, 1, 1, 1, 0), 16),
+        plain(dense_conv("plain b16 5x5 7->64 pad 2 dil 2", 1, 7, 12, 40, 64, 1, 5, 5, 1, 2, 2),
+              16),
+        plain(dense_conv("plain b8 3x3 5->24", 1, 5, 10, 9, 24, 1, 3, 3, 1, 1, 1), 8),
         blocked(depthwise("b4 dw3", 1, 12, 6, 7, 1, 3, 1, 1, 1), 4),
     };
     for (size_t i = 0; i < sizeof nchwc / sizeof nchwc[0]; i++)
@@ -508,6 +545,13 @@ int main(int argc, char **argv) {
         int64_t d = k > 1 && rnd(4) == 0 ? 2 : 1, p = rnd(3), h = 1 + rnd(20), w = 1 + rnd(40);
         if ((k - 1) * d + 1 > h + 2 * p || (k - 1) * d + 1 > w + 2 * p) continue;
         Shape sh;
+        if (rnd(4) == 0) {
+            sh = plain(dense_conv("random plain", 1 + rnd(2), 1 + rnd(20), h, w, b * (1 + rnd(5)),
+                                  1, k, k, st, d, p),
+                       b);
+            check_shape(&sh, pool2);
+            continue;
+        }
         if (rnd(2)) {
             sh = depthwise("random blocked depthwise", 1 + rnd(2), b * (1 + rnd(4)), h, w, 1, k, st,
                            d, p);

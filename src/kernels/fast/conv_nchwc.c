@@ -2,27 +2,30 @@
  * (batch, C/b, H, W, b), and the result in the same layout; weights OIHW{b}i{b}o, that is
  * (O/b, I/groups/b, KH, KW, b, b), a b x b block per tap from input lanes to output lanes, or for
  * a depthwise convolution (one input channel per output channel) OIHW1i{b}o, that is
- * (C/b, 1, KH, KW, 1, b). These are the layouts ConvertLayout gives a conv2d asked for NCHW{b}c
- * (docs/passes.md). Any stride, padding, dilation and groups whose channels per group are whole
- * blocks, and depthwise ones; float32. Other calls go to the reference kernel.
+ * (C/b, 1, KH, KW, 1, b). Also plain NCHW data into an NCHW{b}c result (out_layout), weights
+ * OIHW1i{b}o, one group: a first layer of 3 channels, which blocks of 16 do not divide. These are
+ * the layouts ConvertLayout gives a conv2d asked for NCHW{b}c (docs/passes.md). Any stride,
+ * padding, dilation and groups whose channels per group are whole blocks, and depthwise ones;
+ * float32. Other calls go to the reference kernel.
  *
  * The weights need no packing: their layout is the loop order. A register tile is R output
  * positions of one output row (consecutive output columns; the whole plane is one row for a 1x1,
  * stride-1, unpadded convolution) by NOB output blocks: R x NOB accumulators of b lanes. Each tap
  * (input block, ky, kx) and input lane i loads NOB weight vectors (row i of the tap's b x b
  * blocks) and broadcasts the R positions' input value of lane i: at AVX-512 with b = 16,
- * NOB = 4 and R = 6 make 24 FMAs per 4 loads and 6 broadcasts. A depthwise tile is R positions
- * of one block: each tap is one weight vector and R input vectors, lane by lane, with no
- * transposes. Output positions whose window leaves the input on the left or right run as tiles
- * of one position over the taps inside (rows above or below leave out whole kernel rows for the
- * row's tiles), so the input is read in place, never copied or padded.
+ * NOB = 4 and R = 6 make 24 FMAs per 4 loads and 6 broadcasts. Plain input is the same with one
+ * lane per "block" (a channel). A depthwise tile is R positions of one block: each tap is one
+ * weight vector and R input vectors, lane by lane, with no transposes. Output positions whose
+ * window leaves the input on the left or right run as tiles of one position over the taps inside
+ * (rows above or below leave out whole kernel rows for the row's tiles), so the input is read in
+ * place, never copied or padded.
  *
- * Every output is the sum over (input block, ky, kx, lane) in that order, one FMA per term at
- * AVX-512 (a multiply and an add per term in the portable code of the other levels and blocks),
- * whatever the tile: results do not depend on the thread count. Threads take (image, tile of
- * output blocks, range of output positions) tasks; the fused tail is applied to each piece of
- * at most NC_PIECE positions of a row as soon as it is computed.
- * docs/kernels.md, "Blocked layout", has the measurements. */
+ * Every output is the sum over (input block, ky, kx, lane) in that order (plain input at
+ * AVX-512: (ky, kx, channel)), one FMA per term at AVX-512 (a multiply and an add per term in the
+ * portable code of the other levels and blocks), whatever the tile: results do not depend on the
+ * thread count. Threads take (image, tile of output blocks, range of output positions) tasks; the
+ * fused tail is applied to each piece of at most NC_PIECE positions of a row as soon as it is
+ * computed. docs/kernels.md, "Blocked layout", has the measurements. */
 #include "kernels/fast/conv.h"
 
 #include <immintrin.h>
@@ -41,6 +44,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 typedef struct NcRun {
     Conv c;               /* geometry in channels; a flat call's plane is one row (h = oh = 1) */
     int64_t b;            /* lanes per block */
+    int64_t xb;           /* lanes of the input's last dim: b, or 1 for NCHW data (plain) */
     bool dw;              /* depthwise: output block j reads input block j */
     int64_t cb;           /* input blocks */
     int64_t ob;           /* output blocks */
@@ -73,27 +77,45 @@ typedef struct NcRun {
  * w at that tap of the first output block's weights, o at position 0 of the first output block;
  * nky x nkx taps. */
 FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w, float *o,
-                                  int64_t nky, int64_t nkx, const int R, const int NOB) {
+                                  int64_t nky, int64_t nkx, const int R, const int NOB,
+                                  const int IB) {
     __m512 acc[NC_R_MAX][4];
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] = _mm512_setzero_ps();
     const int64_t ps = r->pstep, wob = r->ws_ob;
-    for (int64_t icb = 0; icb < r->icb_g; icb++)
+    if (IB == 1) { /* plain input: channels innermost, a tight loop over them per tap */
         for (int64_t ky = 0; ky < nky; ky++)
             for (int64_t kx = 0; kx < nkx; kx++) {
-                const float *xq = x + icb * r->xs_cb + ky * r->xs_ky + kx * r->xs_kx;
-                const float *wq = w + icb * r->ws_icb + ky * r->ws_ky + kx * r->ws_kx;
-                _Pragma("GCC unroll 4") for (int i = 0; i < 16; i++) {
+                const float *xq = x + ky * r->xs_ky + kx * r->xs_kx;
+                const float *wq = w + ky * r->ws_ky + kx * r->ws_kx;
+                for (int64_t ci = 0; ci < r->icb_g; ci++, xq += r->xs_cb, wq += r->ws_icb) {
                     __m512 wv[4];
                     _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) wv[j] =
-                        _mm512_loadu_ps(wq + j * wob + i * 16);
+                        _mm512_loadu_ps(wq + j * wob);
                     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) {
-                        __m512 xv = _mm512_set1_ps(xq[p * ps + i]);
+                        __m512 xv = _mm512_set1_ps(xq[p * ps]);
                         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] =
                             _mm512_fmadd_ps(xv, wv[j], acc[p][j]);
                     }
                 }
             }
+    } else
+        for (int64_t icb = 0; icb < r->icb_g; icb++)
+            for (int64_t ky = 0; ky < nky; ky++)
+                for (int64_t kx = 0; kx < nkx; kx++) {
+                    const float *xq = x + icb * r->xs_cb + ky * r->xs_ky + kx * r->xs_kx;
+                    const float *wq = w + icb * r->ws_icb + ky * r->ws_ky + kx * r->ws_kx;
+                    _Pragma("GCC unroll 4") for (int i = 0; i < IB; i++) {
+                        __m512 wv[4];
+                        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) wv[j] =
+                            _mm512_loadu_ps(wq + j * wob + i * 16);
+                        _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) {
+                            __m512 xv = _mm512_set1_ps(xq[p * ps + i]);
+                            _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] =
+                                _mm512_fmadd_ps(xv, wv[j], acc[p][j]);
+                        }
+                    }
+                }
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++)
             _mm512_storeu_ps(o + j * r->os_ob + p * 16, acc[p][j]);
@@ -121,7 +143,11 @@ typedef void (*NcTileFn)(const NcRun *r, const float *x, const float *w, float *
 #define NC_FN(R, NOB)                                                                              \
     static FAST_AVX512 void nc16_##R##_##NOB(const NcRun *r, const float *x, const float *w,       \
                                              float *o, int64_t nky, int64_t nkx) {                 \
-        nc_tile16(r, x, w, o, nky, nkx, R, NOB);                                                   \
+        nc_tile16(r, x, w, o, nky, nkx, R, NOB, 16);                                               \
+    }                                                                                              \
+    static FAST_AVX512 void nc1_##R##_##NOB(const NcRun *r, const float *x, const float *w,        \
+                                            float *o, int64_t nky, int64_t nkx) {                  \
+        nc_tile16(r, x, w, o, nky, nkx, R, NOB, 1);                                                \
     }
 #define DW_FN(R, NOB)                                                                              \
     static FAST_AVX512 void dw16_##R(const NcRun *r, const float *x, const float *w, float *o,     \
@@ -138,6 +164,7 @@ R8(NC_FN, 3)
 R6(NC_FN, 4)
 R14(DW_FN, 0)
 #define NC_PTR(R, NOB) nc16_##R##_##NOB,
+#define NC1_PTR(R, NOB) nc1_##R##_##NOB,
 #define DW_PTR(R, NOB) dw16_##R,
 
 /* The most positions per tile for NOB output blocks (R x NOB accumulators, NOB weight vectors
@@ -145,6 +172,8 @@ R14(DW_FN, 0)
 static const int nc_rmax[5] = {NC_R_MAX, 14, 12, 8, 6};
 static const NcTileFn nc16_fns[4][NC_R_MAX] = {
     {R14(NC_PTR, 1)}, {R12(NC_PTR, 2)}, {R8(NC_PTR, 3)}, {R6(NC_PTR, 4)}};
+static const NcTileFn nc1_fns[4][NC_R_MAX] = {
+    {R14(NC1_PTR, 1)}, {R12(NC1_PTR, 2)}, {R8(NC1_PTR, 3)}, {R6(NC1_PTR, 4)}};
 static const NcTileFn dw16_fns[NC_R_MAX] = {R14(DW_PTR, 0)};
 
 /* ---- portable tiles (other levels, other blocks) -------------------------------------------- */
@@ -157,6 +186,9 @@ INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o
         for (int64_t l = 0; l < b; l++)
             acc[l] = 0;
         const float *wj = w + j * r->ws_ob;
+        /* input blocks (channels for plain input), then taps, then lanes: nc_tile16 takes plain
+         * input's channels inside the taps, so the two levels round differently, each the same
+         * way for every position and thread count */
         for (int64_t icb = 0; icb < (r->dw ? 1 : r->icb_g); icb++)
             for (int64_t ky = 0; ky < nky; ky++)
                 for (int64_t kx = 0; kx < nkx; kx++) {
@@ -167,7 +199,7 @@ INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o
                             acc[l] += xq[l] * wq[l];
                         continue;
                     }
-                    for (int64_t i = 0; i < b; i++) {
+                    for (int64_t i = 0; i < r->xb; i++) {
                         float xv = xq[i];
                         for (int64_t l = 0; l < b; l++)
                             acc[l] += xv * wq[i * b + l];
@@ -193,6 +225,8 @@ static void nc_tile(const NcRun *r, const float *x, const float *w, float *o, in
     if (r->avx512) {
         if (r->dw)
             dw16_fns[n - 1](r, x, w, o, nky, nkx);
+        else if (r->xb == 1)
+            nc1_fns[nob - 1][n - 1](r, x, w, o, nky, nkx);
         else
             nc16_fns[nob - 1][n - 1](r, x, w, o, nky, nkx);
         return;
@@ -224,13 +258,13 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
         return;
     }
     int64_t nky = ky1 - ky0, rmax = nc_rmax[r->dw ? 0 : nob];
-    const float *xrow = x + (iy0 + ky0 * c->dh) * c->w * b; /* kernel row ky0's input row */
+    const float *xrow = x + (iy0 + ky0 * c->dh) * c->w * r->xb; /* kernel row ky0's input row */
     const float *wk = w + ky0 * r->ws_ky;
     for (int64_t ox = c0; ox < c1;) {
         int64_t ix0 = ox * c->sw - c->pl;
         if (ox >= r->ox_lo && ox < r->ox_hi) {
             int64_t n = min64(rmax, min64(c1, r->ox_hi) - ox);
-            nc_tile(r, xrow + ix0 * b, wk, orow + ox * b, nky, c->kw, nob, n);
+            nc_tile(r, xrow + ix0 * r->xb, wk, orow + ox * b, nky, c->kw, nob, n);
             ox += n;
             continue;
         }
@@ -240,7 +274,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
             for (int64_t j = 0; j < nob; j++)
                 memset(orow + j * r->os_ob + ox * b, 0, (size_t)b * sizeof(float));
         } else {
-            nc_tile(r, xrow + (ix0 + kx0 * c->dw) * b, wk + kx0 * r->ws_kx, orow + ox * b, nky,
+            nc_tile(r, xrow + (ix0 + kx0 * c->dw) * r->xb, wk + kx0 * r->ws_kx, orow + ox * b, nky,
                     kx1 - kx0, nob, 1);
         }
         ox++;
@@ -304,16 +338,22 @@ static int64_t layout_block(const char *s, const char *prefix, const char *suffi
     return strcmp(p, suffix) == 0 ? v : 0;
 }
 
-/* The call's geometry into r, or false when this kernel does not cover it. */
+/* The call's geometry into r, or false when this kernel does not cover it. Blocked data
+ * (NCHW{b}c, the result in the same layout; weights OIHW{b}i{b}o, or OIHW1i{b}o depthwise), or
+ * plain data (NCHW, one group, the result in out_layout NCHW{b}c, weights OIHW1i{b}o: a first
+ * layer of 3 channels, which 16-blocks do not divide). */
 static bool nc_geometry(const KCall *kc, NcRun *r) {
     const DLTensor *x = k_arg(kc, 0), *wt = k_arg(kc, 1);
     int64_t odt = k_int(kc, "out_dtype");
     const char *dl = k_str(kc, "data_layout"), *ol = k_str(kc, "out_layout");
     memset(r, 0, sizeof *r);
-    int64_t b = r->b = layout_block(dl, "NCHW", "c");
+    bool plain = strcmp(dl, "NCHW") == 0;
+    int64_t b = r->b = plain ? layout_block(ol, "NCHW", "c") : layout_block(dl, "NCHW", "c");
+    r->xb = plain ? 1 : b;
     if (kc->n_in != 2 || b == 0 || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
-        (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != 5 || wt->ndim != 6 || x->shape[4] != b ||
-        (ol[0] && strcmp(ol, dl) != 0) || !kern_conv_attrs(kc, &r->c))
+        (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != (plain ? 4 : 5) || wt->ndim != 6 ||
+        (!plain && x->shape[4] != b) || (!plain && ol[0] && strcmp(ol, dl) != 0) ||
+        !kern_conv_attrs(kc, &r->c))
         return false;
     Conv *c = &r->c;
     const char *kl = k_str(kc, "kernel_layout");
@@ -322,15 +362,20 @@ static bool nc_geometry(const KCall *kc, NcRun *r) {
     snprintf(want, sizeof want, "OIHW%di%do", (int)b, (int)b);
     bool general = strcmp(kl, want) == 0;
     snprintf(want, sizeof want, "OIHW1i%do", (int)b);
-    bool depthwise = strcmp(kl, want) == 0;
-    r->cb = x->shape[1];
-    c->batch = x->shape[0], c->cin = r->cb * b, c->h = x->shape[2], c->w = x->shape[3];
+    bool by_one = strcmp(kl, want) == 0; /* depthwise, or plain data */
+    r->cb = x->shape[1];                 /* input blocks, or channels (plain) */
+    c->batch = x->shape[0], c->cin = r->cb * r->xb, c->h = x->shape[2], c->w = x->shape[3];
     c->kh = wt->shape[2], c->kw = wt->shape[3];
     c->groups = g;
     r->ob = wt->shape[0];
     c->cout = r->ob * b;
     if (r->cb > ((int64_t)1 << 30) / b || r->ob > ((int64_t)1 << 30) / b) return false;
-    if (depthwise) {
+    if (plain) {
+        if (!by_one || g != 1 || wt->shape[1] != c->cin || wt->shape[4] != 1 || wt->shape[5] != b)
+            return false;
+        c->cin_g = c->cin, c->cout_g = c->cout;
+        r->icb_g = c->cin, r->ob_g = r->ob;
+    } else if (by_one) { /* depthwise */
         if (g != c->cin || c->cout != c->cin || wt->shape[1] != 1 || wt->shape[4] != 1 ||
             wt->shape[5] != b)
             return false;
@@ -361,22 +406,22 @@ int kern_conv_nchwc(KCall *kc) {
     r.out = k_ptr(o);
     r.np = c->oh * c->ow;
     r.os_ob = r.np * b;
-    r.xs_cb = c->h * c->w * b;
+    r.xs_cb = c->h * c->w * r.xb;
     if (c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
         c->pb == 0 && c->pr == 0) { /* flat: the plane is one row */
         c->w = c->ow = r.np;
         c->h = c->oh = 1;
     }
-    r.xs_ky = c->dh * c->w * b;
-    r.xs_kx = c->dw * b;
-    r.pstep = c->sw * b;
+    r.xs_ky = c->dh * c->w * r.xb;
+    r.xs_kx = c->dw * r.xb;
+    r.pstep = c->sw * r.xb;
     int64_t taps = c->kh * c->kw;
     if (r.dw) {
         r.ws_kx = b, r.ws_ky = c->kw * b, r.ws_icb = taps * b, r.ws_ob = taps * b;
         r.nob = 1;
         r.tiles = r.tiles_g = r.ob;
     } else {
-        r.ws_kx = b * b, r.ws_ky = c->kw * b * b, r.ws_icb = taps * b * b;
+        r.ws_kx = r.xb * b, r.ws_ky = c->kw * r.xb * b, r.ws_icb = taps * r.xb * b;
         r.ws_ob = r.icb_g * r.ws_icb;
         r.tiles_g = cdiv(r.ob_g, 4);
         r.nob = cdiv(r.ob_g, r.tiles_g); /* 6 blocks: 3 + 3, not 4 + 2 */
@@ -401,14 +446,14 @@ int kern_conv_nchwc(KCall *kc) {
     r.chunks = 1;
     int threads = k_threads(kc);
     int64_t units = c->batch * r.tiles;
-    double w_bytes = (double)r.ob * (double)(r.dw ? 1 : r.icb_g * b) * (double)(taps * b);
-    double x_bytes = (double)r.cb * (double)(c->h * c->w * b);
+    double w_bytes = (double)r.ob * (double)(r.dw ? 1 : r.icb_g * r.xb) * (double)(taps * b);
+    double x_bytes = (double)r.cb * (double)(c->h * c->w * r.xb);
     if (threads > 1 && c->batch == 1 && (r.dw || w_bytes < 4 * x_bytes) && r.np >= threads) {
         r.pos_major = true;
         r.chunks = threads;
     } else if (threads > 1 && units % threads != 0 && units < 8 * threads) {
         double macs =
-            (double)r.np * (double)(r.nob * b) * (double)taps * (double)(r.dw ? 1 : r.icb_g * b);
+            (double)r.np * (double)(r.nob * b) * (double)taps * (double)(r.dw ? 1 : r.icb_g * r.xb);
         int64_t by_macs = (int64_t)(macs / NC_MIN_MACS);
         r.chunks = max64(1, min64(min64(cdiv(8 * threads, units), by_macs), r.np));
     }
