@@ -309,15 +309,19 @@ static void nc_task(void *ctx, int64_t t, int worker) {
     const float *x = r->x + (n * r->cb + icb0) * r->xs_cb;
     const float *w = r->w + ob0 * r->ws_ob;
     float *o = r->out + (n * r->ob + ob0) * r->os_ob;
+    /* the fused tail runs on the positions [done, at) computed since it last ran once they are
+     * NC_PIECE or more (still in L1; one call per short row cost more than the tail itself) */
+    int64_t done = p0;
     for (int64_t oy = p0 / c->ow; oy * c->ow < p1; oy++) {
         int64_t c0 = max64(p0 - oy * c->ow, 0), c1 = min64(p1 - oy * c->ow, c->ow);
-        for (int64_t s0 = c0; s0 < c1; s0 += NC_PIECE) { /* the tail while the piece is in L1 */
-            int64_t s1 = min64(c1, s0 + NC_PIECE);
+        for (int64_t s0 = c0; s0 < c1; s0 += NC_PIECE) {
+            int64_t s1 = min64(c1, s0 + NC_PIECE), at = oy * c->ow + s1;
             nc_row(r, x, w, o, nob, oy, s0, s1);
-            if (r->epi == NULL) continue;
+            if (r->epi == NULL || (at - done < NC_PIECE && at < p1)) continue;
             for (int64_t j = 0; j < nob; j++)
-                r->epi->apply(r->epi->ctx, ((n * r->ob + ob0 + j) * r->np + oy * c->ow + s0) * r->b,
-                              (s1 - s0) * r->b);
+                r->epi->apply(r->epi->ctx, ((n * r->ob + ob0 + j) * r->np + done) * r->b,
+                              (at - done) * r->b);
+            done = at;
         }
     }
 }
