@@ -608,6 +608,19 @@ static void test_reduce(int trials) {
             check(&c, is_max ? (Tol){T_EXACT, 0, 0} : (Tol){T_SCALED, 1e-5, 1e-30}, 0, !is_max);
             call_free(&c);
         }
+    /* a blocked layout's global pool: the mean over H, W of (N, C/16, H, W, 16) as 4-D (the
+     * 16-lane path at AVX-512), with NaN and infinities among the values */
+    for (int t = 0; t < 8; t++) {
+        int64_t shape[4] = {1 + next(5), 1 + next(9), 1 + next(60), 16}, axes[2] = {1, 2};
+        Call c = {.op = t % 2 ? "sum" : "mean", .op_id = t % 2 ? OP_ID_SUM : OP_ID_MEAN};
+        c.n_in = 1, c.n_out = 1;
+        c.in[0] = random_f32(4, shape, t >= 6);
+        at_ints(&c.at, "axis", 2, axes);
+        at_int(&c.at, "keepdims", t % 3 == 0);
+        at_int(&c.at, "exclude", 0);
+        check(&c, (Tol){T_SCALED, 1e-5, 1e-30}, 0, true);
+        call_free(&c);
+    }
 }
 
 /* A random NCHW input (sometimes another rank or layout: the reference). big: planes up to 120
