@@ -1199,33 +1199,44 @@ static Expr *cl_post(Rewriter *rw, Expr *orig, Expr *e) {
 
 /* ---- desired_layouts=auto ---------------------------------------------------------------- */
 
-/* Whether e holds a float32 depthwise nn.conv2d in NCHW (groups = input channels > 1). */
-static void find_dw(Visitor *v, Expr *e) {
-    bool *found = v->state;
-    if (*found || e->kind != EXPR_CALL) return;
+/* What the auto mode looks for: float32 depthwise nn.conv2d calls in NCHW (groups = input
+ * channels > 1), and grouped ones whose channels per group are not whole blocks of 16 (the
+ * blocked kernels do not take them: the reference kernel would run them). */
+typedef struct AutoScan {
+    bool depthwise, odd_groups;
+} AutoScan;
+
+static void auto_scan(Visitor *v, Expr *e) {
+    AutoScan *a = v->state;
+    if (e->kind != EXPR_CALL) return;
     Call *c = (Call *)e;
     if (c->op->kind != EXPR_OP || strcmp(AS_OP(c->op)->name, "nn.conv2d") != 0 || c->n_args < 2)
         return;
     const OpDef *def = op_lookup("nn.conv2d", 9);
     const char *dl = attr_s(def, c->attrs, "data_layout");
-    TensorType *data = tensor_of(c->args[0]);
+    TensorType *data = tensor_of(c->args[0]), *out = tensor_of(&c->base);
     int64_t groups;
-    *found = dl && strcmp(dl, "NCHW") == 0 && data && data->ndim == 4 &&
-             data->dtype == RLY_DTYPE_F32 && attr_i(def, c->attrs, "groups", &groups) &&
-             groups > 1 && data->shape[1] == groups;
+    if (!dl || strcmp(dl, "NCHW") != 0 || !data || data->ndim != 4 || !out || out->ndim != 4 ||
+        data->dtype != RLY_DTYPE_F32 || !attr_i(def, c->attrs, "groups", &groups) || groups <= 1)
+        return;
+    int64_t cin = data->shape[1], cout = out->shape[1];
+    if (cin == groups && cout == groups)
+        a->depthwise = true;
+    else if (cin < 0 || cout < 0 || cin % (16 * groups) != 0 || cout % (16 * groups) != 0)
+        a->odd_groups = true;
 }
 
 /* desired_layouts=auto (the -O3 pipeline's): the convolutions of a function go to NCHW16c when
  * this machine has AVX-512 and the function has depthwise convolutions (a MobileNet's separable
- * blocks, where the blocked kernels beat the NCHW ones); otherwise nothing changes (dense 3x3
- * networks run faster in NCHW, by Winograd and the direct kernels). docs/passes.md has the
- * measurements. */
+ * blocks, where the blocked kernels beat the NCHW ones) and no grouped convolution the blocked
+ * kernels do not take; otherwise nothing changes (dense 3x3 networks run faster in NCHW, by
+ * Winograd and the direct kernels). docs/passes.md has the measurements. */
 static const char *auto_layouts(Expr *e) {
     if (sup_isa() != SUP_ISA_AVX512) return NULL;
-    bool found = false;
-    Visitor v = {NULL, find_dw, &found};
+    AutoScan a = {false, false};
+    Visitor v = {NULL, auto_scan, &a};
     ir_visit(&v, e);
-    return found ? "nn.conv2d=NCHW16c" : NULL;
+    return a.depthwise && !a.odd_groups ? "nn.conv2d=NCHW16c" : NULL;
 }
 
 static Expr *run(PassCtx *pc, Module *m, Expr *e) {

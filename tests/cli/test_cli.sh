@@ -777,6 +777,29 @@ run run "$LSTM" --fill random --seed 5 --threads 2 --output "$T/lstm2.npz"
 expect lstm_threads_2 0
 cmp -s "$T/lstm1.npz" "$T/lstm2.npz"
 check lstm_threads.same $? "the LSTM cells differ between 1 and 2 threads"
+# ConvertLayout's auto mode at -O3 (docs/passes.md): on an AVX-512 machine a function with
+# depthwise layers goes to NCHW16c, unless a grouped layer's channels per group are not whole
+# blocks of 16 (the blocked kernels do not take it); elsewhere, and at RLY_ISA=avx2, nothing moves.
+cat >"$T/dw_groups.rly" <<'EOF2'
+#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 32, 10, 10), float32], %w: Tensor[(32, 1, 3, 3), float32],
+          %g: Tensor[(32, GIN, 3, 3), float32]) {
+  nn.conv2d(nn.conv2d(%x, %w, padding=[1, 1, 1, 1], groups=32), %g, padding=[1, 1, 1, 1],
+            groups=GROUPS)
+}
+EOF2
+sed 's/GIN/16/; s/GROUPS/2/' "$T/dw_groups.rly" >"$T/dw_g2.rly"
+sed 's/GIN/8/; s/GROUPS/4/' "$T/dw_groups.rly" >"$T/dw_g4.rly"
+if grep -qw avx512f /proc/cpuinfo; then want_blocked=0; else want_blocked=1; fi
+run opt "$T/dw_g2.rly"
+expect auto_layout_blocks 0
+n_blocked=$(grep -c 'data_layout="NCHW16c"' "$T/out")
+check auto_layout_blocks.nchw16c $((want_blocked == 0 ? (n_blocked > 0 ? 0 : 1) : (n_blocked == 0 ? 0 : 1))) "$n_blocked NCHW16c convolutions (want some on AVX-512 machines only)"
+run opt "$T/dw_g4.rly"
+expect auto_layout_odd_groups 0
+check auto_layout_odd_groups.nchw $(grep -q 'NCHW16c' "$T/out" && echo 1 || echo 0) "a grouped layer of 8 channels per group moved to NCHW16c"
+RLY_ISA=avx2 "$RLY" opt "$T/dw_g2.rly" >"$T/out" 2>"$T/err"
+check auto_layout_avx2.nchw $(grep -q 'NCHW16c' "$T/out" && echo 1 || echo 0) "NCHW16c at RLY_ISA=avx2"
 run bench
 expect bench_no_file 2
 run bench "$T/vm.rlyx" --repeat 2
