@@ -21,7 +21,12 @@
 
 #include "fast.h"
 
-#define NN_BLOCK 16384      /* elements per task, at least */
+#define NN_BLOCK 16384 /* elements per task, at least, past one task per thread */
+/* Fewer elements run in one task. From here up, at least one task per thread: at 2 threads a
+ * small operator after a parallel one reads lines the other core wrote, and two threads fetch
+ * them faster than one (BERT-tiny's layer norms of 16K floats; the model 884-917 -> 862-885 us
+ * median, interleaved). */
+#define NN_SPLIT_MIN 8192
 #define POOL_ATTR_MAX 65536 /* pool windows, strides, dilations, paddings past it: reference */
 
 /* A windowed pool's geometry (one NCHW plane), for pool_rows. */
@@ -85,12 +90,12 @@ _Static_assert(SUP_ISA_SCALAR == 0 && SUP_ISA_AVX2 == 1 && SUP_ISA_AVX512 == 2, 
 static const NnLevel *level(void) { return &levels[sup_isa()]; }
 
 /* Tasks for `units` units of about `per` elements each: the count, and *per_task units in each
- * (the last task fewer). One task below 2 * NN_BLOCK elements or without threads; otherwise a
+ * (the last task fewer). One task below NN_SPLIT_MIN elements or without threads; otherwise a
  * multiple of the thread count where the units allow. */
 static int64_t plan(const KCall *kc, int64_t units, int64_t per, int64_t *per_task) {
     int th = k_threads(kc);
     int64_t total = sup_dim_mul_sat(units, per > 0 ? per : 1);
-    if (th <= 1 || units < 2 || total < 2 * NN_BLOCK) {
+    if (th <= 1 || units < 2 || total < NN_SPLIT_MIN) {
         *per_task = units;
         return 1;
     }
