@@ -100,6 +100,7 @@ static int64_t plan(const KCall *kc, int64_t units, int64_t per, int64_t *per_ta
         return 1;
     }
     int64_t t = total / NN_BLOCK;
+    if (t < th) t = th; /* NN_SPLIT_MIN .. 2 NN_BLOCK: one task per thread */
     if (t > units) t = units;
     t = (t + th - 1) / th * th;
     if (t > units) t = units;
