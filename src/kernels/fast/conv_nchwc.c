@@ -73,9 +73,24 @@ typedef struct NcRun {
 
 #define INLINE static inline __attribute__((always_inline))
 
+/* One input lane of a tap: NOB weight vectors at wq (wob apart) times the R positions' values
+ * at xq (ps apart), into acc. */
+#define NC_LANE(xq, ps, wq, wob)                                                                   \
+    do {                                                                                           \
+        __m512 wv[4];                                                                              \
+        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) wv[j] =                              \
+            _mm512_loadu_ps((wq) + j * (wob));                                                     \
+        _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) {                                     \
+            __m512 xv = _mm512_set1_ps((xq)[p * (ps)]);                                            \
+            _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] =                      \
+                _mm512_fmadd_ps(xv, wv[j], acc[p][j]);                                             \
+        }                                                                                          \
+    } while (0)
+
 /* R positions x NOB output blocks: x at position 0's first tap of the tile's first input block,
  * w at that tap of the first output block's weights, o at position 0 of the first output block;
- * nky x nkx taps. */
+ * nky x nkx taps. IB: input lanes per block (16), or 1 for plain input, whose channels run in a
+ * tight loop inside each tap. */
 FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w, float *o,
                                   int64_t nky, int64_t nkx, const int R, const int NOB,
                                   const int IB) {
@@ -83,39 +98,24 @@ FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] = _mm512_setzero_ps();
     const int64_t ps = r->pstep, wob = r->ws_ob;
-    if (IB == 1) { /* plain input: channels innermost, a tight loop over them per tap */
+    if (IB == 1) {
         for (int64_t ky = 0; ky < nky; ky++)
             for (int64_t kx = 0; kx < nkx; kx++) {
                 const float *xq = x + ky * r->xs_ky + kx * r->xs_kx;
                 const float *wq = w + ky * r->ws_ky + kx * r->ws_kx;
-                for (int64_t ci = 0; ci < r->icb_g; ci++, xq += r->xs_cb, wq += r->ws_icb) {
-                    __m512 wv[4];
-                    _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) wv[j] =
-                        _mm512_loadu_ps(wq + j * wob);
-                    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) {
-                        __m512 xv = _mm512_set1_ps(xq[p * ps]);
-                        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] =
-                            _mm512_fmadd_ps(xv, wv[j], acc[p][j]);
-                    }
-                }
+                for (int64_t ci = 0; ci < r->icb_g; ci++, xq += r->xs_cb, wq += r->ws_icb)
+                    NC_LANE(xq, ps, wq, wob);
             }
-    } else
+    } else {
         for (int64_t icb = 0; icb < r->icb_g; icb++)
             for (int64_t ky = 0; ky < nky; ky++)
                 for (int64_t kx = 0; kx < nkx; kx++) {
                     const float *xq = x + icb * r->xs_cb + ky * r->xs_ky + kx * r->xs_kx;
                     const float *wq = w + icb * r->ws_icb + ky * r->ws_ky + kx * r->ws_kx;
-                    _Pragma("GCC unroll 4") for (int i = 0; i < IB; i++) {
-                        __m512 wv[4];
-                        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) wv[j] =
-                            _mm512_loadu_ps(wq + j * wob + i * 16);
-                        _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) {
-                            __m512 xv = _mm512_set1_ps(xq[p * ps + i]);
-                            _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] =
-                                _mm512_fmadd_ps(xv, wv[j], acc[p][j]);
-                        }
-                    }
+                    _Pragma("GCC unroll 4") for (int i = 0; i < IB; i++)
+                        NC_LANE(xq + i, ps, wq + i * 16, wob);
                 }
+    }
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++)
             _mm512_storeu_ps(o + j * r->os_ob + p * 16, acc[p][j]);
