@@ -313,29 +313,19 @@ static int kern_fast_layout_transform(KCall *kc) {
         } else {
             parts[np++] = 0;
         }
+        shape[i] = 1; /* a joined axis: its outer times inner extents */
         for (uint8_t k = 0; k < np; k++) {
             uint32_t j = 0;
             while (j < ne && !(ex[j].axis == a && ex[j].part == parts[k]))
                 j++;
             if (j == ne || no == K_MAX_DIMS) return ref(kc);
             perm[no++] = j;
+            shape[i] *= ex[j].size;
         }
     }
     if (no != ne) return ref(kc);
     for (uint32_t j = 0; j < ne; j++)
         in_shape[j] = ex[j].size;
-    /* the destination's shape: a joined axis is its outer times inner extents */
-    for (uint32_t i = 0, k = 0; i < dst.n; i++) {
-        char a = dst.axis[i];
-        bool split = dst.factor[i] != 0 || k_layout_block(&dst, a) != 0;
-        if (!split && k_layout_block(&src, a) != 0) {
-            shape[i] = ex[perm[k]].size * ex[perm[k + 1]].size;
-            k += 2;
-        } else {
-            shape[i] = ex[perm[k]].size;
-            k++;
-        }
-    }
     DLTensor *o = k_out_raw(kc, 0, k_dtype(x), dst.n, shape);
     if (o == NULL) return -1;
     int64_t total = k_numel(o);
