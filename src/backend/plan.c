@@ -251,6 +251,35 @@ static uint32_t new_buf(Planner *P, TensorType *tt, uint64_t bytes, uint32_t sta
     return (uint32_t)P->bufs.len - 1;
 }
 
+/* Whether buffer src, held by an input of packed call `in` (p), is read by no node of p after
+ * node k: every input holding it, and every input of its register's class, is last read at
+ * node k or before (last: by value, the last reading node), and it reaches no tuple or field
+ * (those may carry it into the result). */
+static bool input_dies_at(const Planner *P, const VmPacked *p, const VmInstr *in,
+                          const uint32_t *last, uint32_t src, uint32_t k) {
+    const VmFunction *f = P->f;
+    uint32_t cls = VM_PLAN_NONE;
+    for (uint32_t u = 0; u < p->n_inputs; u++) {
+        uint32_t r = f->pool[in->args + u];
+        if (P->reg_buf[r] == src) cls = uf_find(P->cls, r);
+    }
+    for (uint32_t u = 0; u < p->n_inputs; u++) {
+        uint32_t r = f->pool[in->args + u];
+        if (P->reg_buf[r] != src && uf_find(P->cls, r) != cls) continue;
+        if (last[u] > k) return false;
+    }
+    for (uint32_t j = 0; j < p->n_nodes; j++) {
+        const VmNode *n = &p->nodes[j];
+        if (n->kind != VM_NODE_TUPLE && n->kind != VM_NODE_FIELD) continue;
+        for (uint32_t a = 0; a < n->n_args; a++)
+            if (n->args[a] < p->n_inputs) {
+                uint32_t r = f->pool[in->args + n->args[a]];
+                if (P->reg_buf[r] == src || uf_find(P->cls, r) == cls) return false;
+            }
+    }
+    return true;
+}
+
 /* The buffers of the site at pc. */
 static void plan_site(Planner *P, uint32_t pc) {
     Be *be = P->be;
@@ -320,8 +349,17 @@ static void plan_site(Planner *P, uint32_t pc) {
                 uint32_t src = u < p->n_inputs ? P->reg_buf[f->pool[in->args + u]] : vbuf[u];
                 if (src == VM_PLAN_NONE) continue;
                 PBuf *sb = &P->bufs.data[src];
-                if (sb->b.end != base + k || sb->b.dtype != tt->dtype || sb->b.nbytes != bytes)
-                    continue;
+                if (sb->b.dtype != tt->dtype || sb->b.nbytes != bytes) continue;
+                if (sb->b.end != base + k) {
+                    /* an input's buffer lives to the site's last step; when node k is the
+                     * last reader of it in the site (and no later step reads it), it dies
+                     * here: BERT's reshapes of a product's result (10 copies of 64-128 KB
+                     * per run) */
+                    if (u >= p->n_inputs || sb->b.end != last_step || sb->overwritten ||
+                        !input_dies_at(P, p, in, last, src, k))
+                        continue;
+                    sb->b.end = base + k;
+                }
                 if (sb->overwritten) continue; /* a buffer is overwritten in place once */
                 sb->overwritten = true;
                 P->bufs.data[b].b.inplace = src;

@@ -681,6 +681,24 @@ typedef struct VmEpi {
     char why[256];
 } VmEpi;
 
+/* Whether the anchor's kernel reads memory under buffer b: it still reads its arguments while
+ * the epilogue writes the result, so b may not overlap any of them, not even exactly. (The plan
+ * does not see the epilogue: an argument whose last reader is the anchor may lie under the
+ * result's buffer.) */
+static bool anchor_reads(const VmEpi *e, const RtTensor *b) {
+    const VmNode *n = &e->p->nodes[e->fu->anchor];
+    const uint8_t *o0 = rt_tensor_data(b), *o1 = o0 + (size_t)k_numel(&b->t) * sizeof(float);
+    for (uint32_t a = 0; a < n->n_args; a++) {
+        const Value *v = e->vals[n->args[a]];
+        if (v == NULL || v->kind != VAL_TENSOR) continue;
+        const DLTensor *t = &RT_TENSOR(v)->t;
+        const uint8_t *a0 = (const uint8_t *)t->data + t->byte_offset;
+        const uint8_t *a1 = a0 + (size_t)k_numel(t) * sup_dtype_size(k_dtype(t));
+        if (a0 < o1 && o0 < a1) return true;
+    }
+    return false;
+}
+
 static int epi_begin(void *ctx, const DLTensor *out0) {
     VmEpi *e = ctx;
     const FxProgram *prog = e->fu->prog;
@@ -702,7 +720,8 @@ static int epi_begin(void *ctx, const DLTensor *out0) {
         if (k_dtype(&b->t) != RLY_DTYPE_F32 || (uint32_t)b->t.ndim != nd ||
             memcmp(b->t.shape, shape, sizeof(int64_t) * nd) != 0)
             return -1;
-        if (result_buffer_ok(b, ops, prog->n_operands)) e->res = (RtTensor *)rt_retain(&b->hdr);
+        if (result_buffer_ok(b, ops, prog->n_operands) && !anchor_reads(e, b))
+            e->res = (RtTensor *)rt_retain(&b->hdr);
     }
     if (e->res == NULL) {
         e->res = rt_tensor_new(RLY_DTYPE_F32, nd, shape, e->why, sizeof e->why);
