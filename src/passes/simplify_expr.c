@@ -515,6 +515,30 @@ static Expr *noop_reshape(Simp *s, Call *c) {
     return static_tensor(x) && type_of(x) == c->base.checked_type ? x : NULL;
 }
 
+/* op(reshape(x), c) and op(c, reshape(x)) -> reshape(op(x, c)) (op(c, x)) for op add, subtract,
+ * multiply or divide and c a 0-d constant, when the result is static: the arithmetic then sits
+ * next to what made x, and FuseOps can hand it to that anchor as its epilogue (BERT's attention
+ * scores, batch_matmul -> reshape -> divide by 8). Elementwise with a scalar, so the values are
+ * the same. */
+static Expr *scalar_before_reshape(Simp *s, Call *c) {
+    TensorType *t = static_tensor(&c->base);
+    if (t == NULL || c->n_args != 2) return NULL;
+    for (int side = 0; side < 2; side++) {
+        Expr *r = c->args[side], *k = c->args[1 - side];
+        if (r->kind != EXPR_CALL || !is_reshape(op_id(s, AS_CALL(r)->op))) continue;
+        TensorType *kt = tensor_of(k);
+        if (k->kind != EXPR_CONSTANT || kt == NULL || kt->ndim != 0) continue;
+        Expr *x = AS_CALL(r)->args[0];
+        if (static_tensor(x) == NULL) continue;
+        Expr *a[2];
+        a[side] = x;
+        a[1 - side] = k;
+        Expr *op = try_call(s, c->op, 2, a, c->attrs);
+        return op ? reshape_to(s, op, t) : NULL;
+    }
+    return NULL;
+}
+
 /* ---- rules: transposes --------------------------------------------------------------------------
  */
 
@@ -728,6 +752,7 @@ static const Rule rules[] = {
      merge_reshapes},
     {"SimplifyNoOpReshape",
      M(RESHAPE) | M(SQUEEZE) | M(EXPAND_DIMS) | M(BATCH_FLATTEN) | M(BROADCAST_TO), noop_reshape},
+    {"ScalarBeforeReshape", M(ADD) | M(SUBTRACT) | M(MULTIPLY) | M(DIVIDE), scalar_before_reshape},
     {"SimplifyTranspose", M(TRANSPOSE) | M(LAYOUT_TRANSFORM), merge_transposes},
     {"SimplifyNoOpTranspose", M(TRANSPOSE) | M(LAYOUT_TRANSFORM), noop_transpose},
     {"SimplifySameCast", M(CAST), same_cast},
