@@ -145,10 +145,20 @@ struct KCall {
     bool out_dirty;
 };
 
+/* A tail that is one clamp of output 0 (K_CLAMP_RELU: x > 0 ? x : 0, NaN to 0; K_CLAMP_CLIP:
+ * min(hi, max(lo, x)) as x86 computes them, NaN kept) may be applied by the kernel itself to
+ * each value as it stores it: after begin returned 0, the kernel writes clamp(v) at clamp_out
+ * (the tail's result, output 0's shape) instead of v into output 0, never calls apply, and sets
+ * epi_done. A kernel that does not know `clamp` uses begin/apply as usual. */
+enum { K_CLAMP_NONE, K_CLAMP_RELU, K_CLAMP_CLIP };
+
 typedef struct KEpilogue {
     int (*begin)(void *ctx, const DLTensor *out0);
     void (*apply)(void *ctx, int64_t flat0, int64_t n);
     void *ctx;
+    uint8_t clamp;    /* K_CLAMP_*: what the whole tail is */
+    float lo, hi;     /* K_CLAMP_CLIP's bounds */
+    float *clamp_out; /* set by begin when clamp != K_CLAMP_NONE */
 } KEpilogue;
 
 typedef int (*KernelFn)(KCall *kc);

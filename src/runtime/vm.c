@@ -679,6 +679,7 @@ typedef struct VmEpi {
     RtTensor *res;      /* the result, made by epi_begin */
     const char *failed; /* an allocation failed in epi_begin (the run fails) */
     char why[256];
+    KEpilogue *epi; /* the anchor's view of it (clamp_out set by epi_begin) */
 } VmEpi;
 
 /* Whether the anchor's kernel reads memory under buffer b: it still reads its arguments while
@@ -731,7 +732,25 @@ static int epi_begin(void *ctx, const DLTensor *out0) {
         }
     }
     fx_bind(&e->bound, prog, ops, (float *)rt_tensor_data(e->res), nd, shape);
+    if (e->epi->clamp != K_CLAMP_NONE) e->epi->clamp_out = (float *)rt_tensor_data(e->res);
     return 0;
+}
+
+/* A tail that is one relu or clip of the anchor's result: the kernel may apply it as it stores
+ * (KEpilogue.clamp), with no pass of the program over the result. */
+static void epi_clamp(const VmPacked *p, const VmFuse *fu, KEpilogue *epi) {
+    const FxProgram *prog = fu->prog;
+    if (prog->n_steps != 1 || prog->step[0].a >= prog->n_operands ||
+        fu->operand[prog->step[0].a] != p->n_inputs + fu->anchor)
+        return;
+    const FxStep *st = &prog->step[0];
+    if (st->op == FX_RELU) {
+        epi->clamp = K_CLAMP_RELU;
+    } else if (st->op == FX_CLIP) {
+        epi->clamp = K_CLAMP_CLIP;
+        epi->lo = st->p0;
+        epi->hi = st->p1;
+    }
 }
 
 static void epi_apply(void *ctx, int64_t flat0, int64_t n) {
@@ -836,7 +855,9 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
                 e.vm = vm, e.p = p, e.fu = fu, e.vals = vals, e.fp = fp, e.loc = loc;
                 e.res_slot = NULL, e.res = NULL, e.failed = NULL, e.why[0] = '\0';
                 if (pre != NULL) e.res_slot = slot + fu->n_slots - 1; /* slot: past the anchor's */
-                KEpilogue epi = {epi_begin, epi_apply, &e};
+                KEpilogue epi = {epi_begin, epi_apply, &e, K_CLAMP_NONE, 0, 0, NULL};
+                epi_clamp(p, fu, &epi);
+                e.epi = &epi;
                 bool done = false;
                 v = run_call(vm, n, vals, loc, pre, &epi, &done);
                 if (v != NULL && done) {

@@ -205,7 +205,7 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
                    strncmp(what, "conv NHWC", 9) != 0 && k_numel(got) > 0;
     for (int decline = 0; decline < 2; decline++) {
         Tail t = {.decline = decline};
-        KEpilogue epi = {tail_begin, tail_apply, &t};
+        KEpilogue epi = {tail_begin, tail_apply, &t, K_CLAMP_NONE, 0, 0, NULL};
         char err[256];
         run_epi = &epi;
         DLTensor *o =

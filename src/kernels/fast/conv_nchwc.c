@@ -67,6 +67,9 @@ typedef struct NcRun {
     bool avx512; /* the AVX-512 tiles (b == 16) */
     bool avx2;   /* the portable code compiled for AVX2 */
     const KEpilogue *epi;
+    uint8_t clamp; /* K_CLAMP_*: the tail applied as tiles are stored (out: its result) */
+    float lo, hi;  /* K_CLAMP_CLIP's bounds */
+    float fill;    /* an output whose window is all padding: 0 clamped */
 } NcRun;
 
 /* ---- AVX-512 tiles, b == 16 ----------------------------------------------------------------- */
@@ -86,6 +89,15 @@ typedef struct NcRun {
                 _mm512_fmadd_ps(xv, wv[j], acc[p][j]);                                             \
         }                                                                                          \
     } while (0)
+
+/* The tail's clamp of v (r->clamp), as the fused program's relu and clip compute it: x86's
+ * max(a, b) is a > b ? a : b, so relu sends NaN to 0 and clip keeps it. */
+FAST_AVX512 INLINE __m512 nc_clamp16(const NcRun *r, __m512 v) {
+    if (r->clamp == K_CLAMP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
+    if (r->clamp == K_CLAMP_CLIP)
+        return _mm512_min_ps(_mm512_set1_ps(r->hi), _mm512_max_ps(_mm512_set1_ps(r->lo), v));
+    return v;
+}
 
 /* R positions x NOB output blocks: x at position 0's first tap of the tile's first input block,
  * w at that tap of the first output block's weights, o at position 0 of the first output block;
@@ -117,6 +129,8 @@ FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w
                 }
     }
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] = nc_clamp16(r, acc[p][j]);
+    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++)
             _mm512_storeu_ps(o + j * r->os_ob + p * 16, acc[p][j]);
 }
@@ -134,7 +148,8 @@ FAST_AVX512 INLINE void dw_tile16(const NcRun *r, const float *x, const float *w
             _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] =
                 _mm512_fmadd_ps(_mm512_loadu_ps(xq + p * ps), wv, acc[p]);
         }
-    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) _mm512_storeu_ps(o + p * 16, acc[p]);
+    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
+        _mm512_storeu_ps(o + p * 16, nc_clamp16(r, acc[p]));
 }
 
 typedef void (*NcTileFn)(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
@@ -178,6 +193,16 @@ static const NcTileFn dw16_fns[NC_R_MAX] = {R14(DW_PTR, 0)};
 
 /* ---- portable tiles (other levels, other blocks) -------------------------------------------- */
 
+/* nc_clamp16 for one value. */
+INLINE float nc_clamp1(const NcRun *r, float v) {
+    if (r->clamp == K_CLAMP_RELU) return v > 0.0f ? v : 0.0f;
+    if (r->clamp == K_CLAMP_CLIP) {
+        v = r->lo > v ? r->lo : v;
+        return r->hi < v ? r->hi : v;
+    }
+    return v;
+}
+
 INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
                         int64_t nkx, int64_t nob) {
     const int64_t b = r->b;
@@ -205,6 +230,8 @@ INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o
                             acc[l] += xv * wq[i * b + l];
                     }
                 }
+        for (int64_t l = 0; l < b; l++)
+            acc[l] = nc_clamp1(r, acc[l]);
         memcpy(o + j * r->os_ob, acc, (size_t)b * sizeof(float));
     }
 }
@@ -243,6 +270,12 @@ static void nc_tile(const NcRun *r, const float *x, const float *w, float *o, in
 
 /* ---- rows and tasks -------------------------------------------------------------------------- */
 
+/* n outputs whose window is all padding. */
+static void nc_fill(const NcRun *r, float *o, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        o[i] = r->fill;
+}
+
 /* Output row oy, columns [c0, c1), of the tile whose input starts at x (its first input block),
  * weights at w (first output block, tap (0, 0)), output at o (first output block's plane). */
 static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int64_t nob,
@@ -254,7 +287,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
     float *orow = o + oy * c->ow * b;
     if (ky1 <= ky0) { /* every kernel row falls in the padding */
         for (int64_t j = 0; j < nob; j++)
-            memset(orow + j * r->os_ob + c0 * b, 0, (size_t)((c1 - c0) * b) * sizeof(float));
+            nc_fill(r, orow + j * r->os_ob + c0 * b, (c1 - c0) * b);
         return;
     }
     int64_t nky = ky1 - ky0, rmax = nc_rmax[r->dw ? 0 : nob];
@@ -272,7 +305,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
         int64_t kx1 = ix0 > c->w - 1 ? 0 : min64(c->kw, (c->w - 1 - ix0) / c->dw + 1);
         if (kx1 <= kx0) {
             for (int64_t j = 0; j < nob; j++)
-                memset(orow + j * r->os_ob + ox * b, 0, (size_t)b * sizeof(float));
+                nc_fill(r, orow + j * r->os_ob + ox * b, b);
         } else {
             nc_tile(r, xrow + (ix0 + kx0 * c->dw) * r->xb, wk + kx0 * r->ws_kx, orow + ox * b, nky,
                     kx1 - kx0, nob, 1);
@@ -463,8 +496,19 @@ int kern_conv_nchwc(KCall *kc) {
     }
     r.chunk_rows =
         c->oh >= r.chunks; /* whole rows (the 7x7 depthwise: 27 us, 33 us cut in a row) */
-    if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
+    r.epi = NULL;
+    r.clamp = K_CLAMP_NONE;
+    if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) {
+        if (kc->epi->clamp != K_CLAMP_NONE && kc->epi->clamp_out != NULL) {
+            /* a relu or clip: applied in registers, the tiles stored into its result */
+            r.clamp = kc->epi->clamp, r.lo = kc->epi->lo, r.hi = kc->epi->hi;
+            r.out = kc->epi->clamp_out;
+        } else {
+            r.epi = kc->epi;
+        }
+        kc->epi_done = true;
+    }
+    r.fill = nc_clamp1(&r, 0.0f);
     k_parallel(kc, units * r.chunks, nc_task, &r);
-    kc->epi_done = r.epi != NULL;
     return 0;
 }
