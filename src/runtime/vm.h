@@ -164,9 +164,12 @@ typedef struct VmTypeDesc {
  * takes max(n, 1) (node k at step start + k). A buffer is live over [start, end] (end
  * VM_PLAN_FOREVER: the entry's output, live until the next run). Two buffers live at the same
  * step never share bytes, except a buffer written in place over its `inplace` source, whose
- * interval ends at the step where the new one starts. */
+ * interval ends at the step where the new one starts, and a piece of a concatenate's result
+ * (`inplace` = that buffer | VM_PLAN_PIECE): the value that the concatenate copies to those
+ * bytes is made there, so the copy is skipped; the piece ends where the result starts. */
 #define VM_PLAN_NONE UINT32_MAX
 #define VM_PLAN_FOREVER UINT32_MAX
+#define VM_PLAN_PIECE 0x80000000u
 
 typedef struct VmPlanBuf {
     uint64_t offset; /* in the arena; a multiple of 64 */
@@ -175,7 +178,8 @@ typedef struct VmPlanBuf {
     uint32_t ndim;
     const int64_t *shape;
     uint32_t start, end; /* live steps, inclusive */
-    uint32_t inplace;    /* the buffer this one overwrites in place, or VM_PLAN_NONE */
+    uint32_t inplace;    /* the buffer this one overwrites in place, or VM_PLAN_NONE; or
+                          * VM_PLAN_PIECE | the concatenate result it is a piece of */
 } VmPlanBuf;
 
 /* The planned outputs of one INVOKE_PACKED: slots[first .. first + n) name a buffer (or

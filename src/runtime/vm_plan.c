@@ -96,6 +96,7 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
     if ((pl->n_bufs && pl->bufs == NULL) || (pl->n_sites && pl->sites == NULL) ||
         (pl->n_slots && pl->slots == NULL))
         return fail(err, cap, f, "a table is missing");
+    if (pl->n_bufs >= VM_PLAN_PIECE) return fail(err, cap, f, "%u buffers", pl->n_bufs);
     if (pl->arena_bytes > ((uint64_t)1 << 48))
         return fail(err, cap, f, "an arena of %llu bytes", (unsigned long long)pl->arena_bytes);
     for (uint32_t b = 0; b < pl->n_bufs; b++) {
@@ -117,6 +118,16 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
                         (unsigned long long)bf->offset, (unsigned long long)bf->nbytes,
                         (unsigned long long)pl->arena_bytes);
         if (bf->start > bf->end) return fail(err, cap, f, "buffer %u: interval", b);
+        if (bf->inplace != VM_PLAN_NONE && (bf->inplace & VM_PLAN_PIECE)) {
+            /* a piece of a concatenate's result: inside its bytes, ending where it starts */
+            uint32_t r = bf->inplace & ~VM_PLAN_PIECE;
+            if (r >= pl->n_bufs || r == b || pl->bufs[r].start != bf->end ||
+                bf->offset < pl->bufs[r].offset ||
+                bf->offset - pl->bufs[r].offset > pl->bufs[r].nbytes ||
+                bf->nbytes > pl->bufs[r].nbytes - (bf->offset - pl->bufs[r].offset))
+                return fail(err, cap, f, "buffer %u: a piece of buffer %u", b, r);
+            continue;
+        }
         if (bf->inplace != VM_PLAN_NONE &&
             (bf->inplace >= pl->n_bufs || bf->inplace == b ||
              pl->bufs[bf->inplace].end != bf->start || pl->bufs[bf->inplace].offset != bf->offset ||
@@ -160,10 +171,12 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
                         break;
                     }
                     used[b] = 1;
+                    if (nd->kind == VM_NODE_CALL && nd->op_id == OP_ID_CONCATENATE) used[b] = 2;
                     if (pl->bufs[b].start != step + k)
                         ok = fail(err, cap, f, "buffer %u starts at step %u, its node at %llu", b,
                                   pl->bufs[b].start, (unsigned long long)(step + k));
-                    else if (pl->bufs[b].inplace != VM_PLAN_NONE) {
+                    else if (pl->bufs[b].inplace != VM_PLAN_NONE &&
+                             !(pl->bufs[b].inplace & VM_PLAN_PIECE)) {
                         /* in place only over an argument of a kernel that allows it */
                         bool arg_ok = false;
                         for (uint32_t a = 0; a < nd->n_args && !nd->out_tuple; a++)
@@ -180,8 +193,14 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
         if (step >= VM_PLAN_FOREVER) ok = fail(err, cap, f, "too many steps");
     }
     if (ok && s != pl->n_sites) ok = fail(err, cap, f, "site %u is out of order", s);
-    for (uint32_t b = 0; ok && b < pl->n_bufs; b++)
-        if (!used[b]) ok = fail(err, cap, f, "buffer %u is not used by any site", b);
+    for (uint32_t b = 0; ok && b < pl->n_bufs; b++) {
+        uint32_t r = pl->bufs[b].inplace & ~VM_PLAN_PIECE;
+        if (!used[b])
+            ok = fail(err, cap, f, "buffer %u is not used by any site", b);
+        else if (pl->bufs[b].inplace != VM_PLAN_NONE && (pl->bufs[b].inplace & VM_PLAN_PIECE) &&
+                 used[r] != 2)
+            ok = fail(err, cap, f, "buffer %u: a piece of buffer %u, not a concatenate's", b, r);
+    }
     free(used);
     if (!ok) return false;
     /* No two buffers live at once share bytes, except in place: a sweep over time keeps the
@@ -200,6 +219,12 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
         for (uint32_t j = 0; j < n_live; j++) {
             const VmPlanBuf *x = &pl->bufs[live[j]];
             if (x->end < nb->start || live[j] == nb->inplace) continue;
+            if (x->inplace == (bi | VM_PLAN_PIECE)) continue; /* its piece: ends here */
+            /* a piece written in place over the end of a chain (a fused tail over its anchor's
+             * output): the piece's field names its result, the chain's source is implied */
+            if (nb->inplace != VM_PLAN_NONE && (nb->inplace & VM_PLAN_PIECE) &&
+                x->end == nb->start && x->offset == nb->offset && x->nbytes == nb->nbytes)
+                continue;
             live[w++] = live[j];
         }
         n_live = w;

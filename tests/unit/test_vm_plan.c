@@ -220,6 +220,73 @@ static void test_inplace_input(void) {
     vm_exec_free(exe);
 }
 
+/* A concatenate whose inputs die there: each input (a fused relu over its convolution's
+ * output, an in-place chain) is made inside the result's bytes (VM_PLAN_PIECE), so the
+ * concatenate copies nothing; the validator accepts the plan and refuses a piece moved out of
+ * its result or given a result that no concatenate makes. Not pieces: an input still read after
+ * the concatenate, and inputs that are not contiguous runs of the result (axis 2). */
+static void test_concat_pieces(void) {
+    VmExec *exe = compile_text(
+        HDR "def @main(%x: Tensor[(1, 8, 6, 6), float32], %w: Tensor[(16, 8, 1, 1), float32],\n"
+            "          %v: Tensor[(16, 8, 3, 3), float32]) {\n"
+            "  %0 = nn.relu(nn.conv2d(%x, %w, padding=[0, 0, 0, 0]));\n"
+            "  %1 = nn.relu(nn.conv2d(%x, %v, padding=[1, 1, 1, 1]));\n"
+            "  %2 = concatenate((%0, %1), axis=1);\n  nn.max_pool2d(%2, pool_size=[2, 2])\n}\n",
+        3);
+    if (exe == NULL) return;
+    VmFunction *f = (VmFunction *)&exe->funcs[exe->entry];
+    VmPlan *pl = (VmPlan *)f->plan;
+    CHECK(pl != NULL, "not planned");
+    uint32_t pieces = 0, piece = VM_PLAN_NONE;
+    for (uint32_t b = 0; pl && b < pl->n_bufs; b++) {
+        uint32_t r = pl->bufs[b].inplace;
+        if (r == VM_PLAN_NONE || !(r & VM_PLAN_PIECE)) continue;
+        r &= ~VM_PLAN_PIECE;
+        pieces++, piece = b;
+        CHECK(r < pl->n_bufs && pl->bufs[b].offset >= pl->bufs[r].offset &&
+                  pl->bufs[b].offset + pl->bufs[b].nbytes <=
+                      pl->bufs[r].offset + pl->bufs[r].nbytes,
+              "piece %u lies outside its result %u", b, r);
+    }
+    CHECK(pieces == 2, "%u pieces", pieces);
+    char err[512];
+    CHECK(vm_plan_validate(exe, f, err, sizeof err), "the plan does not validate: %s", err);
+    if (piece != VM_PLAN_NONE) {
+        VmPlanBuf *pb = (VmPlanBuf *)&pl->bufs[piece], saved = *pb;
+        pb->offset += 64 * ((pl->bufs[pb->inplace & ~VM_PLAN_PIECE].nbytes + 63) / 64);
+        CHECK(!vm_plan_validate(exe, f, err, sizeof err), "a piece outside its result validates");
+        *pb = saved;
+        pb->inplace = (piece == 0 ? 1 : 0) | VM_PLAN_PIECE;
+        CHECK(!vm_plan_validate(exe, f, err, sizeof err), "a piece of another buffer validates");
+        *pb = saved;
+    }
+    same_as_unplanned(exe, "concatenate pieces");
+    vm_exec_free(exe);
+    static const char *const none[2] = {
+        HDR "def @main(%x: Tensor[(1, 8, 6, 6), float32], %w: Tensor[(8, 8, 1, 1), float32],\n"
+            "          %u: Tensor[(8, 16, 1, 1), float32]) {\n"
+            "  %0 = nn.relu(nn.conv2d(%x, %w, padding=[0, 0, 0, 0]));\n"
+            "  %1 = nn.relu(nn.conv2d(%0, %w, padding=[0, 0, 0, 0]));\n"
+            "  %2 = concatenate((%0, %1), axis=1);\n"
+            "  %3 = nn.relu(nn.conv2d(%2, %u, padding=[0, 0, 0, 0]));\n"
+            "  %4 = nn.conv2d(%3, %w, padding=[0, 0, 0, 0]);\n  add(%4, %0)\n}\n",
+        HDR "def @main(%x: Tensor[(1, 8, 6, 6), float32], %w: Tensor[(8, 8, 1, 1), float32],\n"
+            "          %v: Tensor[(8, 8, 1, 1), float32]) {\n"
+            "  %0 = nn.relu(nn.conv2d(%x, %w, padding=[0, 0, 0, 0]));\n"
+            "  %1 = nn.relu(nn.conv2d(%x, %v, padding=[0, 0, 0, 0]));\n"
+            "  nn.max_pool2d(concatenate((%0, %1), axis=2), pool_size=[2, 2])\n}\n"};
+    for (int i = 0; i < 2; i++) {
+        exe = compile_text(none[i], 3);
+        if (exe == NULL) return;
+        pl = (VmPlan *)exe->funcs[exe->entry].plan;
+        for (uint32_t b = 0; pl && b < pl->n_bufs; b++)
+            CHECK(pl->bufs[b].inplace == VM_PLAN_NONE || !(pl->bufs[b].inplace & VM_PLAN_PIECE),
+                  "program %d: buffer %u is a piece", i, b);
+        same_as_unplanned(exe, i ? "a concatenate along axis 2" : "inputs read again");
+        vm_exec_free(exe);
+    }
+}
+
 /* A branch on a scalar: both arms planned, the join's value lives past both. */
 static void test_branch(void) {
     const char *text = HDR "def @main(%c: bool, %x: Tensor[(8, 8), float32]) {\n"
@@ -476,6 +543,7 @@ int main(int argc, char **argv) {
     test_reuse();
     test_inplace();
     test_inplace_input();
+    test_concat_pieces();
     test_branch();
     test_recursive();
     test_cnn();

@@ -336,7 +336,8 @@ static void join_blocks(KCall *kc, uint32_t k, int64_t outer, const int64_t *chu
         for (uint32_t i = 0; i < k; i++) {
             const DLTensor *t = k_field(kc, 0, i);
             size_t nb = (size_t)chunk[i] * esize(t);
-            if (nb) memcpy(d, (const char *)k_ptr(t) + (size_t)r * nb, nb);
+            const char *src = (const char *)k_ptr(t) + (size_t)r * nb;
+            if (nb && src != d) memcpy(d, src, nb); /* equal: made in place (a plan's piece) */
             d += nb;
         }
 }
