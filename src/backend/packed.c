@@ -559,6 +559,53 @@ out:
     return result;
 }
 
+/* A Primitive function that only views its one argument: one squeeze, expand_dims or reshape
+ * (of the argument or of a field of it) with a static tensor result. It runs as a view
+ * (VM_RESHAPE_TENSOR: a header over the same storage; the plan keeps the storage live while
+ * the view is): no packed call and no copy. LSTM and GRU steps squeeze their slice of the input
+ * projection this way (31 packed calls and 4 KB copies per run). Returns the result register,
+ * or BE_NOREG when df is not such a view. */
+static uint32_t emit_view(FB *fb, Call *call, const Df *df, const uint32_t *args, uint32_t dst) {
+    Be *be = fb_be(fb);
+    size_t nn = df->nodes.len;
+    if (df->n_inputs != 1 || nn < 1 || nn > 2 || df->result != df->n_inputs + nn - 1)
+        return BE_NOREG;
+    const DfNode *v = &df->nodes.data[nn - 1], *fl = nn == 2 ? &df->nodes.data[0] : NULL;
+    if (v->e->kind != EXPR_CALL || v->n_args != 1 || df->args.data[v->args_at] != nn - 1)
+        return BE_NOREG;
+    if (fl && (fl->e->kind != EXPR_TUPLE_GET_ITEM || df->args.data[fl->args_at] != 0))
+        return BE_NOREG;
+    const OpDef *op = op_def_of(AS_CALL(v->e)->op);
+    if (op == NULL || op->user_kernel != NULL ||
+        (op->id != OP_ID_SQUEEZE && op->id != OP_ID_EXPAND_DIMS && op->id != OP_ID_RESHAPE))
+        return BE_NOREG;
+    Type *rt = v->e->checked_type, *at = AS_CALL(v->e)->args[0]->checked_type;
+    if (rt == NULL || rt->kind != TYPE_TENSOR || at == NULL || at->kind != TYPE_TENSOR ||
+        be_kind_of(rt) != VM_RK_VALUE || be_kind_of(call->base.checked_type) != VM_RK_VALUE)
+        return BE_NOREG;
+    const TensorType *tt = AS_TENSOR_TYPE(rt);
+    if (tt->ndim > K_MAX_DIMS) return BE_NOREG;
+    for (uint32_t d = 0; d < tt->ndim; d++)
+        if (tt->shape[d] < 0) return BE_NOREG;
+    Span span = call->base.span;
+    uint32_t src = fb_as_kind(fb, args[0], VM_RK_VALUE, span);
+    if (fl != NULL) {
+        uint32_t r = fb_reg(fb, VM_RK_VALUE);
+        fb_emit(
+            fb,
+            (VmInstr){.op = VM_GET_FIELD, .dst = r, .a = src, .b = AS_TUPLE_GET_ITEM(fl->e)->index},
+            span);
+        src = r;
+    }
+    int64_t nd = tt->ndim;
+    Expr *k = ir_constant_new(be->ctx, RLY_DTYPE_I64, 1, &nd, tt->shape, span);
+    uint32_t rs = fb_reg(fb, VM_RK_VALUE);
+    fb_emit(fb, (VmInstr){.op = VM_LOAD_CONST, .dst = rs, .a = be_const(be, AS_CONSTANT(k))}, span);
+    uint32_t r = dst != BE_NOREG && fb_kind(fb, dst) == VM_RK_VALUE ? dst : fb_reg(fb, VM_RK_VALUE);
+    fb_emit(fb, (VmInstr){.op = VM_RESHAPE_TENSOR, .dst = r, .a = src, .b = rs}, span);
+    return r;
+}
+
 uint32_t be_emit_prim_call(FB *fb, Call *call, Function *fn, const uint32_t *args, uint32_t n,
                            uint32_t dst) {
     Be *be = fb_be(fb);
@@ -586,6 +633,7 @@ uint32_t be_emit_prim_call(FB *fb, Call *call, Function *fn, const uint32_t *arg
     }
     free(kinds);
     if (scalar) goto out;
+    if ((r = emit_view(fb, call, &df, args, dst)) != BE_NOREG) goto out;
     int32_t p = be_packed_of_prim(be, fn);
     if (p >= 0) r = invoke_packed(fb, call, p, args, n, dst);
 out:

@@ -287,6 +287,28 @@ static void test_concat_pieces(void) {
     }
 }
 
+/* A primitive function that only squeezes a field of a split runs as a view (VM_RESHAPE_TENSOR,
+ * no packed call); the planned run equals the unplanned one. */
+static void test_view_calls(void) {
+    VmExec *exe = compile_text(
+        HDR "def @main(%x: Tensor[(2, 1, 8), float32], %w: Tensor[(16, 8), float32],\n"
+            "          %h: Tensor[(1, 16), float32], %v: Tensor[(16, 16), float32]) {\n"
+            "  %0 = split(nn.dense(%x, %w), indices_or_sections=2, axis=0);\n"
+            "  %1 = tanh(add(nn.dense(%h, %v), squeeze(%0.0, axis=[0])));\n"
+            "  tanh(add(nn.dense(%1, %v), squeeze(%0.1, axis=[0])))\n}\n",
+        3);
+    if (exe == NULL) return;
+    const VmFunction *f = &exe->funcs[exe->entry];
+    uint32_t views = 0;
+    for (uint32_t pc = 0; pc < f->n_code; pc++)
+        views += f->code[pc].op == VM_RESHAPE_TENSOR;
+    for (uint32_t i = 0; i < exe->n_packed; i++)
+        CHECK(strcmp(exe->packed[i].name, "fused_squeeze") != 0, "a squeeze is a packed call");
+    CHECK(views == 2, "%u views", views);
+    same_as_unplanned(exe, "view calls");
+    vm_exec_free(exe);
+}
+
 /* A branch on a scalar: both arms planned, the join's value lives past both. */
 static void test_branch(void) {
     const char *text = HDR "def @main(%c: bool, %x: Tensor[(8, 8), float32]) {\n"
@@ -544,6 +566,7 @@ int main(int argc, char **argv) {
     test_inplace();
     test_inplace_input();
     test_concat_pieces();
+    test_view_calls();
     test_branch();
     test_recursive();
     test_cnn();
