@@ -229,6 +229,87 @@ done:
         free(ops[i].data);
 }
 
+/* Bias tails (fused.c bias_detect: x + bias or bias + x, then none, relu or clip, run by run of
+ * the bias): a per-channel bias of NCHW (1, C, 1, 1), a per-column bias of a product (N), a
+ * per-row one (M, 1), against the reference steps bit for bit, at every level, 1 and 2 threads
+ * and in place; the bound program must take the bias path (kinds 0-1) or not (kind 2: a per-row
+ * bias of 3 merged dims is gathered). */
+static void bias_tails(SupPool *pool2) {
+    static const int64_t shapes[3][4] = {{1, 37, 5, 9}, {3, 7, 11, 70}, {2, 5, 13, 17}};
+    for (int kind = 0; kind < 3; kind++)
+        for (int order = 0; order < 2; order++)
+            for (int clamp = 0; clamp < 3; clamp++) {
+                const int64_t *shape = shapes[kind];
+                int64_t bs[4] = {1, shape[1], 1, 1};
+                uint32_t bnd = 4;
+                if (kind == 1) bnd = 1, bs[0] = shape[3];
+                if (kind == 2) bnd = 3, bs[0] = shape[1], bs[1] = shape[2], bs[2] = 1;
+                Tensor x, b;
+                tensor_init(&x, 4, shape);
+                tensor_init(&b, bnd, bs);
+                for (int64_t j = 0; j < k_numel(&x.t); j++)
+                    x.data[j] = rnd_value();
+                for (int64_t j = 0; j < k_numel(&b.t); j++)
+                    b.data[j] = rnd_value();
+                FxProgram p = {.n_operands = 2, .n_steps = clamp ? 2 : 1};
+                p.step[0] = (FxStep){.op = FX_ADD, .a = (uint16_t)order, .b = (uint16_t)!order};
+                if (clamp)
+                    p.step[1] = (FxStep){.op = (uint8_t)(clamp == 1 ? FX_RELU : FX_CLIP),
+                                         .a = 2,
+                                         .p0 = -1.5f,
+                                         .p1 = 2.0f};
+                const DLTensor *opp[2] = {&x.t, &b.t};
+                Tensor v0, v1;
+                const DLTensor *ab[2] = {&x.t, &b.t};
+                bool ok = ref_step(&p.step[0], ab[order], ab[!order], &v0) &&
+                          (!clamp || ref_step(&p.step[1], &v0.t, &v0.t, &v1));
+                const Tensor *want = clamp ? &v1 : &v0;
+                static FxBound bound;
+                fx_bind(&bound, &p, opp, want->data, 4, shape);
+                if (!ok || bound.bias != (kind < 2)) {
+                    printf("FAIL bias tail %d/%d/%d: reference %d, bias path %d\n", kind, order,
+                           clamp, ok, bound.bias);
+                    n_fail++;
+                }
+                int64_t total = k_numel(&x.t);
+                for (int level = SUP_ISA_SCALAR; ok && level <= (int)sup_isa_detected(); level++) {
+                    sup_isa_force((SupIsa)level);
+                    for (int mode = 0; mode < 3; mode++) {
+                        Tensor out, saved;
+                        tensor_init(&out, 4, shape);
+                        float *dst = out.data;
+                        if (mode == 2) {
+                            tensor_init(&saved, 4, shape);
+                            memcpy(saved.data, x.data, (size_t)total * 4);
+                            dst = x.data;
+                        }
+                        fx_run(&p, opp, dst, 4, shape, mode == 1 ? pool2 : NULL);
+                        int64_t bad = -1;
+                        for (int64_t j = 0; j < total && bad < 0; j++)
+                            if (!close_enough(dst[j], want->data[j], 0)) bad = j;
+                        if (bad >= 0) {
+                            printf("FAIL bias tail %d/%d/%d (%s, mode %d): element %lld is %.9g, "
+                                   "want %.9g\n",
+                                   kind, order, clamp, sup_isa_name((SupIsa)level), mode,
+                                   (long long)bad, dst[bad], want->data[bad]);
+                            n_fail++;
+                        } else {
+                            n_pass++;
+                        }
+                        if (mode == 2) {
+                            memcpy(x.data, saved.data, (size_t)total * 4);
+                            free(saved.data);
+                        }
+                        free(out.data);
+                    }
+                }
+                sup_isa_force(sup_isa_detected());
+                if (ok) free(v0.data);
+                if (ok && clamp) free(v1.data);
+                free(x.data), free(b.data);
+            }
+}
+
 /* A program fx_shape must refuse: a step narrower than the result, another dtype. */
 static void refusals(void) {
     Tensor a, b;
@@ -263,6 +344,7 @@ int main(int argc, char **argv) {
     if (argc > 2) rng = strtoull(argv[2], NULL, 10) | 1;
     SupPool *pool2 = sup_pool_new(2);
     refusals();
+    bias_tails(pool2);
     for (int t = 0; t < trials; t++)
         one(t, pool2);
     sup_pool_free(pool2);

@@ -206,6 +206,8 @@ static void src_gather(const Src *s, int64_t i0, int64_t n, float *buf) {
 #undef FAST_LEVEL
 
 typedef void (*StepFn)(const FxStep *st, const float *a, const float *b, float *y, int64_t n);
+typedef void (*BiasFn)(const float *x, const float *bp, float bs, bool bias_first, uint8_t clamp,
+                       float lo, float hi, float *y, int64_t n);
 
 static StepFn step_fn(void) {
 #if defined(__x86_64__)
@@ -218,9 +220,74 @@ static StepFn step_fn(void) {
     return fx_step_scalar;
 }
 
+static BiasFn bias_fn(void) {
+#if defined(__x86_64__)
+    switch (sup_isa()) {
+    case SUP_ISA_AVX512: return fx_bias_run_avx512;
+    case SUP_ISA_AVX2: return fx_bias_run_avx2;
+    default: break;
+    }
+#endif
+    return fx_bias_run_scalar;
+}
+
+/* Whether bound program b is a bias tail (FxBound.bias): x + bias or bias + x, then maybe one
+ * relu or clip of it, x read in place and the bias gathered over at most 2 merged dims whose
+ * innermost stride is 0 (a per-channel bias of NCHW) or 1 (a per-column bias of a product). */
+static void bias_detect(FxBound *b) {
+    const FxProgram *p = b->p;
+    b->bias = false;
+    if (p->n_steps < 1 || p->n_steps > 2 || p->step[0].op != FX_ADD) return;
+    const FxStep *s0 = &p->step[0];
+    if (s0->a >= p->n_operands || s0->b >= p->n_operands) return;
+    int xk = b->src[s0->a].kind, bk = b->src[s0->b].kind;
+    bool first = xk == 2 && bk == 0;
+    if (!first && !(xk == 0 && bk == 2)) return;
+    uint16_t x = first ? s0->b : s0->a, bi = first ? s0->a : s0->b;
+    const FxSrc *bs = &b->src[bi];
+    if (bs->nd < 1 || bs->nd > 2 || (bs->stride[bs->nd - 1] != 0 && bs->stride[bs->nd - 1] != 1))
+        return;
+    uint8_t clamp = 0;
+    if (p->n_steps == 2) {
+        const FxStep *s1 = &p->step[1];
+        if ((s1->op != FX_RELU && s1->op != FX_CLIP) || s1->a != p->n_operands) return;
+        clamp = s1->op;
+        b->bias_lo = s1->p0, b->bias_hi = s1->p1;
+    }
+    b->bias = true;
+    b->bias_first = first;
+    b->bias_clamp = clamp;
+    b->bias_x = x, b->bias_b = bi;
+    b->bias_fn = (void (*)(void))bias_fn();
+}
+
+/* Elements [lo, hi) of a bias tail: run by run of the bias. */
+static void bias_range(const FxBound *r, int64_t lo, int64_t hi) {
+    const FxSrc *s = &r->src[r->bias_b];
+    const float *x = r->src[r->bias_x].data;
+    BiasFn fn = (BiasFn)r->bias_fn;
+    uint32_t last = s->nd - 1;
+    int64_t inner = s->size[last];
+    for (int64_t i = lo; i < hi;) {
+        int64_t j = i % inner, n = inner - j < hi - i ? inner - j : hi - i;
+        int64_t off = s->nd == 2 ? i / inner % s->size[0] * s->stride[0] : 0;
+        if (s->stride[last] == 0)
+            fn(x + i, NULL, s->data[off], r->bias_first, r->bias_clamp, r->bias_lo, r->bias_hi,
+               r->out + i, n);
+        else
+            fn(x + i, s->data + off + j, 0.0f, r->bias_first, r->bias_clamp, r->bias_lo, r->bias_hi,
+               r->out + i, n);
+        i += n;
+    }
+}
+
 /* ---- running --------------------------------------------------------------------------------- */
 
 static void eval_range(const FxBound *r, int64_t lo, int64_t hi) {
+    if (r->bias) {
+        bias_range(r, lo, hi);
+        return;
+    }
     const FxProgram *p = r->p;
     _Alignas(64) float buf[FX_MAX_STEPS + FX_MAX_OPERANDS][FX_BLOCK];
     StepFn fn = (StepFn)r->fn;
@@ -262,6 +329,7 @@ void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *
             for (int j = 0; j < FX_BLOCK; j++)
                 b->splat[i][j] = b->src[i].data[0];
     }
+    bias_detect(b);
 }
 
 void fx_range(const FxBound *b, int64_t lo, int64_t n) { eval_range(b, lo, lo + n); }

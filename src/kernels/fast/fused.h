@@ -86,6 +86,15 @@ typedef struct FxBound {
     float *out;
     int64_t total;
     void (*fn)(void); /* the step loop of the instruction-set level */
+    /* A bias tail (fx_bind found the program x + bias, then maybe relu or clip, x of the result's
+     * shape, bias gathered with an innermost stride of 0 or 1 over at most 2 merged dims): each
+     * run of the bias is applied in one pass (no gathered copy, no intermediate block). */
+    bool bias;
+    bool bias_first;    /* the program adds bias + x (x86 keeps the first NaN's payload) */
+    uint8_t bias_clamp; /* 0 none, FX_RELU or FX_CLIP (bounds bias_lo, bias_hi) */
+    uint16_t bias_x, bias_b;
+    float bias_lo, bias_hi;
+    void (*bias_fn)(void); /* the run loop of the instruction-set level */
 } FxBound;
 void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *out, uint32_t ndim,
              const int64_t *shape);

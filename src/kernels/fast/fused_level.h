@@ -65,3 +65,24 @@ static VATTR void V(fx_step)(const FxStep *st, const float *pa, const float *pb,
     }
 }
 #undef FX_VEC_OPS
+
+/* y[i] = clamp(x[i] + b[i]) for i < n (bias_first: b[i] + x[i]), b[i] = bs when bp is NULL:
+ * a bias tail's run (FxBound.bias), the same vector operations as the program's steps. */
+static VATTR void V(fx_bias_run)(const float *x, const float *bp, float bs, bool bias_first,
+                                 uint8_t clamp, float lo, float hi, float *y, int64_t n) {
+    VF vb = V(vset)(bs), vlo = V(vset)(lo), vhi = V(vset)(hi), zero = V(vset)(0.0f);
+    for (int64_t i = 0; i < n; i += VL) {
+        int64_t r = n - i < VL ? n - i : VL;
+        VF a = r == VL ? V(vload)(x + i) : V(vloadn)(x + i, r);
+        VF b = bp == NULL ? vb : r == VL ? V(vload)(bp + i) : V(vloadn)(bp + i, r);
+        VF t = bias_first ? V(vadd)(b, a) : V(vadd)(a, b);
+        if (clamp == FX_RELU)
+            t = V(vmax)(t, zero);
+        else if (clamp == FX_CLIP)
+            t = V(vmin)(vhi, V(vmax)(vlo, t));
+        if (r == VL)
+            V(vstore)(y + i, t);
+        else
+            V(vstoren)(y + i, t, r);
+    }
+}
