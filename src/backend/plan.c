@@ -283,7 +283,8 @@ static bool input_dies_at(const Planner *P, const VmPacked *p, const VmInstr *in
 
 /* Concatenate in place: when packed call `in` (p) is a concatenate of its inputs along an axis
  * after dims of size 1 only (each input is one contiguous run of the result) and every input is
- * a buffer that dies here, whose in-place chain ends with it, each input's chain becomes a piece
+ * a buffer that dies here and is not overwritten in place (so its in-place chain ends with it),
+ * each input's chain becomes a piece
  * of the result's buffer c: packed inside c's bytes at the input's offset there (a multiple of
  * 64), so that what made the input wrote it where the concatenate would copy it. SqueezeNet's
  * fire modules joined their two branches with 1.5 MB of copies per run. */
@@ -313,10 +314,10 @@ static void concat_pieces(Planner *P, const VmPacked *p, const VmInstr *in, uint
         if (pb->b.end != last_step || pb->overwritten || pb->b.dtype != cb->dtype ||
             (pb->b.inplace != VM_PLAN_NONE && (pb->b.inplace & VM_PLAN_PIECE)))
             return;
+        /* not overwritten: b ends its in-place chain (each buffer is overwritten once at most,
+         * and its source ends where it starts) */
         for (uint32_t j = 0; j < i; j++)
             if (P->bufs.data[piece[j]].group == pb->group) return; /* one buffer twice */
-        for (uint32_t x = 0; x < P->bufs.len; x++)                 /* the chain ends with b */
-            if (P->bufs.data[x].group == pb->group && P->bufs.data[x].b.end > pb->b.end) return;
         piece[i] = b;
         off += pb->b.nbytes;
     }
