@@ -331,6 +331,47 @@ static void concat_pieces(Planner *P, const VmPacked *p, const VmInstr *in, uint
     }
 }
 
+/* Split in place: when packed call `in` (p) is one split of its input along an axis after dims
+ * of size 1 only (each output is one contiguous run of the input), the input's buffer dies here
+ * and every output has a buffer at an offset of the input that is a multiple of 64, the outputs
+ * become pieces of the input's buffer: packed inside its bytes (which stay reserved while any
+ * piece lives), so the split copies nothing. The LSTM's input projection, split by step: 128 KB
+ * per run. `first`: the site's first slot. */
+static void split_pieces(Planner *P, const VmPacked *p, const VmInstr *in, uint32_t last_step,
+                         uint32_t first) {
+    const VmNode *n = &p->nodes[0];
+    if (p->n_nodes != 1 || p->n_inputs != 1 || n->kind != VM_NODE_CALL || n->op_id != OP_ID_SPLIT ||
+        !n->out_tuple || n->n_args != 1 || n->args[0] != 0)
+        return;
+    uint32_t d = P->reg_buf[P->f->pool[in->args]];
+    if (d == VM_PLAN_NONE) return;
+    const PBuf *db = &P->bufs.data[d];
+    if (db->b.end != last_step || db->overwritten ||
+        (db->b.inplace != VM_PLAN_NONE && (db->b.inplace & VM_PLAN_PIECE)))
+        return;
+    int64_t axis = -1;
+    for (uint32_t i = 0; i < n->n_attrs; i++)
+        if (n->attrs[i].name && strcmp(n->attrs[i].name, "axis") == 0 && n->attrs[i].kind == KA_INT)
+            axis = n->attrs[i].i < 0 ? n->attrs[i].i + db->b.ndim : n->attrs[i].i;
+    if (axis < 0 || axis >= (int64_t)db->b.ndim) return;
+    for (int64_t k = 0; k < axis; k++)
+        if (db->b.shape[k] != 1) return;
+    uint64_t off = 0;
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        uint32_t b = P->slots.data[first + o];
+        if (b == VM_PLAN_NONE || off % 64 != 0 || P->bufs.data[b].b.dtype != db->b.dtype) return;
+        off += P->bufs.data[b].b.nbytes;
+    }
+    if (off != db->b.nbytes) return;
+    off = 0;
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        PBuf *pb = &P->bufs.data[P->slots.data[first + o]];
+        pb->b.inplace = d | VM_PLAN_PIECE;
+        pb->piece_off = off;
+        off += pb->b.nbytes;
+    }
+}
+
 /* The buffers of the site at pc. */
 static void plan_site(Planner *P, uint32_t pc) {
     Be *be = P->be;
@@ -420,6 +461,7 @@ static void plan_site(Planner *P, uint32_t pc) {
         }
     }
     if (vbuf[p->result] != VM_PLAN_NONE) concat_pieces(P, p, in, last_step, vbuf[p->result]);
+    split_pieces(P, p, in, last_step, st.first);
     if (P->n_defs[in->dst] == 1) P->reg_buf[in->dst] = vbuf[p->result];
     vec_push(&P->sites, st);
     free(last);
@@ -593,13 +635,15 @@ static void plan_function(Be *be, uint32_t fi, VmFunction *f) {
             x->end = pb->b.end;
         }
     }
-    /* pieces: their chains live inside the result's chain, which is placed from the earliest
-     * start of its pieces on (ascending: a result that is itself a piece is extended first) */
+    /* pieces: their chains live inside their container's chain (a concatenate's result, a
+     * split's input), which is placed from the earliest start of its pieces on and kept to the
+     * latest end (ascending: a container that is itself a piece is extended first) */
     for (uint32_t b = 0; b < nb; b++) {
         const PBuf *pb = &P.bufs.data[b];
         if (pb->b.inplace == VM_PLAN_NONE || !(pb->b.inplace & VM_PLAN_PIECE)) continue;
         Group *x = &g[pb->group], *r = &g[P.bufs.data[pb->b.inplace & ~VM_PLAN_PIECE].group];
         if (x->start < r->start) r->start = x->start;
+        if (x->end > r->end) r->end = x->end;
         x->size = 0;
     }
     uint64_t top = pack(g, nb);       /* groups that are not chain heads have size 0: ignored */

@@ -119,9 +119,11 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
                         (unsigned long long)pl->arena_bytes);
         if (bf->start > bf->end) return fail(err, cap, f, "buffer %u: interval", b);
         if (bf->inplace != VM_PLAN_NONE && (bf->inplace & VM_PLAN_PIECE)) {
-            /* a piece of a concatenate's result: inside its bytes, ending where it starts */
+            /* a piece of a concatenate's result (ending where it starts) or of a split's input
+             * (starting where it ends): inside its bytes */
             uint32_t r = bf->inplace & ~VM_PLAN_PIECE;
-            if (r >= pl->n_bufs || r == b || pl->bufs[r].start != bf->end ||
+            if (r >= pl->n_bufs || r == b ||
+                (pl->bufs[r].start != bf->end && pl->bufs[r].end != bf->start) ||
                 bf->offset < pl->bufs[r].offset ||
                 bf->offset - pl->bufs[r].offset > pl->bufs[r].nbytes ||
                 bf->nbytes > pl->bufs[r].nbytes - (bf->offset - pl->bufs[r].offset))
@@ -172,6 +174,7 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
                     }
                     used[b] = 1;
                     if (nd->kind == VM_NODE_CALL && nd->op_id == OP_ID_CONCATENATE) used[b] = 2;
+                    if (nd->kind == VM_NODE_CALL && nd->op_id == OP_ID_SPLIT) used[b] = 3;
                     if (pl->bufs[b].start != step + k)
                         ok = fail(err, cap, f, "buffer %u starts at step %u, its node at %llu", b,
                                   pl->bufs[b].start, (unsigned long long)(step + k));
@@ -198,8 +201,10 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
         if (!used[b])
             ok = fail(err, cap, f, "buffer %u is not used by any site", b);
         else if (pl->bufs[b].inplace != VM_PLAN_NONE && (pl->bufs[b].inplace & VM_PLAN_PIECE) &&
-                 used[r] != 2)
-            ok = fail(err, cap, f, "buffer %u: a piece of buffer %u, not a concatenate's", b, r);
+                 !(used[r] == 2 && pl->bufs[r].start == pl->bufs[b].end) &&
+                 !(used[b] == 3 && pl->bufs[r].end == pl->bufs[b].start))
+            ok = fail(err, cap, f,
+                      "buffer %u: a piece of buffer %u, not a concatenate's or split's", b, r);
     }
     free(used);
     if (!ok) return false;
@@ -220,6 +225,9 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
             const VmPlanBuf *x = &pl->bufs[live[j]];
             if (x->end < nb->start || live[j] == nb->inplace) continue;
             if (x->inplace == (bi | VM_PLAN_PIECE)) continue; /* its piece: ends here */
+            if (nb->inplace != VM_PLAN_NONE && (nb->inplace & VM_PLAN_PIECE) &&
+                live[j] == (nb->inplace & ~VM_PLAN_PIECE) && x->end == nb->start)
+                continue; /* a split's input, ending where its piece starts */
             /* a piece written in place over the end of a chain (a fused tail over its anchor's
              * output): the piece's field names its result, the chain's source is implied */
             if (nb->inplace != VM_PLAN_NONE && (nb->inplace & VM_PLAN_PIECE) &&

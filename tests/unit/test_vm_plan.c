@@ -288,7 +288,9 @@ static void test_concat_pieces(void) {
 }
 
 /* A primitive function that only squeezes a field of a split runs as a view (VM_RESHAPE_TENSOR,
- * no packed call); the planned run equals the unplanned one. */
+ * no packed call); the split's outputs are pieces of its input (it dies there), which the
+ * validator accepts, and refuses once a piece is moved out of it; the planned run equals the
+ * unplanned one. */
 static void test_view_calls(void) {
     VmExec *exe = compile_text(
         HDR "def @main(%x: Tensor[(2, 1, 8), float32], %w: Tensor[(16, 8), float32],\n"
@@ -305,6 +307,20 @@ static void test_view_calls(void) {
     for (uint32_t i = 0; i < exe->n_packed; i++)
         CHECK(strcmp(exe->packed[i].name, "fused_squeeze") != 0, "a squeeze is a packed call");
     CHECK(views == 2, "%u views", views);
+    VmPlan *pl = (VmPlan *)f->plan;
+    uint32_t pieces = 0, piece = VM_PLAN_NONE;
+    for (uint32_t b = 0; pl && b < pl->n_bufs; b++)
+        if (pl->bufs[b].inplace != VM_PLAN_NONE && (pl->bufs[b].inplace & VM_PLAN_PIECE))
+            pieces++, piece = b;
+    CHECK(pieces == 2, "%u pieces of the split's input", pieces);
+    char err[512];
+    CHECK(vm_plan_validate(exe, f, err, sizeof err), "the plan does not validate: %s", err);
+    if (piece != VM_PLAN_NONE) {
+        VmPlanBuf *pb = (VmPlanBuf *)&pl->bufs[piece], saved = *pb;
+        pb->offset += 64 * ((pl->bufs[pb->inplace & ~VM_PLAN_PIECE].nbytes + 63) / 64);
+        CHECK(!vm_plan_validate(exe, f, err, sizeof err), "a split piece outside its input");
+        *pb = saved;
+    }
     same_as_unplanned(exe, "view calls");
     vm_exec_free(exe);
 }

@@ -450,9 +450,11 @@ static int split_ref(KCall *kc) {
         if (o == NULL) return -1;
         size_t nb = (size_t)((hi - lo) * inner) * es;
         if (nb == 0) continue;
-        for (int64_t r = 0; r < outer; r++)
-            memcpy((char *)k_ptr(o) + (size_t)r * nb,
-                   (const char *)k_ptr(x) + (size_t)r * row + (size_t)(lo * inner) * es, nb);
+        for (int64_t r = 0; r < outer; r++) {
+            char *dst = (char *)k_ptr(o) + (size_t)r * nb;
+            const char *src = (const char *)k_ptr(x) + (size_t)r * row + (size_t)(lo * inner) * es;
+            if (dst != src) memcpy(dst, src, nb); /* equal: made in place (a plan's piece) */
+        }
     }
     return 0;
 }
