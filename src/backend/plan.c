@@ -281,6 +281,19 @@ static bool input_dies_at(const Planner *P, const VmPacked *p, const VmInstr *in
     return true;
 }
 
+/* Whether concatenate or split node n, over (or into) buffer b, joins (cuts) along an axis after
+ * dims of size 1 only: each piece is then one contiguous run of b. */
+static bool runs_contiguous(const VmNode *n, const VmPlanBuf *b) {
+    int64_t axis = -1;
+    for (uint32_t i = 0; i < n->n_attrs; i++)
+        if (n->attrs[i].name && strcmp(n->attrs[i].name, "axis") == 0 && n->attrs[i].kind == KA_INT)
+            axis = n->attrs[i].i < 0 ? n->attrs[i].i + b->ndim : n->attrs[i].i;
+    if (axis < 0 || axis >= (int64_t)b->ndim) return false;
+    for (int64_t d = 0; d < axis; d++)
+        if (b->shape[d] != 1) return false;
+    return true;
+}
+
 /* Concatenate in place: when packed call `in` (p) is a concatenate of its inputs along an axis
  * after dims of size 1 only (each input is one contiguous run of the result) and every input is
  * a buffer that dies here and is not overwritten in place (so its in-place chain ends with it),
@@ -296,14 +309,7 @@ static void concat_pieces(Planner *P, const VmPacked *p, const VmInstr *in, uint
         cat->n_args != 1 || cat->args[0] != p->n_inputs || p->result != p->n_inputs + 1)
         return;
     const VmPlanBuf *cb = &P->bufs.data[c].b;
-    int64_t axis = -1;
-    for (uint32_t i = 0; i < cat->n_attrs; i++)
-        if (cat->attrs[i].name && strcmp(cat->attrs[i].name, "axis") == 0 &&
-            cat->attrs[i].kind == KA_INT)
-            axis = cat->attrs[i].i < 0 ? cat->attrs[i].i + cb->ndim : cat->attrs[i].i;
-    if (axis < 0 || axis >= (int64_t)cb->ndim) return;
-    for (int64_t d = 0; d < axis; d++)
-        if (cb->shape[d] != 1) return;
+    if (!runs_contiguous(cat, cb)) return;
     uint32_t piece[64];
     uint64_t off = 0;
     for (uint32_t i = 0; i < p->n_inputs; i++) {
@@ -312,7 +318,7 @@ static void concat_pieces(Planner *P, const VmPacked *p, const VmInstr *in, uint
         if (b == VM_PLAN_NONE || b == c || off % 64 != 0) return;
         const PBuf *pb = &P->bufs.data[b];
         if (pb->b.end != last_step || pb->overwritten || pb->b.dtype != cb->dtype ||
-            (pb->b.inplace != VM_PLAN_NONE && (pb->b.inplace & VM_PLAN_PIECE)))
+            vm_plan_piece_of(pb->b.inplace) != VM_PLAN_NONE)
             return;
         /* not overwritten: b ends its in-place chain (each buffer is overwritten once at most,
          * and its source ends where it starts) */
@@ -347,15 +353,8 @@ static void split_pieces(Planner *P, const VmPacked *p, const VmInstr *in, uint3
     if (d == VM_PLAN_NONE) return;
     const PBuf *db = &P->bufs.data[d];
     if (db->b.end != last_step || db->overwritten ||
-        (db->b.inplace != VM_PLAN_NONE && (db->b.inplace & VM_PLAN_PIECE)))
+        vm_plan_piece_of(db->b.inplace) != VM_PLAN_NONE || !runs_contiguous(n, &db->b))
         return;
-    int64_t axis = -1;
-    for (uint32_t i = 0; i < n->n_attrs; i++)
-        if (n->attrs[i].name && strcmp(n->attrs[i].name, "axis") == 0 && n->attrs[i].kind == KA_INT)
-            axis = n->attrs[i].i < 0 ? n->attrs[i].i + db->b.ndim : n->attrs[i].i;
-    if (axis < 0 || axis >= (int64_t)db->b.ndim) return;
-    for (int64_t k = 0; k < axis; k++)
-        if (db->b.shape[k] != 1) return;
     uint64_t off = 0;
     for (uint32_t o = 0; o < n->n_out; o++) {
         uint32_t b = P->slots.data[first + o];
@@ -640,8 +639,9 @@ static void plan_function(Be *be, uint32_t fi, VmFunction *f) {
      * latest end (ascending: a container that is itself a piece is extended first) */
     for (uint32_t b = 0; b < nb; b++) {
         const PBuf *pb = &P.bufs.data[b];
-        if (pb->b.inplace == VM_PLAN_NONE || !(pb->b.inplace & VM_PLAN_PIECE)) continue;
-        Group *x = &g[pb->group], *r = &g[P.bufs.data[pb->b.inplace & ~VM_PLAN_PIECE].group];
+        uint32_t in = vm_plan_piece_of(pb->b.inplace);
+        if (in == VM_PLAN_NONE) continue;
+        Group *x = &g[pb->group], *r = &g[P.bufs.data[in].group];
         if (x->start < r->start) r->start = x->start;
         if (x->end > r->end) r->end = x->end;
         x->size = 0;
@@ -649,9 +649,9 @@ static void plan_function(Be *be, uint32_t fi, VmFunction *f) {
     uint64_t top = pack(g, nb);       /* groups that are not chain heads have size 0: ignored */
     for (uint32_t b = nb; b-- > 0;) { /* descending: a result's offset is known first */
         const PBuf *pb = &P.bufs.data[b];
-        if (pb->b.inplace == VM_PLAN_NONE || !(pb->b.inplace & VM_PLAN_PIECE)) continue;
-        g[pb->group].offset =
-            g[P.bufs.data[pb->b.inplace & ~VM_PLAN_PIECE].group].offset + pb->piece_off;
+        uint32_t in = vm_plan_piece_of(pb->b.inplace);
+        if (in != VM_PLAN_NONE)
+            g[pb->group].offset = g[P.bufs.data[in].group].offset + pb->piece_off;
     }
     VmPlanBuf *bufs = arena_array(be->arena, nb, sizeof(VmPlanBuf));
     uint32_t n_inplace = 0;

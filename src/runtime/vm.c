@@ -624,11 +624,17 @@ static bool make_views(const Vm *vm, const VmPacked *p, const VmFuse *fu, Value 
  * reader is an earlier operator of the run may lie under it. Sharing exactly the same elements
  * is fine (every step reads element i before the result's element i is written); any other
  * overlap makes the run write an operand before reading it. */
+/* The bytes [*a0, *a1) of tensor t's elements. */
+static void tensor_bytes(const DLTensor *t, const uint8_t **a0, const uint8_t **a1) {
+    *a0 = (const uint8_t *)t->data + t->byte_offset;
+    *a1 = *a0 + (size_t)k_numel(t) * sup_dtype_size(k_dtype(t));
+}
+
 static bool result_buffer_ok(const RtTensor *b, const DLTensor *const *ops, uint32_t n_ops) {
-    const uint8_t *o0 = rt_tensor_data(b), *o1 = o0 + (size_t)k_numel(&b->t) * sizeof(float);
+    const uint8_t *o0, *o1, *a0, *a1;
+    tensor_bytes(&b->t, &o0, &o1);
     for (uint32_t i = 0; i < n_ops; i++) {
-        const uint8_t *a0 = (const uint8_t *)ops[i]->data + ops[i]->byte_offset;
-        const uint8_t *a1 = a0 + (size_t)k_numel(ops[i]) * sup_dtype_size(k_dtype(ops[i]));
+        tensor_bytes(ops[i], &a0, &a1);
         if (a1 <= o0 || o1 <= a0) continue;
         if (a0 != o0 || a1 != o1) return false;
     }
@@ -688,13 +694,12 @@ typedef struct VmEpi {
  * result's buffer.) */
 static bool anchor_reads(const VmEpi *e, const RtTensor *b) {
     const VmNode *n = &e->p->nodes[e->fu->anchor];
-    const uint8_t *o0 = rt_tensor_data(b), *o1 = o0 + (size_t)k_numel(&b->t) * sizeof(float);
+    const uint8_t *o0, *o1, *a0, *a1;
+    tensor_bytes(&b->t, &o0, &o1);
     for (uint32_t a = 0; a < n->n_args; a++) {
         const Value *v = e->vals[n->args[a]];
         if (v == NULL || v->kind != VAL_TENSOR) continue;
-        const DLTensor *t = &RT_TENSOR(v)->t;
-        const uint8_t *a0 = (const uint8_t *)t->data + t->byte_offset;
-        const uint8_t *a1 = a0 + (size_t)k_numel(t) * sup_dtype_size(k_dtype(t));
+        tensor_bytes(&RT_TENSOR(v)->t, &a0, &a1);
         if (a0 < o1 && o0 < a1) return true;
     }
     return false;

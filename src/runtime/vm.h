@@ -170,6 +170,11 @@ typedef struct VmTypeDesc {
 #define VM_PLAN_NONE UINT32_MAX
 #define VM_PLAN_FOREVER UINT32_MAX
 #define VM_PLAN_PIECE 0x80000000u
+/* The buffer a plan buffer's `inplace` makes it a piece of, or VM_PLAN_NONE. */
+static inline uint32_t vm_plan_piece_of(uint32_t inplace) {
+    return inplace != VM_PLAN_NONE && (inplace & VM_PLAN_PIECE) ? inplace & ~VM_PLAN_PIECE
+                                                                : VM_PLAN_NONE;
+}
 
 typedef struct VmPlanBuf {
     uint64_t offset; /* in the arena; a multiple of 64 */

@@ -118,10 +118,10 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
                         (unsigned long long)bf->offset, (unsigned long long)bf->nbytes,
                         (unsigned long long)pl->arena_bytes);
         if (bf->start > bf->end) return fail(err, cap, f, "buffer %u: interval", b);
-        if (bf->inplace != VM_PLAN_NONE && (bf->inplace & VM_PLAN_PIECE)) {
+        uint32_t r = vm_plan_piece_of(bf->inplace);
+        if (r != VM_PLAN_NONE) {
             /* a piece of a concatenate's result (ending where it starts) or of a split's input
              * (starting where it ends): inside its bytes */
-            uint32_t r = bf->inplace & ~VM_PLAN_PIECE;
             if (r >= pl->n_bufs || r == b ||
                 (pl->bufs[r].start != bf->end && pl->bufs[r].end != bf->start) ||
                 bf->offset < pl->bufs[r].offset ||
@@ -179,7 +179,7 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
                         ok = fail(err, cap, f, "buffer %u starts at step %u, its node at %llu", b,
                                   pl->bufs[b].start, (unsigned long long)(step + k));
                     else if (pl->bufs[b].inplace != VM_PLAN_NONE &&
-                             !(pl->bufs[b].inplace & VM_PLAN_PIECE)) {
+                             vm_plan_piece_of(pl->bufs[b].inplace) == VM_PLAN_NONE) {
                         /* in place only over an argument of a kernel that allows it */
                         bool arg_ok = false;
                         for (uint32_t a = 0; a < nd->n_args && !nd->out_tuple; a++)
@@ -197,11 +197,10 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
     }
     if (ok && s != pl->n_sites) ok = fail(err, cap, f, "site %u is out of order", s);
     for (uint32_t b = 0; ok && b < pl->n_bufs; b++) {
-        uint32_t r = pl->bufs[b].inplace & ~VM_PLAN_PIECE;
+        uint32_t r = vm_plan_piece_of(pl->bufs[b].inplace);
         if (!used[b])
             ok = fail(err, cap, f, "buffer %u is not used by any site", b);
-        else if (pl->bufs[b].inplace != VM_PLAN_NONE && (pl->bufs[b].inplace & VM_PLAN_PIECE) &&
-                 !(used[r] == 2 && pl->bufs[r].start == pl->bufs[b].end) &&
+        else if (r != VM_PLAN_NONE && !(used[r] == 2 && pl->bufs[r].start == pl->bufs[b].end) &&
                  !(used[b] == 3 && pl->bufs[r].end == pl->bufs[b].start))
             ok = fail(err, cap, f,
                       "buffer %u: a piece of buffer %u, not a concatenate's or split's", b, r);
@@ -220,18 +219,16 @@ bool vm_plan_validate(const VmExec *exe, const VmFunction *f, char *err, size_t 
     for (uint32_t k = 0; k < pl->n_bufs && ok; k++) {
         uint32_t bi = ev[k].i;
         const VmPlanBuf *nb = &pl->bufs[bi];
-        uint32_t w = 0; /* drop the buffers that ended, and the in-place source */
-        for (uint32_t j = 0; j < n_live; j++) {
+        uint32_t w = 0, of = vm_plan_piece_of(nb->inplace); /* drop the buffers that ended, */
+        for (uint32_t j = 0; j < n_live; j++) {             /* and the in-place source */
             const VmPlanBuf *x = &pl->bufs[live[j]];
             if (x->end < nb->start || live[j] == nb->inplace) continue;
-            if (x->inplace == (bi | VM_PLAN_PIECE)) continue; /* its piece: ends here */
-            if (nb->inplace != VM_PLAN_NONE && (nb->inplace & VM_PLAN_PIECE) &&
-                live[j] == (nb->inplace & ~VM_PLAN_PIECE) && x->end == nb->start)
-                continue; /* a split's input, ending where its piece starts */
-            /* a piece written in place over the end of a chain (a fused tail over its anchor's
-             * output): the piece's field names its result, the chain's source is implied */
-            if (nb->inplace != VM_PLAN_NONE && (nb->inplace & VM_PLAN_PIECE) &&
-                x->end == nb->start && x->offset == nb->offset && x->nbytes == nb->nbytes)
+            if (vm_plan_piece_of(x->inplace) == bi) continue; /* its piece: ends here */
+            /* nb a piece: of a split's input, which ends where nb starts; or written in place
+             * over the end of a chain (a fused tail over its anchor's output: nb's field names
+             * its container, the chain's source is implied) */
+            if (of != VM_PLAN_NONE && x->end == nb->start &&
+                (live[j] == of || (x->offset == nb->offset && x->nbytes == nb->nbytes)))
                 continue;
             live[w++] = live[j];
         }

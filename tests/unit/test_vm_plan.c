@@ -239,9 +239,8 @@ static void test_concat_pieces(void) {
     CHECK(pl != NULL, "not planned");
     uint32_t pieces = 0, piece = VM_PLAN_NONE;
     for (uint32_t b = 0; pl && b < pl->n_bufs; b++) {
-        uint32_t r = pl->bufs[b].inplace;
-        if (r == VM_PLAN_NONE || !(r & VM_PLAN_PIECE)) continue;
-        r &= ~VM_PLAN_PIECE;
+        uint32_t r = vm_plan_piece_of(pl->bufs[b].inplace);
+        if (r == VM_PLAN_NONE) continue;
         pieces++, piece = b;
         CHECK(r < pl->n_bufs && pl->bufs[b].offset >= pl->bufs[r].offset &&
                   pl->bufs[b].offset + pl->bufs[b].nbytes <=
@@ -253,7 +252,7 @@ static void test_concat_pieces(void) {
     CHECK(vm_plan_validate(exe, f, err, sizeof err), "the plan does not validate: %s", err);
     if (piece != VM_PLAN_NONE) {
         VmPlanBuf *pb = (VmPlanBuf *)&pl->bufs[piece], saved = *pb;
-        pb->offset += 64 * ((pl->bufs[pb->inplace & ~VM_PLAN_PIECE].nbytes + 63) / 64);
+        pb->offset += 64 * ((pl->bufs[vm_plan_piece_of(pb->inplace)].nbytes + 63) / 64);
         CHECK(!vm_plan_validate(exe, f, err, sizeof err), "a piece outside its result validates");
         *pb = saved;
         pb->inplace = (piece == 0 ? 1 : 0) | VM_PLAN_PIECE;
@@ -280,7 +279,7 @@ static void test_concat_pieces(void) {
         if (exe == NULL) return;
         pl = (VmPlan *)exe->funcs[exe->entry].plan;
         for (uint32_t b = 0; pl && b < pl->n_bufs; b++)
-            CHECK(pl->bufs[b].inplace == VM_PLAN_NONE || !(pl->bufs[b].inplace & VM_PLAN_PIECE),
+            CHECK(vm_plan_piece_of(pl->bufs[b].inplace) == VM_PLAN_NONE,
                   "program %d: buffer %u is a piece", i, b);
         same_as_unplanned(exe, i ? "a concatenate along axis 2" : "inputs read again");
         vm_exec_free(exe);
@@ -310,14 +309,13 @@ static void test_view_calls(void) {
     VmPlan *pl = (VmPlan *)f->plan;
     uint32_t pieces = 0, piece = VM_PLAN_NONE;
     for (uint32_t b = 0; pl && b < pl->n_bufs; b++)
-        if (pl->bufs[b].inplace != VM_PLAN_NONE && (pl->bufs[b].inplace & VM_PLAN_PIECE))
-            pieces++, piece = b;
+        if (vm_plan_piece_of(pl->bufs[b].inplace) != VM_PLAN_NONE) pieces++, piece = b;
     CHECK(pieces == 2, "%u pieces of the split's input", pieces);
     char err[512];
     CHECK(vm_plan_validate(exe, f, err, sizeof err), "the plan does not validate: %s", err);
     if (piece != VM_PLAN_NONE) {
         VmPlanBuf *pb = (VmPlanBuf *)&pl->bufs[piece], saved = *pb;
-        pb->offset += 64 * ((pl->bufs[pb->inplace & ~VM_PLAN_PIECE].nbytes + 63) / 64);
+        pb->offset += 64 * ((pl->bufs[vm_plan_piece_of(pb->inplace)].nbytes + 63) / 64);
         CHECK(!vm_plan_validate(exe, f, err, sizeof err), "a split piece outside its input");
         *pb = saved;
     }
