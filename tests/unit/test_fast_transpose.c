@@ -141,12 +141,16 @@ static void check_layout(const char *src, const char *dst, uint32_t nd, const in
 static void layout_cases(SupPool *pool, const char *how) {
     int64_t a[4] = {1, 32, 7, 9}, b[4] = {2, 48, 17, 16}, c[4] = {1, 144, 56, 56};
     int64_t a5[5] = {1, 2, 7, 9, 16}, b5[5] = {2, 3, 17, 16, 16}, c5[5] = {1, 9, 56, 56, 16};
+    /* split across threads with a masked last tile and two images */
+    int64_t d[4] = {2, 32, 45, 47}, d5[5] = {2, 2, 45, 47, 16};
     check_layout("NCHW", "NCHW16c", 4, a, pool, how); /* 63 positions: a masked tile */
     check_layout("NCHW", "NCHW16c", 4, b, pool, how);
     check_layout("NCHW", "NCHW16c", 4, c, pool, how); /* split across threads */
     check_layout("NCHW16c", "NCHW", 5, a5, pool, how);
     check_layout("NCHW16c", "NCHW", 5, b5, pool, how);
     check_layout("NCHW16c", "NCHW", 5, c5, pool, how);
+    check_layout("NCHW", "NCHW16c", 4, d, pool, how);
+    check_layout("NCHW16c", "NCHW", 5, d5, pool, how);
     check_layout("NCHW", "NCHW8c", 4, b, pool, how); /* the general transpose */
     check_layout("NHWC", "NCHW16c", 4, (int64_t[4]){1, 5, 6, 32}, pool, how);
     check_layout("NCHW16c", "NHWC", 5, a5, pool, how);

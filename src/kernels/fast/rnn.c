@@ -93,14 +93,21 @@ static void run_step(KCall *kc, Step *s) {
     k_parallel(kc, (H + s->part - 1) / s->part, step_task, s);
 }
 
+/* Byte ranges [p, p + n) and [q, q + m) do not meet. */
+static bool apart(const void *p, size_t n, const void *q, size_t m) {
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    return a + n <= b || b + m <= a;
+}
+
 static bool row_f32(const DLTensor *t, int64_t n) {
     return k_dtype(t) == RLY_DTYPE_F32 && t->ndim == 2 && t->shape[0] == 1 && t->shape[1] == n &&
            t->strides == NULL;
 }
 
 /* The step's weight (R's packed form, the dense kernel's own cache entry, or R in place) and
- * scratch: g (n_gates H) and the new states (2 H), which go to scratch first (a planned
- * output may be an input's buffer) and are copied out after the join. False: out of memory. */
+ * scratch: g (n_gates H) and the new states (2 H). The tasks write the new states to scratch
+ * when a planned output shares bytes with an input every task reads (they are copied out after
+ * the join), else straight to the outputs (kern_fast_lstm_cell). False: out of memory. */
 static bool step_begin(KCall *kc, const DLTensor *h, const DLTensor *r, int64_t H, int64_t n_gates,
                        Step *s) {
     SGemm g = {.m = 1,
@@ -147,9 +154,22 @@ int kern_fast_lstm_cell(KCall *kc) {
     Step s = {.xp = k_ptr(xp), .c = k_ptr(c), .gate = gate, .gates = gate_level()};
     if (!step_begin(kc, h, r, H, 4, &s)) return -1;
     s.c2 = s.h2 + H;
+    /* Straight to the outputs when no task writes what another task reads: h and xp are read
+     * by every task (h whole, xp at the task's units), c at the task's units before they are
+     * written (so c2 may be c itself). Otherwise through scratch: copying a result out after
+     * the join costs a serial pass over lines the other threads wrote. */
+    size_t row = (size_t)H * sizeof(float);
+    float *ho = k_ptr(h2), *co = k_ptr(c2);
+    bool direct = apart(ho, row, co, row) && apart(ho, row, k_ptr(h), row) &&
+                  apart(ho, row, k_ptr(xp), 4 * row) && apart(ho, row, k_ptr(c), row) &&
+                  apart(co, row, k_ptr(h), row) && apart(co, row, k_ptr(xp), 4 * row) &&
+                  (co == s.c || apart(co, row, k_ptr(c), row));
+    if (direct) s.h2 = ho, s.c2 = co;
     run_step(kc, &s);
-    memcpy(k_ptr(h2), s.h2, (size_t)H * sizeof(float));
-    memcpy(k_ptr(c2), s.c2, (size_t)H * sizeof(float));
+    if (!direct) {
+        memcpy(ho, s.h2, row);
+        memcpy(co, s.c2, row);
+    }
     return 0;
 }
 
@@ -176,7 +196,13 @@ int kern_fast_gru_cell(KCall *kc) {
     if (h2 == NULL) return -1;
     Step s = {.xp = k_ptr(x), .bn = bn ? k_ptr(bn) : NULL, .gate = gate, .gru = gru_level()};
     if (!step_begin(kc, h, r, H, 3, &s)) return -1;
+    /* Straight to the output unless it shares bytes with h, x or bn (every task reads h) */
+    size_t row = (size_t)H * sizeof(float);
+    float *ho = k_ptr(h2);
+    bool direct = apart(ho, row, k_ptr(h), row) && apart(ho, row, k_ptr(x), 3 * row) &&
+                  (bn == NULL || apart(ho, row, k_ptr(bn), row));
+    if (direct) s.h2 = ho;
     run_step(kc, &s);
-    memcpy(k_ptr(h2), s.h2, (size_t)H * sizeof(float));
+    if (!direct) memcpy(ho, s.h2, row);
     return 0;
 }

@@ -130,35 +130,37 @@ typedef struct T16 {
     const float *src;
     float *dst;
     int64_t outer, len, tiles; /* tiles per transpose: ceil(len / 16) */
-    int64_t per;               /* tiles per task */
+    int64_t per;               /* tile positions per task (of every transpose) */
     bool to_blocked;           /* 16 x len -> len x 16 */
 } T16;
 
 FAST_AVX512 static void t16_task(void *ctx, int64_t task, int worker) {
     (void)worker;
     const T16 *t = ctx;
-    int64_t i0 = task * t->per,
-            i1 = i0 + t->per < t->outer * t->tiles ? i0 + t->per : t->outer * t->tiles;
-    for (int64_t i = i0; i < i1; i++) {
-        /* tiles in order of position, then transpose: thread i of the pool (task range i) takes
-         * the same positions of every channel block, as the blocked convolutions split them */
-        int64_t o = i % t->outer, p = i / t->outer * 16, n = t->len - p < 16 ? t->len - p : 16;
+    /* a range of tile positions of every transpose: thread i of the pool (task range i) takes
+     * the same positions of every channel block, as the blocked convolutions split them; one
+     * transpose at a time, so the plain side is 16 streams (not 16 per transpose) */
+    int64_t q0 = task * t->per, q1 = q0 + t->per < t->tiles ? q0 + t->per : t->tiles;
+    for (int64_t o = 0; o < t->outer; o++) {
         const float *src = t->src + o * 16 * t->len;
         float *dst = t->dst + o * 16 * t->len;
-        __mmask16 m = (__mmask16)((1u << n) - 1u);
-        __m512 r[16];
-        if (t->to_blocked) {
-            for (int c = 0; c < 16; c++)
-                r[c] = _mm512_maskz_loadu_ps(m, src + c * t->len + p);
-            conv_transpose16(r);
-            for (int64_t j = 0; j < n; j++)
-                _mm512_storeu_ps(dst + (p + j) * 16, r[j]);
-        } else {
-            for (int j = 0; j < 16; j++)
-                r[j] = j < n ? _mm512_loadu_ps(src + (p + j) * 16) : _mm512_setzero_ps();
-            conv_transpose16(r);
-            for (int c = 0; c < 16; c++)
-                _mm512_mask_storeu_ps(dst + c * t->len + p, m, r[c]);
+        for (int64_t q = q0; q < q1; q++) {
+            int64_t p = q * 16, n = t->len - p < 16 ? t->len - p : 16;
+            __mmask16 m = (__mmask16)((1u << n) - 1u);
+            __m512 r[16];
+            if (t->to_blocked) {
+                for (int c = 0; c < 16; c++)
+                    r[c] = _mm512_maskz_loadu_ps(m, src + c * t->len + p);
+                conv_transpose16(r);
+                for (int64_t j = 0; j < n; j++)
+                    _mm512_storeu_ps(dst + (p + j) * 16, r[j]);
+            } else {
+                for (int j = 0; j < 16; j++)
+                    r[j] = j < n ? _mm512_loadu_ps(src + (p + j) * 16) : _mm512_setzero_ps();
+                conv_transpose16(r);
+                for (int c = 0; c < 16; c++)
+                    _mm512_mask_storeu_ps(dst + c * t->len + p, m, r[c]);
+            }
         }
     }
 }
@@ -177,10 +179,9 @@ static bool t16_run(KCall *kc, const TRun *t, int64_t total) {
         return false;
     b.outer = total / (16 * b.len);
     b.tiles = (b.len + 15) / 16;
-    int64_t n = b.outer * b.tiles,
-            tasks = k_threads(kc) > 1 && total >= 32768 ? 4 * k_threads(kc) : 1;
-    b.per = (n + tasks - 1) / tasks;
-    k_parallel(kc, (n + b.per - 1) / b.per, t16_task, &b);
+    int64_t tasks = k_threads(kc) > 1 && total >= 32768 ? 4 * k_threads(kc) : 1;
+    b.per = (b.tiles + tasks - 1) / tasks;
+    k_parallel(kc, (b.tiles + b.per - 1) / b.per, t16_task, &b);
     return true;
 }
 
