@@ -368,12 +368,30 @@ static Expr *squeeze_scale(FS *fs, Expr *s, const TensorType *ts, const TensorTy
     return r;
 }
 
+static VisitResult var_pre(Visitor *v, Expr *e) {
+    if (e->kind != EXPR_VAR && e->kind != EXPR_GLOBAL_VAR) return VISIT_CONTINUE;
+    *(bool *)v->state = true;
+    return VISIT_STOP;
+}
+
+/* Whether e reads no variable: a constant, or operators of constants (FoldConstant's). */
+static bool const_expr(Expr *e) {
+    bool var = false;
+    Visitor v = {.pre = var_pre, .state = &var};
+    ir_visit(&v, e);
+    return !var;
+}
+
 /* Whether s may serve as the scale of x along axis under message m: it matches, it may be moved
- * (pure), it can be squeezed, and a constant passes m's sign requirements (a scale that must be
- * checked has to be a constant). */
+ * (pure), it reads no variable (folded into a weight, a scale computed from the data would make
+ * the weight a product computed on every run: a multiply the size of the weight, for one the
+ * size of the data, and no weight packed once; an LSTM step's h = sigmoid(o) * tanh(c) read only
+ * by the next step's product was folded so, 4.4x slower), it can be squeezed, and a constant
+ * passes m's sign requirements (a scale that must be checked has to be a constant). */
 static bool scale_ok(FS *fs, Expr *s, const TensorType *tx, int axis, const Msg *m) {
     TensorType *ts = tensor_of(s);
-    if (!match_left(tx, ts, axis, true) || !pass_is_pure(&fs->pure, s)) return false;
+    if (!match_left(tx, ts, axis, true) || !pass_is_pure(&fs->pure, s) || !const_expr(s))
+        return false;
     if (ts->ndim == 0 && !foldable(s)) return false;
     return const_all(s, m->positive, m->nonzero);
 }

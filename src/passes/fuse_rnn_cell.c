@@ -25,12 +25,26 @@
 #include "ops/ops.h"
 #include "passes/passes.h"
 
+/* How a cell function computes its step (enough to write the step again: join_steps). */
+typedef struct CellInfo {
+    bool gru;
+    uint32_t gates[4];   /* LSTM: F, I, G, O; GRU: Z, R, N */
+    int dense_side;      /* LSTM: add's operand that is the product */
+    const Attrs *dense;  /* the product's attributes */
+    const Attrs *split;  /* LSTM: the 4-way split's; GRU: the product's 3-way split's */
+    const Attrs *xsplit; /* GRU: x's split's */
+    Expr *one;           /* GRU: the constant 1 of 1 - z */
+    bool bn;             /* GRU: a bias bn */
+} CellInfo;
+
 typedef struct Cell {
     Ctx *ctx;
     Expr *op_dense, *op_add, *op_mul, *op_split, *op_sigmoid, *op_tanh, *op_sub;
     PtrMap cell_of_split; /* rewritten split -> 1 + index in cells */
     Vec(Expr *) cells;    /* the cell calls made */
     Vec(uint32_t) gate_o; /* the output gate's field of each */
+    PtrMap info_of;       /* a cell function -> its CellInfo */
+    PtrVec infos;         /* the CellInfos (owned) */
 } Cell;
 
 static Call *call_of(Expr *e, Expr *op) {
@@ -151,48 +165,78 @@ static Expr *field(Cell *s, Expr *t, uint32_t k, Span span) {
     return e;
 }
 
-/* The cell function over fresh parameters, called on (h, r, xp, c). */
-static Expr *make_cell(Cell *s, Call *split, Call *add_c2, Expr *h, Expr *r, Expr *xp, Expr *c,
-                       uint32_t gf, uint32_t gi, uint32_t gg, uint32_t go, Span span) {
+/* One LSTM step as `info` describes it, on h, r, xp, c: its h2 in *h2, its c2 in *c2. */
+static void lstm_step(Cell *s, const CellInfo *info, Expr *h, Expr *r, Expr *xp, Expr *c, Expr **h2,
+                      Expr **c2, Span span) {
+    Expr *dense = op_call(s, "nn.dense", 2, (Expr *[]){h, r}, info->dense, span);
+    Expr *gargs[2];
+    gargs[info->dense_side] = dense;
+    gargs[1 - info->dense_side] = xp;
+    Expr *gsum = op_call(s, "add", 2, gargs, NULL, span);
+    Expr *sp = op_call(s, "split", 1, &gsum, info->split, span);
+    const uint32_t *q = info->gates;
+    Expr *sf = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, q[0], span)}, NULL, span);
+    Expr *si = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, q[1], span)}, NULL, span);
+    Expr *tg = op_call(s, "tanh", 1, (Expr *[]){field(s, sp, q[2], span)}, NULL, span);
+    Expr *so = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, q[3], span)}, NULL, span);
+    Expr *keep = op_call(s, "multiply", 2, (Expr *[]){sf, c}, NULL, span);
+    Expr *in = op_call(s, "multiply", 2, (Expr *[]){si, tg}, NULL, span);
+    *c2 = op_call(s, "add", 2, (Expr *[]){keep, in}, NULL, span);
+    Expr *tc = op_call(s, "tanh", 1, c2, NULL, span);
+    *h2 = op_call(s, "multiply", 2, (Expr *[]){so, tc}, NULL, span);
+}
+
+/* Fresh parameters named names[k] of the types of args[0..n). */
+static void params_of(Cell *s, uint32_t n, Expr *const *args, const char *const *names, Var **ps,
+                      Type **pts, Span span) {
+    for (uint32_t k = 0; k < n; k++) {
+        pts[k] = args[k]->checked_type;
+        ps[k] = ir_var_new(s->ctx, names[k], pts[k], span);
+        ps[k]->base.checked_type = pts[k];
+    }
+}
+
+/* fn (ps..., Primitive=1) { body } called on args. */
+static Expr *primitive_call(Cell *s, uint32_t n, Var **ps, Type **pts, Expr *body,
+                            Expr *const *args, Span span) {
     Ctx *ctx = s->ctx;
+    const char *key = ir_intern(ctx, "Primitive", 9);
+    AttrValue *one = ir_attr_int(ctx, 1, RLY_DTYPE_I32, SPAN_NONE);
+    Expr *fn = ir_function_new(ctx, n, ps, body, body->checked_type, 0, NULL,
+                               ir_attrs_new(ctx, 1, &key, &one), span);
+    fn->checked_type = ir_type_func(ctx, n, pts, body->checked_type, 0, NULL, 0, NULL);
+    Expr *call = ir_call_new(ctx, fn, n, args, NULL, 0, NULL, span);
+    call->checked_type = body->checked_type;
+    return call;
+}
+
+static void remember(Cell *s, Expr *call, const CellInfo *info) {
+    CellInfo *keep = sup_malloc(sizeof *keep);
+    *keep = *info;
+    ptrmap_put(&s->info_of, AS_CALL(call)->op, keep);
+    vec_push(&s->infos, (void *)keep);
+}
+
+/* The cell function over fresh parameters, called on (h, r, xp, c). */
+static Expr *make_cell(Cell *s, Call *split, Expr *h, Expr *r, Expr *xp, Expr *c, uint32_t gf,
+                       uint32_t gi, uint32_t gg, uint32_t go, Span span) {
     Expr *args[4] = {h, r, xp, c};
     static const char *const names[4] = {"h", "R", "xp", "c"};
     Var *ps[4];
     Type *pts[4];
-    for (int k = 0; k < 4; k++) {
-        pts[k] = args[k]->checked_type;
-        ps[k] = ir_var_new(ctx, names[k], pts[k], span);
-        ps[k]->base.checked_type = pts[k];
-    }
+    params_of(s, 4, args, names, ps, pts, span);
     Call *g = AS_CALL(split->args[0]);
     int dense_side = call_of(g->args[0], s->op_dense) ? 0 : 1;
-    Call *d = AS_CALL(g->args[dense_side]);
-    Expr *dargs[2] = {&ps[0]->base, &ps[1]->base};
-    Expr *dense = op_call(s, "nn.dense", 2, dargs, d->attrs, span);
-    Expr *gargs[2];
-    gargs[dense_side] = dense;
-    gargs[1 - dense_side] = &ps[2]->base;
-    Expr *gsum = op_call(s, "add", 2, gargs, NULL, span);
-    Expr *sp = op_call(s, "split", 1, &gsum, split->attrs, span);
-    Expr *sf = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, gf, span)}, NULL, span);
-    Expr *si = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, gi, span)}, NULL, span);
-    Expr *tg = op_call(s, "tanh", 1, (Expr *[]){field(s, sp, gg, span)}, NULL, span);
-    Expr *so = op_call(s, "sigmoid", 1, (Expr *[]){field(s, sp, go, span)}, NULL, span);
-    Expr *keep = op_call(s, "multiply", 2, (Expr *[]){sf, &ps[3]->base}, NULL, span);
-    Expr *in = op_call(s, "multiply", 2, (Expr *[]){si, tg}, NULL, span);
-    Expr *c2 = op_call(s, "add", 2, (Expr *[]){keep, in}, NULL, span);
-    Expr *tc = op_call(s, "tanh", 1, &c2, NULL, span);
-    Expr *h2 = op_call(s, "multiply", 2, (Expr *[]){so, tc}, NULL, span);
-    Expr *res = ir_tuple_new(ctx, 2, (Expr *[]){h2, c2}, span);
-    RLY_CHECK(pass_retype(ctx, res, NULL), "FuseRNNCell: the result");
-    (void)add_c2;
-    const char *key = ir_intern(ctx, "Primitive", 9);
-    AttrValue *one = ir_attr_int(ctx, 1, RLY_DTYPE_I32, SPAN_NONE);
-    Expr *fn = ir_function_new(ctx, 4, ps, res, res->checked_type, 0, NULL,
-                               ir_attrs_new(ctx, 1, &key, &one), span);
-    fn->checked_type = ir_type_func(ctx, 4, pts, res->checked_type, 0, NULL, 0, NULL);
-    Expr *call = ir_call_new(ctx, fn, 4, args, NULL, 0, NULL, span);
-    call->checked_type = res->checked_type;
+    CellInfo info = {.gates = {gf, gi, gg, go},
+                     .dense_side = dense_side,
+                     .dense = AS_CALL(g->args[dense_side])->attrs,
+                     .split = split->attrs};
+    Expr *h2, *c2;
+    lstm_step(s, &info, &ps[0]->base, &ps[1]->base, &ps[2]->base, &ps[3]->base, &h2, &c2, span);
+    Expr *res = ir_tuple_new(s->ctx, 2, (Expr *[]){h2, c2}, span);
+    RLY_CHECK(pass_retype(s->ctx, res, NULL), "FuseRNNCell: the result");
+    Expr *call = primitive_call(s, 4, ps, pts, res, args, span);
+    remember(s, call, &info);
     return call;
 }
 
@@ -325,57 +369,59 @@ static bool gru_match(Cell *s, Call *h2, Gru *g) {
            g->kz != g->kr && g->kz != g->kn && g->kr != g->kn;
 }
 
-/* The GRU cell function (canonical order: vm_cell.c reads it so) called on (h, R, x[, bn]). */
+/* One GRU step as `info` describes it (canonical order: vm_cell.c reads it so) on h, r, x and
+ * bn (NULL when info has none): its h2. */
+static Expr *gru_step(Cell *s, const CellInfo *info, Expr *h, Expr *r, Expr *x, Expr *bn,
+                      Span span) {
+    const uint32_t kz = info->gates[0], kr = info->gates[1], kn = info->gates[2];
+    Expr *dense = op_call(s, "nn.dense", 2, (Expr *[]){h, r}, info->dense, span);
+    Expr *gs = op_call(s, "split", 1, &dense, info->split, span);
+    Expr *xs = op_call(s, "split", 1, (Expr *[]){x}, info->xsplit, span);
+    Expr *z = op_call(
+        s, "sigmoid", 1,
+        (Expr *[]){op_call(s, "add", 2, (Expr *[]){field(s, xs, kz, span), field(s, gs, kz, span)},
+                           NULL, span)},
+        NULL, span);
+    Expr *rg = op_call(
+        s, "sigmoid", 1,
+        (Expr *[]){op_call(s, "add", 2, (Expr *[]){field(s, xs, kr, span), field(s, gs, kr, span)},
+                           NULL, span)},
+        NULL, span);
+    Expr *hn = field(s, gs, kn, span);
+    if (bn) hn = op_call(s, "add", 2, (Expr *[]){hn, bn}, NULL, span);
+    Expr *nn = op_call(
+        s, "tanh", 1,
+        (Expr *[]){op_call(s, "add", 2,
+                           (Expr *[]){field(s, xs, kn, span),
+                                      op_call(s, "multiply", 2, (Expr *[]){rg, hn}, NULL, span)},
+                           NULL, span)},
+        NULL, span);
+    Expr *zc = op_call(s, "subtract", 2, (Expr *[]){info->one, z}, NULL, span);
+    return op_call(s, "add", 2,
+                   (Expr *[]){op_call(s, "multiply", 2, (Expr *[]){zc, nn}, NULL, span),
+                              op_call(s, "multiply", 2, (Expr *[]){z, h}, NULL, span)},
+                   NULL, span);
+}
+
+/* The GRU cell function called on (h, R, x[, bn]). */
 static Expr *make_gru(Cell *s, const Gru *g, Span span) {
-    Ctx *ctx = s->ctx;
     uint32_t n = g->bn ? 4 : 3;
     Expr *args[4] = {g->h, g->r, g->x, g->bn};
     static const char *const names[4] = {"h", "R", "x", "bn"};
     Var *ps[4];
     Type *pts[4];
-    for (uint32_t k = 0; k < n; k++) {
-        pts[k] = args[k]->checked_type;
-        ps[k] = ir_var_new(ctx, names[k], pts[k], span);
-        ps[k]->base.checked_type = pts[k];
-    }
-    Expr *h = &ps[0]->base;
-    Expr *dense = op_call(s, "nn.dense", 2, (Expr *[]){h, &ps[1]->base},
-                          AS_CALL(g->gs->args[0])->attrs, span);
-    Expr *gs = op_call(s, "split", 1, &dense, g->gs->attrs, span);
-    Expr *xs = op_call(s, "split", 1, (Expr *[]){&ps[2]->base}, g->xs->attrs, span);
-    Expr *z =
-        op_call(s, "sigmoid", 1,
-                (Expr *[]){op_call(s, "add", 2,
-                                   (Expr *[]){field(s, xs, g->kz, span), field(s, gs, g->kz, span)},
-                                   NULL, span)},
-                NULL, span);
-    Expr *r =
-        op_call(s, "sigmoid", 1,
-                (Expr *[]){op_call(s, "add", 2,
-                                   (Expr *[]){field(s, xs, g->kr, span), field(s, gs, g->kr, span)},
-                                   NULL, span)},
-                NULL, span);
-    Expr *hn = field(s, gs, g->kn, span);
-    if (g->bn) hn = op_call(s, "add", 2, (Expr *[]){hn, &ps[3]->base}, NULL, span);
-    Expr *nn = op_call(
-        s, "tanh", 1,
-        (Expr *[]){op_call(s, "add", 2,
-                           (Expr *[]){field(s, xs, g->kn, span),
-                                      op_call(s, "multiply", 2, (Expr *[]){r, hn}, NULL, span)},
-                           NULL, span)},
-        NULL, span);
-    Expr *zc = op_call(s, "subtract", 2, (Expr *[]){g->one, z}, NULL, span);
-    Expr *h2 = op_call(s, "add", 2,
-                       (Expr *[]){op_call(s, "multiply", 2, (Expr *[]){zc, nn}, NULL, span),
-                                  op_call(s, "multiply", 2, (Expr *[]){z, h}, NULL, span)},
-                       NULL, span);
-    const char *key = ir_intern(ctx, "Primitive", 9);
-    AttrValue *one = ir_attr_int(ctx, 1, RLY_DTYPE_I32, SPAN_NONE);
-    Expr *fn = ir_function_new(ctx, n, ps, h2, h2->checked_type, 0, NULL,
-                               ir_attrs_new(ctx, 1, &key, &one), span);
-    fn->checked_type = ir_type_func(ctx, n, pts, h2->checked_type, 0, NULL, 0, NULL);
-    Expr *call = ir_call_new(ctx, fn, n, args, NULL, 0, NULL, span);
-    call->checked_type = h2->checked_type;
+    params_of(s, n, args, names, ps, pts, span);
+    CellInfo info = {.gru = true,
+                     .gates = {g->kz, g->kr, g->kn},
+                     .dense = AS_CALL(g->gs->args[0])->attrs,
+                     .split = g->gs->attrs,
+                     .xsplit = g->xs->attrs,
+                     .one = g->one,
+                     .bn = g->bn != NULL};
+    Expr *h2 = gru_step(s, &info, &ps[0]->base, &ps[1]->base, &ps[2]->base,
+                        g->bn ? &ps[3]->base : NULL, span);
+    Expr *call = primitive_call(s, n, ps, pts, h2, args, span);
+    remember(s, call, &info);
     return call;
 }
 
@@ -407,7 +453,7 @@ static Expr *post(Rewriter *rw, Expr *orig, Expr *e) {
         if (!step_split(s, split, &h, &r, &xp)) return e;
         if (row_of(cst) != row_of(h) || row_of(e) != row_of(h)) return e;
         uint32_t go = 6 - gf - gi - gg; /* the field left */
-        Expr *cell = make_cell(s, AS_CALL(split), c, h, r, xp, cst, gf, gi, gg, go, e->span);
+        Expr *cell = make_cell(s, AS_CALL(split), h, r, xp, cst, gf, gi, gg, go, e->span);
         vec_push(&s->cells, cell);
         vec_push(&s->gate_o, go);
         ptrmap_put(&s->cell_of_split, split, (void *)(uintptr_t)s->cells.len);
@@ -433,6 +479,257 @@ static Expr *post(Rewriter *rw, Expr *orig, Expr *e) {
     return e;
 }
 
+/* ---- runs of steps ---------------------------------------------------------------------------
+ *
+ * Consecutive steps of one recurrence (a cell whose h and c are the fields of the cell before,
+ * with the same R and the same structure) become one Primitive function of the steps in order,
+ *   fn (%h, %R, %c, %xp1, ..., %xpn, Primitive=1) { ...; (h1, c1, h2, c2, ..., hn, cn) }
+ * (GRU: fn (%h, %R[, %bn], %x1, ..., %xn) { ...; (h1, ..., hn) }), each cell's fields replaced
+ * by the function's: the VM runs it as one call of the sequence kernels (vm_cell.c), which saves
+ * the calls between steps. Only in a function that is all dataflow (no let, if, match,
+ * references or closures: every variable a parameter), and only where no step's input
+ * projection is computed from an earlier step of the run (a run is cut there); at most MAX_STEPS
+ * steps per function. */
+
+#define MAX_STEPS 128
+
+static bool is_primitive(const Expr *e);
+
+typedef struct Flow {
+    Expr *top;
+    bool ok;
+} Flow;
+
+static VisitResult flow_pre(Visitor *v, Expr *e) {
+    Flow *f = v->state;
+    switch (e->kind) {
+    case EXPR_LET:
+    case EXPR_IF:
+    case EXPR_MATCH:
+    case EXPR_REF_CREATE:
+    case EXPR_REF_READ:
+    case EXPR_REF_WRITE: f->ok = false; return VISIT_STOP;
+    case EXPR_FUNCTION:
+        if (e == f->top) return VISIT_CONTINUE;
+        if (is_primitive(e)) return VISIT_SKIP;
+        f->ok = false;
+        return VISIT_STOP;
+    default: return VISIT_CONTINUE;
+    }
+}
+
+typedef struct Calls {
+    Cell *s;
+    PtrVec calls; /* the cell calls, in post-order (a step before the steps that read it) */
+} Calls;
+
+static VisitResult calls_pre(Visitor *v, Expr *e) {
+    (void)v;
+    return is_primitive(e) ? VISIT_SKIP : VISIT_CONTINUE;
+}
+
+static void calls_post(Visitor *v, Expr *e) {
+    Calls *c = v->state;
+    if (e->kind == EXPR_CALL && ptrmap_has(&c->s->info_of, AS_CALL(e)->op))
+        vec_push(&c->calls, (void *)e);
+}
+
+static const CellInfo *info(Cell *s, Expr *call) {
+    return ptrmap_get(&s->info_of, AS_CALL(call)->op);
+}
+
+/* The cell call whose step d continues (its h, and for an LSTM its c, are that call's), or
+ * NULL. */
+static Expr *before(Cell *s, Expr *d, const PtrMap *is_cell) {
+    Call *dc = AS_CALL(d);
+    const CellInfo *di = info(s, d);
+    Expr *c;
+    if (di->gru) {
+        c = dc->args[0];
+        if (!ptrmap_has(is_cell, c)) return NULL;
+    } else {
+        Expr *h = dc->args[0], *cs = dc->args[3];
+        if (h->kind != EXPR_TUPLE_GET_ITEM || cs->kind != EXPR_TUPLE_GET_ITEM) return NULL;
+        c = AS_TUPLE_GET_ITEM(h)->tuple;
+        if (AS_TUPLE_GET_ITEM(cs)->tuple != c || AS_TUPLE_GET_ITEM(h)->index != 0 ||
+            AS_TUPLE_GET_ITEM(cs)->index != 1 || !ptrmap_has(is_cell, c))
+            return NULL;
+    }
+    Call *cc = AS_CALL(c);
+    const CellInfo *ci = info(s, c);
+    if (ci->gru != di->gru || cc->n_args != dc->n_args || cc->args[1] != dc->args[1] ||
+        memcmp(ci->gates, di->gates, sizeof ci->gates) != 0 || ci->dense_side != di->dense_side ||
+        ci->bn != di->bn || (di->bn && cc->args[3] != dc->args[3]))
+        return NULL;
+    return c;
+}
+
+typedef struct Reach {
+    const PtrMap *in; /* the cells of the run */
+    PtrMap yes;       /* nodes from which one of them is reached */
+} Reach;
+
+static VisitResult reach_pre(Visitor *v, Expr *e) {
+    Reach *r = v->state;
+    if (ptrmap_has(r->in, e)) {
+        ptrmap_put(&r->yes, e, e);
+        return VISIT_SKIP;
+    }
+    return is_primitive(e) ? VISIT_SKIP : VISIT_CONTINUE;
+}
+
+static void reach_post(Visitor *v, Expr *e) {
+    Reach *r = v->state;
+    for (uint32_t i = 0; i < ir_expr_n_children(e); i++) {
+        Expr *k = ir_expr_child(e, i);
+        if (k != NULL && ptrmap_has(&r->yes, k)) {
+            ptrmap_put(&r->yes, e, e);
+            return;
+        }
+    }
+}
+
+/* The function of steps run[0..n) called on their inputs. */
+static Expr *make_run(Cell *s, Expr *const *run, uint32_t n) {
+    Ctx *ctx = s->ctx;
+    Call *first = AS_CALL(run[0]);
+    const CellInfo *ci = info(s, run[0]);
+    Span span = run[0]->span;
+    uint32_t fixed = ci->gru ? (ci->bn ? 3 : 2) : 3, np = fixed + n;
+    Expr **args = sup_malloc(sizeof(Expr *) * np);
+    const char **names = sup_malloc(sizeof(char *) * np);
+    Var **ps = sup_malloc(sizeof(Var *) * np);
+    Type **pts = sup_malloc(sizeof(Type *) * np);
+    args[0] = first->args[0], names[0] = "h";
+    args[1] = first->args[1], names[1] = "R";
+    if (fixed == 3) args[2] = first->args[3], names[2] = ci->gru ? "bn" : "c";
+    for (uint32_t k = 0; k < n; k++)
+        args[fixed + k] = AS_CALL(run[k])->args[2], names[fixed + k] = ci->gru ? "x" : "xp";
+    params_of(s, np, args, names, ps, pts, span);
+    uint32_t per = ci->gru ? 1 : 2;
+    Expr **res = sup_malloc(sizeof(Expr *) * per * n);
+    Expr *h = &ps[0]->base, *c = ci->gru ? NULL : &ps[2]->base;
+    Expr *bn = ci->gru && ci->bn ? &ps[2]->base : NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        if (ci->gru) {
+            h = gru_step(s, ci, h, &ps[1]->base, &ps[fixed + k]->base, bn, span);
+            res[k] = h;
+        } else {
+            lstm_step(s, ci, h, &ps[1]->base, &ps[fixed + k]->base, c, &h, &c, span);
+            res[2 * k] = h, res[2 * k + 1] = c;
+        }
+    }
+    Expr *tuple = ir_tuple_new(ctx, per * n, res, span);
+    RLY_CHECK(pass_retype(ctx, tuple, NULL), "FuseRNNCell: a run's result");
+    Expr *call = primitive_call(s, np, ps, pts, tuple, args, span);
+    free(args), free(names), free(ps), free(pts), free(res);
+    return call;
+}
+
+typedef struct Join {
+    Cell *s;
+    PtrMap step_of; /* a cell of the run -> 1 + its step */
+    Expr *run;      /* the function's call */
+} Join;
+
+static Expr *join_pre(Rewriter *rw, Expr *e) {
+    Join *j = rw->state;
+    if (is_primitive(e)) return e;
+    uintptr_t k;
+    if (e->kind == EXPR_TUPLE_GET_ITEM &&
+        (k = (uintptr_t)ptrmap_get(&j->step_of, AS_TUPLE_GET_ITEM(e)->tuple)) != 0 &&
+        !info(j->s, AS_TUPLE_GET_ITEM(e)->tuple)->gru)
+        return field(j->s, j->run, 2 * (uint32_t)(k - 1) + AS_TUPLE_GET_ITEM(e)->index, e->span);
+    if (e->kind == EXPR_CALL && (k = (uintptr_t)ptrmap_get(&j->step_of, e)) != 0 &&
+        info(j->s, e)->gru)
+        return field(j->s, j->run, (uint32_t)(k - 1), e->span);
+    return NULL;
+}
+
+static Expr *join_post(Rewriter *rw, Expr *orig, Expr *e) { return pass_rebuild(rw, orig, e); }
+
+/* One run of two or more steps of e joined into one function: the new e, or NULL when e has
+ * none left. */
+static Expr *join_one(Cell *s, Expr *e) {
+    Calls cs = {.s = s};
+    Visitor v = {.pre = calls_pre, .post = calls_post, .state = &cs};
+    ir_visit(&v, e);
+    size_t n = cs.calls.len;
+    PtrMap is_cell = {0}, prev = {0}, succs = {0};
+    for (size_t i = 0; i < n; i++)
+        ptrmap_put(&is_cell, cs.calls.data[i], cs.calls.data[i]);
+    /* links: d continues c; a step read by two later steps ends its run */
+    for (size_t i = 0; i < n; i++) {
+        Expr *d = cs.calls.data[i], *c = before(s, d, &is_cell);
+        if (c == NULL) continue;
+        ptrmap_put(&prev, d, c);
+        ptrmap_put(&succs, c, (void *)((uintptr_t)ptrmap_get(&succs, c) + 1));
+    }
+    PtrMap next = {0};
+    for (size_t i = 0; i < n; i++) {
+        Expr *d = cs.calls.data[i], *c = ptrmap_get(&prev, d);
+        if (c != NULL && (uintptr_t)ptrmap_get(&succs, c) == 1) ptrmap_put(&next, c, d);
+    }
+    Expr *out = NULL;
+    PtrVec chain = {0};
+    for (size_t i = 0; i < n && out == NULL; i++) {
+        Expr *head = cs.calls.data[i], *p = ptrmap_get(&prev, head);
+        if ((p != NULL && ptrmap_get(&next, p) == head) || ptrmap_get(&next, head) == NULL)
+            continue; /* not the first step of a run */
+        chain.len = 0;
+        PtrMap in = {0};
+        for (Expr *c = head; c != NULL; c = ptrmap_get(&next, c)) {
+            vec_push(&chain, (void *)c);
+            ptrmap_put(&in, c, c);
+        }
+        /* the steps whose input projection reaches a step of the run start a new piece */
+        Reach r = {.in = &in};
+        Expr **xs = sup_malloc(sizeof(Expr *) * chain.len);
+        for (size_t k = 0; k < chain.len; k++)
+            xs[k] = AS_CALL((Expr *)chain.data[k])->args[2];
+        Expr *all = ir_tuple_new(s->ctx, (uint32_t)chain.len, xs, SPAN_NONE);
+        Visitor rv = {.pre = reach_pre, .post = reach_post, .state = &r};
+        ir_visit(&rv, all);
+        size_t a = 0;
+        for (size_t k = 1; k <= chain.len && out == NULL; k++) {
+            bool cut = k == chain.len || k - a == MAX_STEPS || ptrmap_has(&r.yes, xs[k]);
+            if (!cut) continue;
+            if (k - a >= 2) {
+                Join j = {.s = s};
+                for (size_t q = a; q < k; q++)
+                    ptrmap_put(&j.step_of, chain.data[q], (void *)(uintptr_t)(q - a + 1));
+                j.run = make_run(s, (Expr *const *)(chain.data + a), (uint32_t)(k - a));
+                Rewriter rw = {.ctx = s->ctx, .pre = join_pre, .post = join_post, .state = &j};
+                out = ir_rewrite(&rw, e);
+                ir_rewriter_free(&rw);
+                ptrmap_free(&j.step_of);
+            }
+            a = k;
+        }
+        free(xs);
+        ptrmap_free(&r.yes);
+        ptrmap_free(&in);
+    }
+    vec_free(&chain);
+    ptrmap_free(&next);
+    ptrmap_free(&succs);
+    ptrmap_free(&prev);
+    ptrmap_free(&is_cell);
+    vec_free(&cs.calls);
+    return out;
+}
+
+static Expr *join_steps(Cell *s, Expr *e) {
+    if (s->infos.len < 2) return e;
+    Flow f = {.top = e, .ok = true};
+    Visitor v = {.pre = flow_pre, .state = &f};
+    ir_visit(&v, e);
+    if (!f.ok) return e;
+    for (Expr *j; (j = join_one(s, e)) != NULL;)
+        e = j;
+    return e;
+}
+
 static Expr *run(PassCtx *pc, Module *m, Expr *e) {
     (void)m;
     Ctx *ctx = pc->ctx;
@@ -447,9 +744,14 @@ static Expr *run(PassCtx *pc, Module *m, Expr *e) {
     Rewriter rw = {.ctx = ctx, .pre = pre, .post = post, .state = &s};
     Expr *r = ir_rewrite(&rw, e);
     ir_rewriter_free(&rw);
+    r = join_steps(&s, r);
     ptrmap_free(&s.cell_of_split);
     vec_free(&s.cells);
     vec_free(&s.gate_o);
+    for (size_t i = 0; i < s.infos.len; i++)
+        free(s.infos.data[i]);
+    vec_free(&s.infos);
+    ptrmap_free(&s.info_of);
     return r;
 }
 

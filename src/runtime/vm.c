@@ -787,6 +787,31 @@ static uint32_t fused_done(Vm *vm, const VmPacked *p, const PackedInfo *pi, uint
 static Value *run_cell(Vm *vm, const VmCell *cell, Value **vals, const uint32_t *slot,
                        const FnPlan *fp, const char *loc) {
     RtTensor **pre = NULL;
+    if (cell->steps) { /* a run of steps: the sequence kernels, the function's result tuple */
+        if (slot != NULL) {
+            pre = vm->k_pre; /* max_out covers n_res */
+            for (uint32_t i = 0; i < cell->n_res; i++) {
+                uint32_t b = slot[cell->res_slot[i]];
+                pre[i] = b == VM_PLAN_NONE ? NULL : fp->buf[b];
+            }
+        }
+        KAttr attrs[2] = {{.name = "gates",
+                           .kind = KA_INTS,
+                           .n = cell->gru ? 3 : 4,
+                           .ints = cell->gates,
+                           .floats = cell->gates_f},
+                          {.name = "steps", .kind = KA_INT, .i = cell->steps, .f = cell->steps}};
+        VmNode call = {.kind = VM_NODE_CALL,
+                       .op_id = UINT32_MAX,
+                       .n_args = cell->n_args,
+                       .args = cell->args,
+                       .n_attrs = 2,
+                       .attrs = attrs,
+                       .fn = cell->gru ? kern_fast_gru_seq : kern_fast_lstm_seq,
+                       .out_tuple = true,
+                       .n_out = cell->n_res};
+        return run_call(vm, &call, vals, loc, pre, NULL, NULL);
+    }
     if (slot != NULL) {
         uint32_t b[2] = {slot[cell->h2_slot], cell->gru ? 0 : slot[cell->c2_slot]};
         pre = vm->k_pre; /* max_out entries: the cell's split has 3 or 4 outputs */
@@ -942,9 +967,11 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
  * so no input has been overwritten in place when the nodes run again. */
 
 /* The profile event of a packed call: its name, the category (a fused group of several
- * operators, or one operator), the location and the shapes of its inputs and result. */
-static void probe_record(Vm *vm, const VmPacked *p, const VmReg *R, const uint32_t *args,
-                         const char *loc, const Value *res, uint64_t t0, uint64_t t1) {
+ * operators, one operator, or an LSTM or GRU cell or run of steps that the cell kernels ran),
+ * the location and the shapes of its inputs and result. */
+static void probe_record(Vm *vm, const VmPacked *p, const VmCell *cell, const VmReg *R,
+                         const uint32_t *args, const char *loc, const Value *res, uint64_t t0,
+                         uint64_t t1) {
     StrBuf *sb = &vm->probe_sb[0], *shapes = &vm->probe_sb[1];
     sb->len = shapes->len = 0;
     if (loc[0]) rt_profile_arg(sb, "loc", loc);
@@ -961,6 +988,9 @@ static void probe_record(Vm *vm, const VmPacked *p, const VmReg *R, const uint32
         n_calls += p->nodes[k].kind == VM_NODE_CALL;
     const char *name = p->name ? p->name : "packed";
     const char *cat = n_calls > 1 ? "fused group" : "operator";
+    if (cell != NULL)
+        cat = cell->steps ? (cell->gru ? "GRU run" : "LSTM run")
+                          : (cell->gru ? "GRU cell" : "LSTM cell");
     RtProfile *pr = vm->prof;
     uint32_t nid = rt_profile_intern(pr, name, strlen(name)),
              cid = rt_profile_intern(pr, cat, strlen(cat)),
@@ -1041,7 +1071,8 @@ static Value *probe_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t
     const VmPacked *p = &vm->exe->packed[pidx];
     uint64_t t0 = vm->prof ? rt_profile_now() : 0;
     Value *v = run_packed(vm, pidx, R, args, iloc, f, pc, fp);
-    if (vm->prof && v != NULL) probe_record(vm, p, R, args, iloc, v, t0, rt_profile_now());
+    if (vm->prof && v != NULL)
+        probe_record(vm, p, vm->pi[pidx].cell, R, args, iloc, v, t0, rt_profile_now());
     if (v == NULL || !vm->check_numerics) return v;
     uint32_t n_calls = 0;
     for (uint32_t j = 0; j < p->n_nodes; j++)
@@ -1795,6 +1826,8 @@ Vm *vm_new(const VmExec *exe) {
         plan_packed(pk, &vm->pi[p]);
         vm->pi[p].cell = vm_cell_analyze(exe, pk);
         if (vm->pi[p].cell == NULL) vm->pi[p].fuse = vm_fuse_analyze(pk);
+        if (vm->pi[p].cell != NULL && vm->pi[p].cell->n_res > vm->max_out)
+            vm->max_out = vm->pi[p].cell->n_res;
         if ((size_t)pk->n_inputs + pk->n_nodes > max_vals)
             max_vals = (size_t)pk->n_inputs + pk->n_nodes;
         for (uint32_t k = 0; k < pk->n_nodes; k++)

@@ -68,24 +68,43 @@ static bool split_n(Match *m, uint32_t id, int64_t n, uint32_t *arg) {
 
 static bool input(const Match *m, uint32_t id) { return id < m->p->n_inputs; }
 
+/* Value id is what a step wants there: an input of p (want ANY) or exactly want. */
+#define ANY UINT32_MAX
+static bool is(const Match *m, uint32_t id, uint32_t want) {
+    return want == ANY ? input(m, id) : id == want;
+}
+
 /* A copy of c with the planned slots of its result nodes: a memory plan numbers the outputs of
- * a packed function's calls in node order (a tuple-valued call has one per field). */
-static VmCell *cell_new(const VmPacked *p, const VmCell *c) {
-    VmCell *out = malloc(sizeof *out);
+ * a packed function's calls in node order (a tuple-valued call has one per field). A run's
+ * arguments and results (n_args, n_res of them) follow the struct. */
+static VmCell *cell_new(const VmPacked *p, const VmCell *c, const uint32_t *args,
+                        const uint32_t *res) {
+    size_t extra = c->steps ? (size_t)c->n_args + 2 * (size_t)c->n_res : 0;
+    VmCell *out = malloc(sizeof *out + extra * sizeof(uint32_t));
     if (out == NULL) return NULL;
     *out = *c;
+    if (c->steps) {
+        out->args = (uint32_t *)(out + 1);
+        out->res_node = out->args + c->n_args;
+        out->res_slot = out->res_node + c->n_res;
+        memcpy(out->args, args, sizeof(uint32_t) * c->n_args);
+        memcpy(out->res_node, res, sizeof(uint32_t) * c->n_res);
+    }
     for (uint32_t k = 0, at = 0; k < p->n_nodes; k++) {
         const VmNode *n = &p->nodes[k];
         if (n->kind != VM_NODE_CALL) continue;
         if (k == c->h2) out->h2_slot = at;
         if (!c->gru && k == c->c2) out->c2_slot = at;
+        for (uint32_t i = 0; c->steps && i < c->n_res; i++)
+            if (res[i] - p->n_inputs == k) out->res_slot[i] = at;
         at += n->out_tuple ? n->n_out : 1;
     }
     return out;
 }
 
-/* The split node's value: split(add(dense(h, R), xp), 4, axis 1 or -1) with h, R, xp inputs. */
-static bool step_split(Match *m, uint32_t split, VmCell *c) {
+/* The split node's value: split(add(dense(h, R), xp), 4, axis 1 or -1) with h and R as want[0]
+ * and want[1] say, xp an input. */
+static bool step_split(Match *m, uint32_t split, const uint32_t *want, VmCell *c) {
     uint32_t g;
     if (!split_n(m, split, 4, &g)) return false;
     const VmNode *add = node(m, g, OP_ID_ADD, 2);
@@ -93,7 +112,7 @@ static bool step_split(Match *m, uint32_t split, VmCell *c) {
     for (int side = 0; side < 2; side++) {
         uint32_t used = m->used;
         const VmNode *d = node(m, add->args[side], OP_ID_NN_DENSE, 2);
-        if (d != NULL && input(m, d->args[0]) && input(m, d->args[1]) &&
+        if (d != NULL && is(m, d->args[0], want[0]) && is(m, d->args[1], want[1]) &&
             input(m, add->args[1 - side])) {
             c->in[0] = d->args[0], c->in[1] = d->args[1], c->in[2] = add->args[1 - side];
             return true;
@@ -103,23 +122,16 @@ static bool step_split(Match *m, uint32_t split, VmCell *c) {
     return false;
 }
 
-static VmCell *gru_analyze(const VmExec *exe, const VmPacked *p);
-
-VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p) {
-    if (!kern_fast_enabled() || getenv("RLY_NO_FUSE") != NULL || p->result < p->n_inputs)
-        return NULL;
-    if (p->n_nodes == 21 || p->n_nodes == 22) return gru_analyze(exe, p);
-    if (p->n_nodes != 17) return NULL;
-    const VmNode *res = &p->nodes[p->result - p->n_inputs];
-    if (res->kind != VM_NODE_TUPLE || res->n_args != 2) return NULL;
-    Match m = {.p = p, .used = 1};
-    VmCell c = {.n_in = 4, .h2 = res->args[0] - p->n_inputs, .c2 = res->args[1] - p->n_inputs};
-    const VmNode *h2 = node(&m, res->args[0], OP_ID_MULTIPLY, 2);
-    const VmNode *c2 = node(&m, res->args[1], OP_ID_ADD, 2);
-    if (h2 == NULL || c2 == NULL) return NULL;
+/* The LSTM step whose results are values h2id and c2id: its nodes counted in m, its gates and
+ * inputs (h, R, xp, c) in c. want: what h, R and c must be (ANY: inputs of p), want[2] unused. */
+static bool lstm_step(Match *m, uint32_t h2id, uint32_t c2id, const uint32_t *want, VmCell *c) {
+    const VmPacked *p = m->p;
+    const VmNode *h2 = node(m, h2id, OP_ID_MULTIPLY, 2);
+    const VmNode *c2 = node(m, c2id, OP_ID_ADD, 2);
+    if (h2 == NULL || c2 == NULL) return false;
     /* c2 = keep + in: keep = sigmoid(s.F) * c, in = sigmoid(s.I) * tanh(s.G) */
     for (int side = 0; side < 2; side++) {
-        Match ms = m;
+        Match ms = *m;
         const VmNode *keep = node(&ms, c2->args[side], OP_ID_MULTIPLY, 2);
         const VmNode *in = node(&ms, c2->args[1 - side], OP_ID_MULTIPLY, 2);
         if (keep == NULL || in == NULL) continue;
@@ -138,31 +150,129 @@ VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p) {
             for (int b = 0; b < 2; b++) {
                 Match mk = mi;
                 if (!gate(&mk, keep->args[b], OP_ID_SIGMOID, split, &gf) ||
-                    !input(&mk, keep->args[1 - b]))
+                    !is(&mk, keep->args[1 - b], want[3]))
                     continue;
-                c.in[3] = keep->args[1 - b];
+                c->in[3] = keep->args[1 - b];
                 /* h2 = sigmoid(s.O) * tanh(c2) */
                 for (int o = 0; o < 2; o++) {
                     Match mh = mk;
                     const VmNode *th = node(&mh, h2->args[1 - o], OP_ID_TANH, 1);
-                    if (th == NULL || th->args[0] != res->args[1] ||
+                    if (th == NULL || th->args[0] != c2id ||
                         !gate(&mh, h2->args[o], OP_ID_SIGMOID, split, &go) ||
-                        !step_split(&mh, split, &c))
+                        !step_split(&mh, split, want, c))
                         continue;
                     bool seen[4] = {0};
                     seen[gi] = seen[gf] = seen[gg] = seen[go] = true;
-                    /* every node matched once: 17 (the result tuple included) */
-                    if (!(seen[0] && seen[1] && seen[2] && seen[3]) || mh.used != p->n_nodes)
-                        continue;
-                    c.gates[0] = gi, c.gates[1] = gf, c.gates[2] = gg, c.gates[3] = go;
+                    if (!(seen[0] && seen[1] && seen[2] && seen[3])) continue;
+                    c->gates[0] = gi, c->gates[1] = gf, c->gates[2] = gg, c->gates[3] = go;
                     for (int q = 0; q < 4; q++)
-                        c.gates_f[q] = (double)c.gates[q];
-                    return cell_new(p, &c);
+                        c->gates_f[q] = (double)c->gates[q];
+                    *m = mh;
+                    return true;
                 }
             }
         }
     }
-    return NULL;
+    return false;
+}
+
+/* The GRU step whose result is value h2id (below). */
+static bool gru_step(Match *m, const VmExec *exe, uint32_t h2id, const uint32_t *want,
+                     uint32_t *one_seen, VmCell *c);
+
+/* A run of LSTM steps: the result a tuple (h1, c1, ..., hn, cn), n >= 2, step k's h and c the
+ * values of step k - 1's results, the same R and gates for all, every node of p one step's. */
+static VmCell *lstm_run(const VmPacked *p, const VmNode *res) {
+    uint32_t n = res->n_args / 2;
+    if (n < 2 || res->n_args != 2 * n) return NULL;
+    uint32_t *args = malloc(sizeof(uint32_t) * (n + 3));
+    if (args == NULL) return NULL;
+    Match m = {.p = p, .used = 1};
+    VmCell first = {0};
+    VmCell *out = NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t want[4] = {ANY, ANY, ANY, ANY};
+        if (k > 0)
+            want[0] = res->args[2 * k - 2], want[1] = first.in[1], want[3] = res->args[2 * k - 1];
+        VmCell st = {.n_in = 4};
+        if (!lstm_step(&m, res->args[2 * k], res->args[2 * k + 1], want, &st)) goto done;
+        if (k == 0)
+            first = st;
+        else if (memcmp(st.gates, first.gates, sizeof st.gates) != 0)
+            goto done;
+        args[3 + k] = st.in[2];
+    }
+    if (m.used != p->n_nodes) goto done;
+    args[0] = first.in[0], args[1] = first.in[1], args[2] = first.in[3];
+    VmCell c = first;
+    c.steps = n, c.n_args = n + 3, c.n_res = 2 * n;
+    c.h2 = res->args[0] - p->n_inputs, c.c2 = res->args[1] - p->n_inputs;
+    out = cell_new(p, &c, args, res->args);
+done:
+    free(args);
+    return out;
+}
+
+/* A run of GRU steps: the result a tuple (h1, ..., hn), n >= 2, step k's h step k - 1's
+ * result, the same R, bn and gates for all. */
+static VmCell *gru_run(const VmExec *exe, const VmPacked *p, const VmNode *res) {
+    uint32_t n = res->n_args;
+    if (n < 2) return NULL;
+    uint32_t *args = malloc(sizeof(uint32_t) * (n + 3));
+    if (args == NULL) return NULL;
+    Match m = {.p = p, .used = 1};
+    VmCell first = {0};
+    VmCell *out = NULL;
+    uint32_t one = ANY;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t want[4] = {ANY, ANY, ANY, ANY};
+        if (k > 0) want[0] = res->args[k - 1], want[1] = first.in[1];
+        if (k > 0 && first.n_in == 4) want[3] = first.in[3];
+        VmCell st = {0};
+        if (!gru_step(&m, exe, res->args[k], want, &one, &st) ||
+            (k > 0 &&
+             (st.n_in != first.n_in || memcmp(st.gates, first.gates, sizeof st.gates) != 0)))
+            goto done;
+        if (k == 0) first = st;
+        args[first.n_in - 1 + k] = st.in[2];
+    }
+    if (m.used != p->n_nodes) goto done;
+    uint32_t fixed = first.n_in - 1; /* h0, R[, bn] */
+    args[0] = first.in[0], args[1] = first.in[1];
+    if (fixed == 3) args[2] = first.in[3];
+    VmCell c = first;
+    c.steps = n, c.n_args = fixed + n, c.n_res = n;
+    c.h2 = res->args[0] - p->n_inputs;
+    out = cell_new(p, &c, args, res->args);
+done:
+    free(args);
+    return out;
+}
+
+VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p) {
+    if (!kern_fast_enabled() || getenv("RLY_NO_FUSE") != NULL || p->result < p->n_inputs)
+        return NULL;
+    const VmNode *res = &p->nodes[p->result - p->n_inputs];
+    if (res->kind != VM_NODE_TUPLE) { /* one GRU step */
+        Match m = {.p = p};
+        uint32_t want[4] = {ANY, ANY, ANY, ANY}, one = ANY;
+        VmCell c = {0};
+        if (!gru_step(&m, exe, p->result, want, &one, &c) || m.used != p->n_nodes) return NULL;
+        c.h2 = p->result - p->n_inputs;
+        return cell_new(p, &c, NULL, NULL);
+    }
+    if (res->n_args == 2 && p->n_nodes == 17) { /* one LSTM step */
+        Match m = {.p = p, .used = 1};
+        uint32_t want[4] = {ANY, ANY, ANY, ANY};
+        VmCell c = {.n_in = 4};
+        /* every node matched once: 17 (the result tuple included) */
+        if (lstm_step(&m, res->args[0], res->args[1], want, &c) && m.used == p->n_nodes) {
+            c.h2 = res->args[0] - p->n_inputs, c.c2 = res->args[1] - p->n_inputs;
+            return cell_new(p, &c, NULL, NULL);
+        }
+    }
+    VmCell *c = lstm_run(p, res);
+    return c != NULL ? c : gru_run(exe, p, res);
 }
 
 /* ---- GRU ------------------------------------------------------------------------------------ */
@@ -175,38 +285,43 @@ static bool pre(Match *m, uint32_t id, uint32_t xs, uint32_t gs, uint32_t *k) {
            *k == k2;
 }
 
-static VmCell *gru_analyze(const VmExec *exe, const VmPacked *p) {
-    Match m = {.p = p};
-    VmCell c = {.gru = true, .h2 = p->result - p->n_inputs};
-    const VmNode *h2 = node(&m, p->result, OP_ID_ADD, 2);
-    if (h2 == NULL) return NULL;
-    const VmNode *upd = node(&m, h2->args[0], OP_ID_MULTIPLY, 2);
-    const VmNode *keep = node(&m, h2->args[1], OP_ID_MULTIPLY, 2);
-    if (upd == NULL || keep == NULL) return NULL;
-    const VmNode *zc = node(&m, upd->args[0], OP_ID_SUBTRACT, 2);
-    const VmNode *n = node(&m, upd->args[1], OP_ID_TANH, 1);
-    if (zc == NULL || n == NULL || zc->args[1] != keep->args[0] || !input(&m, keep->args[1]))
-        return NULL;
+/* The GRU step whose result is value h2id: its nodes counted in m (the constant 1 once: a run's
+ * steps may share it, *one_seen), its gates and inputs (h, R, x[, bn]) in c. want: what h, R
+ * and bn must be (ANY: inputs of p; bn ANY also allows none). */
+static bool gru_step(Match *m, const VmExec *exe, uint32_t h2id, const uint32_t *want,
+                     uint32_t *one_seen, VmCell *c) {
+    const VmPacked *p = m->p;
+    c->gru = true;
+    const VmNode *h2 = node(m, h2id, OP_ID_ADD, 2);
+    if (h2 == NULL) return false;
+    const VmNode *upd = node(m, h2->args[0], OP_ID_MULTIPLY, 2);
+    const VmNode *keep = node(m, h2->args[1], OP_ID_MULTIPLY, 2);
+    if (upd == NULL || keep == NULL) return false;
+    const VmNode *zc = node(m, upd->args[0], OP_ID_SUBTRACT, 2);
+    const VmNode *n = node(m, upd->args[1], OP_ID_TANH, 1);
+    if (zc == NULL || n == NULL || zc->args[1] != keep->args[0] || !is(m, keep->args[1], want[0]))
+        return false;
     /* 1 - z: the constant 1 */
     uint32_t one = zc->args[0];
-    if (one < p->n_inputs) return NULL;
+    if (one < p->n_inputs) return false;
     const VmNode *on = &p->nodes[one - p->n_inputs];
-    if (on->kind != VM_NODE_CONST || on->index >= exe->n_consts) return NULL;
+    if (on->kind != VM_NODE_CONST || on->index >= exe->n_consts) return false;
     const Value *ov = exe->consts[on->index];
-    if (ov == NULL || ov->kind != VAL_TENSOR) return NULL;
+    if (ov == NULL || ov->kind != VAL_TENSOR) return false;
     const DLTensor *ot = &RT_TENSOR(ov)->t;
     if (k_dtype(ot) != RLY_DTYPE_F32 || k_numel(ot) != 1 || *(const float *)k_ptr(ot) != 1.0f)
-        return NULL;
-    m.used++;
-    const VmNode *z = node(&m, keep->args[0], OP_ID_SIGMOID, 1);
-    if (z == NULL) return NULL;
+        return false;
+    if (*one_seen != one) m->used++;
+    *one_seen = one;
+    const VmNode *z = node(m, keep->args[0], OP_ID_SIGMOID, 1);
+    if (z == NULL) return false;
     const VmNode *za = &p->nodes[z->args[0] >= p->n_inputs ? z->args[0] - p->n_inputs : 0];
-    if (z->args[0] < p->n_inputs || za->kind != VM_NODE_CALL || za->n_args != 2) return NULL;
+    if (z->args[0] < p->n_inputs || za->kind != VM_NODE_CALL || za->n_args != 2) return false;
     /* the splits: from z's add, xs.Z + gs.Z */
     uint32_t xs = UINT32_MAX, gs = UINT32_MAX;
     for (int s = 0; s < 2; s++) {
         uint32_t id = za->args[s];
-        if (id < p->n_inputs || p->nodes[id - p->n_inputs].kind != VM_NODE_FIELD) return NULL;
+        if (id < p->n_inputs || p->nodes[id - p->n_inputs].kind != VM_NODE_FIELD) return false;
         uint32_t sp = p->nodes[id - p->n_inputs].args[0];
         if (s == 0)
             xs = sp;
@@ -214,32 +329,33 @@ static VmCell *gru_analyze(const VmExec *exe, const VmPacked *p) {
             gs = sp;
     }
     uint32_t kz, kr, kn, k2, xin, gin;
-    if (!pre(&m, z->args[0], xs, gs, &kz)) return NULL;
-    if (!split_n(&m, xs, 3, &xin) || !split_n(&m, gs, 3, &gin) || !input(&m, xin)) return NULL;
-    const VmNode *d = node(&m, gin, OP_ID_NN_DENSE, 2);
-    if (d == NULL || d->args[0] != keep->args[1] || !input(&m, d->args[1])) return NULL;
+    if (!pre(m, z->args[0], xs, gs, &kz)) return false;
+    if (!split_n(m, xs, 3, &xin) || !split_n(m, gs, 3, &gin) || !input(m, xin)) return false;
+    const VmNode *d = node(m, gin, OP_ID_NN_DENSE, 2);
+    if (d == NULL || d->args[0] != keep->args[1] || !is(m, d->args[1], want[1])) return false;
     /* n = tanh(xs.N + r * hn) */
-    const VmNode *na = node(&m, n->args[0], OP_ID_ADD, 2);
-    if (na == NULL || !field_k(&m, na->args[0], xs, 3, &kn)) return NULL;
-    const VmNode *rm = node(&m, na->args[1], OP_ID_MULTIPLY, 2);
-    if (rm == NULL) return NULL;
-    const VmNode *r = node(&m, rm->args[0], OP_ID_SIGMOID, 1);
-    if (r == NULL || !pre(&m, r->args[0], xs, gs, &kr)) return NULL;
-    c.n_in = 3;
-    Match mh = m;
+    const VmNode *na = node(m, n->args[0], OP_ID_ADD, 2);
+    if (na == NULL || !field_k(m, na->args[0], xs, 3, &kn)) return false;
+    const VmNode *rm = node(m, na->args[1], OP_ID_MULTIPLY, 2);
+    if (rm == NULL) return false;
+    const VmNode *r = node(m, rm->args[0], OP_ID_SIGMOID, 1);
+    if (r == NULL || !pre(m, r->args[0], xs, gs, &kr)) return false;
+    c->n_in = 3;
+    Match mh = *m;
     if (field_k(&mh, rm->args[1], gs, 3, &k2)) {
-        m = mh;
+        if (want[3] != ANY) return false; /* the run's first step has a bn */
+        *m = mh;
     } else {
-        const VmNode *ba = node(&m, rm->args[1], OP_ID_ADD, 2);
-        if (ba == NULL || !field_k(&m, ba->args[0], gs, 3, &k2) || !input(&m, ba->args[1]))
-            return NULL;
-        c.n_in = 4;
-        c.in[3] = ba->args[1];
+        const VmNode *ba = node(m, rm->args[1], OP_ID_ADD, 2);
+        if (ba == NULL || !field_k(m, ba->args[0], gs, 3, &k2) || !is(m, ba->args[1], want[3]))
+            return false;
+        c->n_in = 4;
+        c->in[3] = ba->args[1];
     }
-    if (k2 != kn || kz == kr || kz == kn || kr == kn || m.used != p->n_nodes) return NULL;
-    c.in[0] = keep->args[1], c.in[1] = d->args[1], c.in[2] = xin;
-    c.gates[0] = kz, c.gates[1] = kr, c.gates[2] = kn;
+    if (k2 != kn || kz == kr || kz == kn || kr == kn) return false;
+    c->in[0] = keep->args[1], c->in[1] = d->args[1], c->in[2] = xin;
+    c->gates[0] = kz, c->gates[1] = kr, c->gates[2] = kn;
     for (int q = 0; q < 3; q++)
-        c.gates_f[q] = (double)c.gates[q];
-    return cell_new(p, &c);
+        c->gates_f[q] = (double)c->gates[q];
+    return true;
 }

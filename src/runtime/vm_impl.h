@@ -80,8 +80,17 @@ typedef struct VmCell {
     double gates_f[4];
     uint32_t h2, c2;           /* nodes (c2: LSTM only) */
     uint32_t h2_slot, c2_slot; /* their planned slots among the calls' outputs (node order) */
+    /* A run of steps (FuseRNNCell's run function): steps >= 2, and then the fields above
+     * describe its first step; the kernel's arguments (value ids: h0, R, c0 for an LSTM, h0, R
+     * and bn if any for a GRU, then each step's xp or x) and its results (the function's
+     * result fields: h1, c1, ..., hn, cn or h1, ..., hn) with their planned slots. */
+    uint32_t steps;
+    uint32_t n_args, n_res;
+    uint32_t *args, *res_node, *res_slot; /* in the same allocation as the struct */
 } VmCell;
-/* The cell of p, or NULL when p is not one (or the fast kernels are off). Free with free.
+/* The cell of p, or NULL when p is not one (or the fast kernels are off). Free with free. A run
+ * of steps is a function whose result is the tuple of every step's results, each step one of
+ * the steps below whose h (and c) are the step before's results.
  * A GRU step (linear_before_reset) as FuseRNNCell writes it: gs = split(dense(h, R), 3),
  * xs = split(x, 3), z = sigmoid(xs.Z + gs.Z), r = sigmoid(xs.R + gs.R),
  * n = tanh(xs.N + r * (gs.N [+ bn])), result (1 - z) * n + z * h; in = h, R, x[, bn], gates

@@ -7,7 +7,10 @@
  * xp across two gates, c2 over c, c2 over h; GRU h2 over h, x and bn), and wants the same bits, at
  * every instruction-set level this machine has and on 1 and 2 threads. The sizes give two tasks
  * on two threads (LSTM H = 128, GRU H = 160: whole 32-column panels, weights worth a second
- * thread), where a result written over what the other task reads would change it. Prints `N
+ * thread), where a result written over what the other task reads would change it. Then the runs
+ * of steps (kern_fast_lstm_seq, kern_fast_gru_seq: three steps in one call): the same bits as the
+ * cell kernel called step by step, with separate outputs, with c1 over c0 (written in place),
+ * and with outputs over inputs that later steps still read (staged through scratch). Prints `N
  * passed, N failed`. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -33,10 +36,11 @@ static DLTensor tensor(float *data, int64_t *shape, int64_t d0, int64_t d1) {
 }
 
 /* Where the outputs go: at[i] (H floats each). */
+enum { MAX_OUT = 8 };
 typedef struct Place {
-    float *at[2];
-    DLTensor t[2];
-    int64_t shape[2][2];
+    float *at[MAX_OUT];
+    DLTensor t[MAX_OUT];
+    int64_t shape[MAX_OUT][2];
 } Place;
 
 static int place_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const int64_t *shape) {
@@ -178,6 +182,132 @@ static void run_cases(bool gru, SupPool *pool, const char *how) {
         free(base[i]);
 }
 
+/* ---- runs of steps (kern_fast_lstm_seq, kern_fast_gru_seq) ------------------------------------
+ *
+ * A run of STEPS steps against the cell kernel called step by step (the same bits), and with
+ * its outputs placed over its inputs (staged through scratch) or c1 over c0 (allowed in place). */
+
+enum { STEPS = 3 };
+
+/* The run on in[0..n_in) (h0, R, c0 or bn, then the steps' xp or x), results to place->at. */
+static int run_seq(bool gru, bool bn, float *const *in, SupPool *pool, Place *place) {
+    uint32_t fixed = gru ? (bn ? 3 : 2) : 3, n_in = fixed + STEPS;
+    int64_t shapes[3 + STEPS][2];
+    DLTensor t[3 + STEPS];
+    int64_t G = gru ? 3 : 4;
+    t[0] = tensor(in[0], shapes[0], 1, H);
+    t[1] = tensor(in[1], shapes[1], G * H, H);
+    if (fixed == 3) t[2] = tensor(in[2], shapes[2], 1, H);
+    for (uint32_t k = 0; k < STEPS; k++)
+        t[fixed + k] = tensor(in[fixed + k], shapes[fixed + k], 1, G * H);
+    const DLTensor *ins[3 + STEPS];
+    uint32_t start[3 + STEPS], len[3 + STEPS];
+    uint8_t tup[3 + STEPS] = {0};
+    for (uint32_t i = 0; i < n_in; i++)
+        ins[i] = &t[i], start[i] = i, len[i] = 1;
+    int64_t lstm_gates[4] = {0, 2, 3, 1}, gru_gates[3] = {0, 1, 2};
+    double fl[4] = {0, 2, 3, 1};
+    KAttr at[2] = {{.name = "gates",
+                    .kind = KA_INTS,
+                    .n = gru ? 3 : 4,
+                    .ints = gru ? gru_gates : lstm_gates,
+                    .floats = fl},
+                   {.name = "steps", .kind = KA_INT, .i = STEPS, .f = STEPS}};
+    uint32_t n_out = gru ? STEPS : 2 * STEPS;
+    DLTensor *outs[MAX_OUT] = {NULL};
+    char err[256] = "";
+    KCall kc = {.op = gru ? "gru_run" : "lstm_run",
+                .attrs = at,
+                .n_attrs = 2,
+                .n_args = n_in,
+                .arg_start = start,
+                .arg_len = len,
+                .arg_tuple = tup,
+                .in = ins,
+                .n_in = n_in,
+                .out = outs,
+                .n_out = n_out,
+                .out_tuple = true,
+                .alloc = place_out,
+                .rt = place,
+                .err = err,
+                .err_cap = sizeof err,
+                .pool = pool};
+    int rc = k_call_result(&kc, gru ? kern_fast_gru_seq(&kc) : kern_fast_lstm_seq(&kc));
+    k_call_release(&kc);
+    if (rc != 0) fprintf(stderr, "run: %s\n", err);
+    return rc;
+}
+
+static void run_seq_cases(bool gru, SupPool *pool, const char *how) {
+    H = gru ? HG : HL;
+    bool bn = gru;
+    uint32_t fixed = gru ? (bn ? 3 : 2) : 3, n_in = fixed + STEPS, n_out = gru ? STEPS : 2 * STEPS;
+    size_t h = (size_t)H, G = gru ? 3 : 4, n[3 + STEPS];
+    n[0] = h, n[1] = G * h * h, n[2] = h;
+    for (uint32_t k = 0; k < STEPS; k++)
+        n[fixed + k] = G * h;
+    float *base[3 + STEPS];
+    for (uint32_t i = 0; i < n_in; i++)
+        base[i] = fill(n[i], 101u + 17u * i + (gru ? 1000u : 0u));
+    /* step by step on the cell kernel */
+    float want[MAX_OUT][HMAX];
+    float hc[2][HMAX];
+    memcpy(hc[0], base[0], h * sizeof(float));
+    if (!gru) memcpy(hc[1], base[2], h * sizeof(float));
+    bool ok = true;
+    for (uint32_t k = 0; k < STEPS; k++) {
+        float *in[4] = {hc[0], base[1], base[fixed + k], gru ? base[2] : hc[1]};
+        float *cin[4];
+        size_t cn[4] = {h, n[1], G * h, h};
+        copy_in(in, cn, cin);
+        Place p = {.at = {want[gru ? k : 2 * k], gru ? hc[1] : want[2 * k + 1]}};
+        ok = ok && run_cell(gru, cin, pool, &p) == 0;
+        free_in(cin);
+        memcpy(hc[0], want[gru ? k : 2 * k], h * sizeof(float));
+        if (!gru) memcpy(hc[1], want[2 * k + 1], h * sizeof(float));
+    }
+    check(ok, gru ? "gru steps" : "lstm steps", how);
+    /* placements: output i over input in[i] at off[i] (-1: its own buffer) */
+    typedef struct SeqCase {
+        const char *what;
+        int in[MAX_OUT];
+        size_t off[MAX_OUT];
+    } SeqCase;
+    static const SeqCase lstm_cases[] = {
+        {"lstm run, separate outputs", {-1, -1, -1, -1, -1, -1}, {0}},
+        {"lstm run, c1 over c0", {-1, 2, -1, -1, -1, -1}, {0}},
+        {"lstm run, h1 over the last xp", {3 + STEPS - 1, -1, -1, -1, -1, -1}, {HL / 2}},
+        {"lstm run, h3 over h0, c2 over c0", {-1, -1, -1, 2, 0, -1}, {0}},
+    };
+    static const SeqCase gru_cases[] = {
+        {"gru run, separate outputs", {-1, -1, -1}, {0}},
+        {"gru run, h1 over the last x", {3 + STEPS - 1, -1, -1}, {HG / 2}},
+        {"gru run, h1 over h0, h2 over bn", {0, 2, -1}, {0}},
+    };
+    const SeqCase *cs = gru ? gru_cases : lstm_cases;
+    size_t nc = gru ? sizeof gru_cases / sizeof *gru_cases : sizeof lstm_cases / sizeof *lstm_cases;
+    for (size_t c = 0; c < nc; c++) {
+        float *in[3 + STEPS];
+        for (uint32_t i = 0; i < n_in; i++) {
+            in[i] = malloc(n[i] * sizeof(float));
+            memcpy(in[i], base[i], n[i] * sizeof(float));
+        }
+        float own[MAX_OUT][HMAX];
+        Place q = {0};
+        for (uint32_t o = 0; o < n_out; o++)
+            q.at[o] = cs[c].in[o] >= 0 ? in[cs[c].in[o]] + cs[c].off[o] : own[o];
+        bool same = run_seq(gru, bn, in, pool, &q) == 0;
+        for (uint32_t o = 0; same && o < n_out; o++)
+            same = memcmp(q.at[o], want[o], h * sizeof(float)) == 0;
+        check(same, cs[c].what, how);
+        for (uint32_t i = 0; i < n_in; i++)
+            free(in[i]);
+    }
+    for (uint32_t i = 0; i < n_in; i++)
+        free(base[i]);
+}
+
 int main(void) {
     SupPool *pool2 = sup_pool_new(2);
     SupIsa top = sup_isa_detected();
@@ -188,6 +318,8 @@ int main(void) {
             snprintf(how, sizeof how, "%s, %d thread(s)", sup_isa_name((SupIsa)l), threads);
             run_cases(false, threads == 2 ? pool2 : NULL, how);
             run_cases(true, threads == 2 ? pool2 : NULL, how);
+            run_seq_cases(false, threads == 2 ? pool2 : NULL, how);
+            run_seq_cases(true, threads == 2 ? pool2 : NULL, how);
         }
     }
     sup_isa_force(top);

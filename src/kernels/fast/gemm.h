@@ -116,5 +116,10 @@ int kern_fast_conv2d(KCall *kc);
 int kern_fast_lstm_cell(KCall *kc);
 /* One GRU step (rnn.c, linear_before_reset): the VM's kernel for a FuseRNNCell GRU function. */
 int kern_fast_gru_cell(KCall *kc);
+/* A run of LSTM steps (rnn.c): h0, R, c0, xp_1 .. xp_n -> (h_1, c_1, ..., h_n, c_n); attributes
+ * "gates" (as the cell's) and "steps" (n). The VM's kernel for a FuseRNNCell run function. */
+int kern_fast_lstm_seq(KCall *kc);
+/* A run of GRU steps (rnn.c): h0, R[, bn], x_1 .. x_n -> (h_1, ..., h_n); "gates", "steps". */
+int kern_fast_gru_seq(KCall *kc);
 
 #endif /* RLY_KERNELS_FAST_GEMM_H */

@@ -206,3 +206,152 @@ int kern_fast_gru_cell(KCall *kc) {
     if (!direct) memcpy(ho, s.h2, row);
     return 0;
 }
+
+/* ---- runs of steps ---------------------------------------------------------------------------
+ *
+ * A FuseRNNCell run function (its consecutive steps as one function): the steps in order, each
+ * as the cell kernel runs it (the same sums and gate arithmetic, so the same bits as one call
+ * per step), step t reading the h and c that step t - 1 wrote into its outputs. The call saves
+ * what the VM did between two cell calls. The outputs go straight to their buffers when none of
+ * them shares bytes with an input (c_1 may be c0 itself: a task reads c at its units before it
+ * writes them); otherwise every result goes to scratch first and is copied out at the end, once
+ * every input has been read. */
+
+/* Output i of the call, checked to be float32 (1, H) rows: its data, NULL (error set). */
+static float *seq_out(KCall *kc, uint32_t i, int64_t H) {
+    int64_t shape[2] = {1, H};
+    DLTensor *o = k_out_raw(kc, i, RLY_DTYPE_F32, 2, shape);
+    return o != NULL ? k_ptr(o) : NULL;
+}
+
+/* Whether outputs out[0..n_out) (H floats each) share no byte with each other nor with the
+ * arguments of kc, but for output `may` being exactly argument `as`. */
+static bool seq_apart(const KCall *kc, float *const *out, uint32_t n_out, int64_t H, uint32_t may,
+                      uint32_t as) {
+    size_t row = (size_t)H * sizeof(float);
+    for (uint32_t i = 0; i < n_out; i++)
+        for (uint32_t j = i + 1; j < n_out; j++)
+            if (!apart(out[i], row, out[j], row)) return false;
+    for (uint32_t a = 0; a < kc->n_args; a++) {
+        const DLTensor *t = k_arg(kc, a);
+        size_t bytes = (size_t)k_numel(t) * sizeof(float);
+        for (uint32_t i = 0; i < n_out; i++)
+            if (!apart(out[i], row, k_ptr(t), bytes) &&
+                !(i == may && a == as && out[i] == k_ptr(t)))
+                return false;
+    }
+    return true;
+}
+
+/* The outputs (n_out of H floats) of a run, or where its steps write them (staged: scratch,
+ * copied out by seq_finish). False: out of memory (error set). */
+static bool seq_begin(KCall *kc, uint32_t n_out, int64_t H, uint32_t may, uint32_t as, float **out,
+                      float **dst, bool *staged) {
+    for (uint32_t i = 0; i < n_out; i++)
+        if ((out[i] = seq_out(kc, i, H)) == NULL) return false;
+    *staged = !seq_apart(kc, out, n_out, H, may, as);
+    if (!*staged) {
+        memcpy(dst, out, sizeof(float *) * n_out);
+        return true;
+    }
+    float *st = k_scratch_raw(kc, (size_t)n_out * (size_t)H * sizeof(float));
+    if (st == NULL) return false;
+    for (uint32_t i = 0; i < n_out; i++)
+        dst[i] = st + (size_t)i * (size_t)H;
+    return true;
+}
+
+static void seq_finish(float *const *out, float *const *dst, uint32_t n_out, int64_t H,
+                       bool staged) {
+    if (staged)
+        for (uint32_t i = 0; i < n_out; i++)
+            memcpy(out[i], dst[i], (size_t)H * sizeof(float));
+}
+
+/* The steps attribute: n >= 1 with n_args == fixed + n, else 0. */
+static int64_t seq_steps(KCall *kc, uint32_t fixed) {
+    int64_t n = k_int(kc, "steps");
+    return n >= 1 && n <= 65536 && kc->n_args == fixed + (uint64_t)n && kc->n_in == kc->n_args &&
+                   kc->out_tuple
+               ? n
+               : 0;
+}
+
+int kern_fast_lstm_seq(KCall *kc) {
+    int64_t n = seq_steps(kc, 3);
+    const DLTensor *h = n ? k_arg(kc, 0) : NULL, *r = n ? k_arg(kc, 1) : NULL;
+    const DLTensor *c = n ? k_arg(kc, 2) : NULL;
+    int64_t H = h != NULL && h->ndim == 2 ? h->shape[1] : 0;
+    const int64_t *gate;
+    if (n == 0 || kc->n_out != 2 * (uint64_t)n || H <= 0 || !row_f32(h, H) || !row_f32(c, H) ||
+        k_dtype(r) != RLY_DTYPE_F32 || r->ndim != 2 || r->shape[0] != 4 * H || r->shape[1] != H ||
+        r->strides != NULL || k_ints(kc, "gates", &gate) != 4)
+        return k_error(kc, "an LSTM run takes float32 h (1, H), R (4H, H), c (1, H), its steps' "
+                           "xp (1, 4H), 4 gates and its number of steps");
+    for (int64_t t = 0; t < n; t++)
+        if (!row_f32(k_arg(kc, 3 + (uint32_t)t), 4 * H))
+            return k_error(kc, "an LSTM run's xp are float32 (1, 4H)");
+    bool seen[4] = {0};
+    for (int q = 0; q < 4; q++) {
+        if (gate[q] < 0 || gate[q] > 3 || seen[gate[q]])
+            return k_error(kc, "an LSTM cell's gates are the 4 fields 0..3");
+        seen[gate[q]] = true;
+    }
+    uint32_t n_out = 2 * (uint32_t)n;
+    float **out = k_scratch_raw(kc, 2 * sizeof(float *) * n_out);
+    if (out == NULL) return -1;
+    float **dst = out + n_out;
+    bool staged;
+    if (!seq_begin(kc, n_out, H, 1, 2, out, dst, &staged)) return -1;
+    Step s = {.gate = gate, .gates = gate_level()};
+    if (!step_begin(kc, h, r, H, 4, &s)) return -1;
+    for (int64_t t = 0; t < n; t++) {
+        s.h = t == 0 ? k_ptr(h) : dst[2 * t - 2];
+        s.c = t == 0 ? k_ptr(c) : dst[2 * t - 1];
+        s.xp = k_ptr(k_arg(kc, 3 + (uint32_t)t));
+        s.h2 = dst[2 * t], s.c2 = dst[2 * t + 1];
+        run_step(kc, &s);
+    }
+    seq_finish(out, dst, n_out, H, staged);
+    return 0;
+}
+
+int kern_fast_gru_seq(KCall *kc) {
+    int64_t steps = k_int(kc, "steps");
+    uint32_t fixed = kc->n_args == 3 + (uint64_t)steps ? 3 : 2;
+    int64_t n = seq_steps(kc, fixed);
+    const DLTensor *h = n ? k_arg(kc, 0) : NULL, *r = n ? k_arg(kc, 1) : NULL;
+    const DLTensor *bn = n && fixed == 3 ? k_arg(kc, 2) : NULL;
+    int64_t H = h != NULL && h->ndim == 2 ? h->shape[1] : 0;
+    const int64_t *gate;
+    if (n == 0 || kc->n_out != (uint64_t)n || H <= 0 || !row_f32(h, H) ||
+        k_dtype(r) != RLY_DTYPE_F32 || r->ndim != 2 || r->shape[0] != 3 * H || r->shape[1] != H ||
+        r->strides != NULL ||
+        (bn != NULL && (k_dtype(bn) != RLY_DTYPE_F32 || k_numel(bn) != H || bn->ndim > 2 ||
+                        bn->shape[bn->ndim - 1] != H || bn->strides != NULL)) ||
+        k_ints(kc, "gates", &gate) != 3)
+        return k_error(kc, "a GRU run takes float32 h (1, H), R (3H, H), bn (H), its steps' x "
+                           "(1, 3H), 3 gates and its number of steps");
+    for (int64_t t = 0; t < n; t++)
+        if (!row_f32(k_arg(kc, fixed + (uint32_t)t), 3 * H))
+            return k_error(kc, "a GRU run's x are float32 (1, 3H)");
+    if (gate[0] < 0 || gate[0] > 2 || gate[1] < 0 || gate[1] > 2 || gate[2] < 0 || gate[2] > 2 ||
+        gate[0] == gate[1] || gate[0] == gate[2] || gate[1] == gate[2])
+        return k_error(kc, "a GRU cell's gates are the 3 fields 0..2");
+    uint32_t n_out = (uint32_t)n;
+    float **out = k_scratch_raw(kc, 2 * sizeof(float *) * n_out);
+    if (out == NULL) return -1;
+    float **dst = out + n_out;
+    bool staged;
+    if (!seq_begin(kc, n_out, H, UINT32_MAX, UINT32_MAX, out, dst, &staged)) return -1;
+    Step s = {.bn = bn ? k_ptr(bn) : NULL, .gate = gate, .gru = gru_level()};
+    if (!step_begin(kc, h, r, H, 3, &s)) return -1;
+    for (int64_t t = 0; t < n; t++) {
+        s.h = t == 0 ? k_ptr(h) : dst[t - 1];
+        s.xp = k_ptr(k_arg(kc, fixed + (uint32_t)t));
+        s.h2 = dst[t];
+        run_step(kc, &s);
+    }
+    seq_finish(out, dst, n_out, H, staged);
+    return 0;
+}
