@@ -19,7 +19,9 @@
  * it: each thread computes the four gate ranges of its hidden units and then their new state,
  * with one fork per step. Matched: a float32 g of static shape (1, 4H), h of shape (1, H); the
  * rest is checked when it runs (the VM runs the function's operators one by one otherwise).
- * Within dataflow only: a step written through let-bound variables is left as it is. */
+ * Within dataflow only: a step written through let-bound variables is left as it is. Then
+ * consecutive steps of one recurrence become one function of all of them (join_steps, "runs of
+ * steps" below), which the VM runs as one call of the sequence kernels. */
 #include <string.h>
 
 #include "ops/ops.h"

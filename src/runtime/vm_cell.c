@@ -1,11 +1,16 @@
-/* vm_cell.c - a primitive function the VM runs as the LSTM cell kernel (vm_impl.h): the
+/* vm_cell.c - a primitive function the VM runs as an LSTM or GRU kernel (vm_impl.h): the
  * structure FuseRNNCell gives one LSTM step (passes/fuse_rnn_cell.c),
  *   g = add(dense(h, R), xp) (either order), s = split(g, 4, last axis),
  *   c2 = add(multiply(sigmoid(s.F), c), multiply(sigmoid(s.I), tanh(s.G))),
  *   h2 = multiply(sigmoid(s.O), tanh(c2)), result (h2, c2),
  * with h, R, xp, c inputs of the function and every node of it one of these (any order of the
  * commutative operands). Found by following the result back, so a function made another way
- * (a file holds what it holds) is recognized by what it computes, never by its name. */
+ * (a file holds what it holds) is recognized by what it computes, never by its name. Likewise a
+ * GRU step (gru_step), and a run of steps (FuseRNNCell's join_steps): a function whose result is
+ * the tuple of every step's results, (h1, c1, ..., hn, cn) or (h1, ..., hn), each step one of
+ * the above whose h (and c) are the values of the step before's results, all with one R (and
+ * bn) and one gate order; the VM then calls the sequence kernels (kern_fast_lstm_seq,
+ * kern_fast_gru_seq) once for all the steps. */
 #include <stdlib.h>
 #include <string.h>
 
