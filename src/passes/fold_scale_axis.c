@@ -40,6 +40,7 @@ typedef struct FS {
     Ctx *ctx;
     PtrMap msg;    /* node -> Msg* */
     PtrMap pure;   /* pass_is_pure memo */
+    PtrMap vars;   /* const_expr memo: node -> 1 reads no variable, 2 reads one */
     PtrMap scaled; /* forward: node -> Scaled*; backward: node -> Pending* */
     PtrMap refs;   /* backward: node -> number of parents (as uintptr_t) */
     PtrMap fired;  /* backward: multiply -> the Pending it hands down */
@@ -368,18 +369,28 @@ static Expr *squeeze_scale(FS *fs, Expr *s, const TensorType *ts, const TensorTy
     return r;
 }
 
-static VisitResult var_pre(Visitor *v, Expr *e) {
-    if (e->kind != EXPR_VAR && e->kind != EXPR_GLOBAL_VAR) return VISIT_CONTINUE;
-    *(bool *)v->state = true;
-    return VISIT_STOP;
+static VisitResult vars_pre(Visitor *v, Expr *e) {
+    return ptrmap_has(v->state, e) ? VISIT_SKIP : VISIT_CONTINUE;
 }
 
-/* Whether e reads no variable: a constant, or operators of constants (FoldConstant's). */
-static bool const_expr(Expr *e) {
-    bool var = false;
-    Visitor v = {.pre = var_pre, .state = &var};
-    ir_visit(&v, e);
-    return !var;
+static void vars_post(Visitor *v, Expr *e) {
+    PtrMap *memo = v->state;
+    uintptr_t reads = e->kind == EXPR_VAR || e->kind == EXPR_GLOBAL_VAR ? 2 : 1;
+    for (uint32_t i = 0; reads == 1 && i < ir_expr_n_children(e); i++) {
+        Expr *k = ir_expr_child(e, i);
+        if (k != NULL && (uintptr_t)ptrmap_get(memo, k) == 2) reads = 2;
+    }
+    ptrmap_put(memo, e, (void *)reads);
+}
+
+/* Whether e reads no variable: a constant, or operators of constants (FoldConstant's). Memoized
+ * in fs->vars, so the scales of a deep graph cost one walk in all. */
+static bool const_expr(FS *fs, Expr *e) {
+    if (!ptrmap_has(&fs->vars, e)) {
+        Visitor v = {.pre = vars_pre, .post = vars_post, .state = &fs->vars};
+        ir_visit(&v, e);
+    }
+    return (uintptr_t)ptrmap_get(&fs->vars, e) == 1;
 }
 
 /* Whether s may serve as the scale of x along axis under message m: it matches, it may be moved
@@ -390,7 +401,7 @@ static bool const_expr(Expr *e) {
  * passes m's sign requirements (a scale that must be checked has to be a constant). */
 static bool scale_ok(FS *fs, Expr *s, const TensorType *tx, int axis, const Msg *m) {
     TensorType *ts = tensor_of(s);
-    if (!match_left(tx, ts, axis, true) || !pass_is_pure(&fs->pure, s) || !const_expr(s))
+    if (!match_left(tx, ts, axis, true) || !pass_is_pure(&fs->pure, s) || !const_expr(fs, s))
         return false;
     if (ts->ndim == 0 && !foldable(s)) return false;
     return const_all(s, m->positive, m->nonzero);
@@ -418,6 +429,7 @@ static void post_order(Expr *e, PtrVec *out) {
 static void fs_free(FS *fs) {
     ptrmap_free(&fs->msg);
     ptrmap_free(&fs->pure);
+    ptrmap_free(&fs->vars);
     ptrmap_free(&fs->scaled);
     ptrmap_free(&fs->refs);
     ptrmap_free(&fs->fired);
