@@ -65,7 +65,7 @@ typedef struct NcRun {
     const float *x, *w;
     float *out;
     bool avx512;  /* the AVX-512 tiles (b == 16) */
-    bool dw_runs; /* depthwise 3-wide, stride 1, dilation 1, padding <= 1 each side: dw_run16 */
+    bool dw_runs; /* depthwise 3 wide, stride 1 or 2, dilation 1, padding <= 1 a side: dw_run16 */
     bool avx2;    /* the portable code compiled for AVX2 */
     const KEpilogue *epi;
     uint8_t clamp; /* K_CLAMP_*: the tail applied as tiles are stored (out: its result) */
@@ -153,28 +153,29 @@ FAST_AVX512 INLINE void dw_tile16(const NcRun *r, const float *x, const float *w
         _mm512_storeu_ps(o + p * 16, nc_clamp16(r, acc[p]));
 }
 
-/* R consecutive outputs of one depthwise block, stride 1, dilation 1, 3 kernel columns: a run of
- * R + 2 input vectors per kernel row from x (the input at the first output's left tap, which may
- * lie in the padding), each loaded once and multiplied into the up to 3 outputs it is a tap of.
- * Inputs j < lo and j >= hi of the run are padding (not read). Output p sums its taps in the
- * order (ky, kx), kx rising with j, one FMA each: the bits of dw_tile16 and of its one-position
- * edge tiles (which skip the taps in the padding). Per kernel row that is R + 2 loads for 3R
- * FMAs where dw_tile16 loads once per FMA, and one call per row piece, edges included: a 7x7
- * plane's row was three calls (an edge, five positions, an edge). */
+/* R consecutive outputs of one depthwise block, stride S (1 or 2), dilation 1, 3 kernel columns:
+ * a run of S (R - 1) + 3 input vectors per kernel row from x (the input at the first output's
+ * left tap, which may lie in the padding), each loaded once and multiplied into the outputs it
+ * is a tap of. Inputs j < lo and j >= hi of the run are padding (not read). Output p sums its
+ * taps in the order (ky, kx), kx rising with j, one FMA each: the bits of dw_tile16 and of its
+ * one-position edge tiles (which skip the taps in the padding). Per kernel row that is about
+ * S R loads for 3R FMAs where dw_tile16 loads once per FMA, and one call per row piece, edges
+ * included: a 7x7 plane's row was three calls (an edge, five positions, an edge). */
 FAST_AVX512 INLINE void dw_run16(const NcRun *r, const float *x, const float *w, float *o,
-                                 int64_t nky, int lo, int hi, const int R) {
+                                 int64_t nky, int lo, int hi, const int R, const int S) {
     __m512 acc[NC_R_MAX];
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] = _mm512_setzero_ps();
     for (int64_t ky = 0; ky < nky; ky++) {
         const float *xr = x + ky * r->xs_ky, *wr = w + ky * r->ws_ky;
-        __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + 16),
-               w2 = _mm512_loadu_ps(wr + 32);
-        _Pragma("GCC unroll 16") for (int j = 0; j < R + 2; j++) {
+        __m512 wv[3] = {_mm512_loadu_ps(wr), _mm512_loadu_ps(wr + 16), _mm512_loadu_ps(wr + 32)};
+        _Pragma("GCC unroll 32") for (int j = 0; j < S * (R - 1) + 3; j++) {
             if (j < lo || j >= hi) continue;
             __m512 v = _mm512_loadu_ps(xr + j * 16);
-            if (j < R) acc[j] = _mm512_fmadd_ps(v, w0, acc[j]);
-            if (j >= 1 && j - 1 < R) acc[j - 1] = _mm512_fmadd_ps(v, w1, acc[j - 1]);
-            if (j >= 2) acc[j - 2] = _mm512_fmadd_ps(v, w2, acc[j - 2]);
+            _Pragma("GCC unroll 3") for (int kx = 0; kx < 3; kx++) {
+                int p = (j - kx) / S;
+                if (j - kx >= 0 && (j - kx) % S == 0 && p < R)
+                    acc[p] = _mm512_fmadd_ps(v, wv[kx], acc[p]);
+            }
         }
     }
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
@@ -183,10 +184,10 @@ FAST_AVX512 INLINE void dw_run16(const NcRun *r, const float *x, const float *w,
 
 typedef void (*DwRunFn)(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
                         int lo, int hi);
-#define DWR_FN(R, NOB)                                                                             \
-    static FAST_AVX512 void dwr16_##R(const NcRun *r, const float *x, const float *w, float *o,    \
-                                      int64_t nky, int lo, int hi) {                               \
-        dw_run16(r, x, w, o, nky, lo, hi, R);                                                      \
+#define DWR_FN(R, S)                                                                               \
+    static FAST_AVX512 void dwr16_##R##_##S(const NcRun *r, const float *x, const float *w,        \
+                                            float *o, int64_t nky, int lo, int hi) {               \
+        dw_run16(r, x, w, o, nky, lo, hi, R, S);                                                   \
     }
 
 typedef void (*NcTileFn)(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
@@ -215,7 +216,8 @@ R12(NC_FN, 2)
 R8(NC_FN, 3)
 R6(NC_FN, 4)
 R14(DW_FN, 0)
-R14(DWR_FN, 0)
+R14(DWR_FN, 1)
+R14(DWR_FN, 2)
 #define NC_PTR(R, NOB) nc16_##R##_##NOB,
 #define NC1_PTR(R, NOB) nc1_##R##_##NOB,
 #define DW_PTR(R, NOB) dw16_##R,
@@ -228,8 +230,8 @@ static const NcTileFn nc16_fns[4][NC_R_MAX] = {
 static const NcTileFn nc1_fns[4][NC_R_MAX] = {
     {R14(NC1_PTR, 1)}, {R12(NC1_PTR, 2)}, {R8(NC1_PTR, 3)}, {R6(NC1_PTR, 4)}};
 static const NcTileFn dw16_fns[NC_R_MAX] = {R14(DW_PTR, 0)};
-#define DWR_PTR(R, NOB) dwr16_##R,
-static const DwRunFn dwr16_fns[NC_R_MAX] = {R14(DWR_PTR, 0)};
+#define DWR_PTR(R, S) dwr16_##R##_##S,
+static const DwRunFn dwr16_fns[2][NC_R_MAX] = {{R14(DWR_PTR, 1)}, {R14(DWR_PTR, 2)}};
 
 /* ---- portable tiles (other levels, other blocks) -------------------------------------------- */
 
@@ -335,10 +337,10 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
     const float *wk = w + ky0 * r->ws_ky;
     if (r->dw_runs) { /* pieces of up to NC_R_MAX outputs, edges included (dw_run16) */
         for (int64_t ox = c0; ox < c1;) {
-            int64_t n = min64(NC_R_MAX, c1 - ox), ix0 = ox - c->pl;
+            int64_t n = min64(NC_R_MAX, c1 - ox), ix0 = ox * c->sw - c->pl;
             int lo = ix0 < 0 ? (int)-ix0 : 0;
-            int hi = (int)min64(n + 2, c->w - ix0);
-            dwr16_fns[n - 1](r, xrow + ix0 * 16, wk, orow + ox * b, nky, lo, hi);
+            int hi = (int)min64(c->sw * (n - 1) + 3, c->w - ix0);
+            dwr16_fns[c->sw - 1][n - 1](r, xrow + ix0 * 16, wk, orow + ox * b, nky, lo, hi);
             ox += n;
         }
         return;
@@ -521,8 +523,8 @@ int kern_conv_nchwc(KCall *kc) {
     SupIsa isa = sup_isa();
     r.avx512 = isa == SUP_ISA_AVX512 && b == 16;
     r.avx2 = isa >= SUP_ISA_AVX2;
-    r.dw_runs = r.avx512 && r.dw && c->kw == 3 && c->sw == 1 && c->dw == 1 && c->pl <= 1 &&
-                c->pr <= 1 && c->w >= 1;
+    r.dw_runs = r.avx512 && r.dw && c->kw == 3 && (c->sw == 1 || c->sw == 2) && c->dw == 1 &&
+                c->pl <= 1 && c->pr <= 1 && c->w >= 1;
     /* Threads split the output positions when the weights weigh less than 4 times the input
      * (a line the other core wrote costs several of a shared weight line), and the output blocks
      * otherwise (each thread then reads all of the input, half of it written by the other core;
