@@ -47,6 +47,18 @@ n=$(grep '"ph": "X"' "$T/b.json" 2>/dev/null | grep -vc '"tid": 1[0-9][0-9][0-9]
 [ "$n" -eq 45 ] && ok || bad "bench_event_count ($n, want 45: 5 runs x 9 packed calls)"
 "$RLY" bench "$DEMO" --fill random --repeat 3 --threads 2 --profile "$T/b2.json" >/dev/null 2>"$T/err" &&
     $CHECK "$T/b2.json" --min-events 27 >"$T/chk" 2>&1 && ok || { cat "$T/chk" >&2; bad bench_threads; }
+# LSTM and GRU steps as the VM ran them (FuseRNNCell's cells and runs of steps, vm_cell.c): the
+# categories name the kernels; tests/vm/fused_rnn_runs.rly says which steps form which
+"$RLY" run "$ROOT/tests/vm/fused_rnn_runs.rly" --fill random -O3 --profile "$T/rnn.json" \
+    >/dev/null 2>"$T/err" &&
+    python3 -c '
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+n = collections.Counter(e["cat"] for e in ev if e.get("ph") == "X" and e["tid"] == 1)
+want = {"LSTM run": 4, "LSTM cell": 4, "GRU run": 2}
+got = {k: n.get(k, 0) for k in want}
+sys.exit(0 if got == want else "rnn categories %s, want %s" % (got, want))
+' "$T/rnn.json" 2>>"$T/err" && ok || bad rnn_cells_runs
 # errors: an unwritable path leaves nothing; a missing argument is a usage error
 "$RLY" run "$DEMO" --fill random --profile "$T/no/such/dir/p.json" >/dev/null 2>"$T/err"
 rc=$?
