@@ -102,6 +102,7 @@ static inline VATTR bool V(vmany)(VM a) { return a != 0; }
 static inline VATTR VM V(vmnone)(void) { return 0; }
 /* t where m, else f */
 static inline VATTR VF V(vsel)(VM m, VF t, VF f) { return _mm512_mask_blend_ps(m, f, t); }
+static inline VATTR bool V(vall)(VM m) { return m == (VM)0xffff; }
 static inline VATTR float V(vhsum)(VF a) { return _mm512_reduce_add_ps(a); }
 
 #elif FAST_LEVEL == 1
@@ -132,6 +133,7 @@ static inline VATTR VM V(vmor)(VM a, VM b) { return _mm256_or_ps(a, b); }
 static inline VATTR bool V(vmany)(VM a) { return _mm256_movemask_ps(a) != 0; }
 static inline VATTR VM V(vmnone)(void) { return _mm256_setzero_ps(); }
 static inline VATTR VF V(vsel)(VM m, VF t, VF f) { return _mm256_blendv_ps(f, t, m); }
+static inline VATTR bool V(vall)(VM m) { return _mm256_movemask_ps(m) == 0xff; }
 static inline VATTR float V(vhsum)(VF a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -176,6 +178,7 @@ static inline VM V(vmor)(VM a, VM b) { return a || b; }
 static inline bool V(vmany)(VM a) { return a; }
 static inline VM V(vmnone)(void) { return false; }
 static inline VF V(vsel)(VM m, VF t, VF f) { return m ? t : f; }
+static inline bool V(vall)(VM m) { return m; }
 static inline float V(vhsum)(VF a) { return a; }
 
 #endif
@@ -255,10 +258,12 @@ static inline VATTR VF V(vtanh)(VF x) {
     p = V(vfma)(p, z, V(vset)(1.333277170e-1f));
     p = V(vfma)(p, z, V(vset)(-3.333332899e-1f));
     VF small = V(vfma)(V(vmul)(p, z), x, x);
+    VM is_small = V(vlt)(a, V(vset)(0.625f));
+    if (V(vall)(is_small)) return small; /* every lane: no exp, no division */
     VF e = V(vexp)(V(vadd)(a, a));
     VF big = V(vsub)(V(vset)(1.0f), V(vdiv)(V(vset)(2.0f), V(vadd)(e, V(vset)(1.0f))));
     big = V(vwithsign)(big, x);
-    return V(vsel)(V(vlt)(a, V(vset)(0.625f)), small, big);
+    return V(vsel)(is_small, small, big);
 }
 
 static inline VATTR VF V(verf)(VF x) {
@@ -272,6 +277,8 @@ static inline VATTR VF V(verf)(VF x) {
     p = V(vfma)(p, z, V(vset)(-3.761262587e-01f));
     p = V(vfma)(p, z, V(vset)(1.128379166e+00f));
     VF small = V(vmul)(x, p);
+    VM is_small = V(vlt)(a, V(vset)(1.0f)); /* NaN: not small */
+    if (V(vall)(is_small)) return small;    /* every lane: no exp, no division */
     /* capped at 4, where the formula rounds to 1.0f; min(4, NaN) is NaN, which `big` keeps */
     VF ac = V(vmin)(V(vset)(4.0f), a);
     VF t = V(vdiv)(V(vset)(1.0f), V(vfma)(ac, V(vset)(0.5f), V(vset)(1.0f)));
@@ -284,5 +291,5 @@ static inline VATTR VF V(verf)(VF x) {
     q = V(vfma)(q, t, V(vset)(5.364985682e-04f));
     VF erfc = V(vmul)(V(vexp)(V(vneg)(V(vmul)(ac, ac))), q);
     VF big = V(vwithsign)(V(vsub)(V(vset)(1.0f), erfc), x);
-    return V(vsel)(V(vlt)(a, V(vset)(1.0f)), small, big);
+    return V(vsel)(is_small, small, big);
 }
