@@ -13,7 +13,10 @@
  * fast kernels, operator for operator. The VM calls it only on a function whose types are
  * these (FuseRNNCell makes no other); any other call (an executable file may hold anything) is
  * an error. */
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/fast/gemm.h"
 
@@ -81,16 +84,20 @@ static void step_task(void *ctx, int64_t t, int worker) {
 
 /* The tasks: whole 32-column panels each; a weight stream worth a second thread (as the GEMV
  * counts: 4 x its multiply-adds against 2 x 131072 for a split) */
-static void run_step(KCall *kc, Step *s) {
-    static _Atomic unsigned calls;
-    s->backward = (calls++ & 1) != 0;
+static int64_t step_parts(const KCall *kc, Step *s) {
     int64_t H = s->H, parts = k_threads(kc);
     if (4.0 * (double)s->n_gates * (double)H * (double)H < 262144.0 || H % 32 != 0) parts = 1;
     int64_t panels = (H + 31) / 32;
     if (parts > panels) parts = panels;
     s->part = (panels + parts - 1) / parts * 32;
     if (s->part > H) s->part = H;
-    k_parallel(kc, (H + s->part - 1) / s->part, step_task, s);
+    return (H + s->part - 1) / s->part;
+}
+
+static void run_step(KCall *kc, Step *s) {
+    static _Atomic unsigned calls;
+    s->backward = (calls++ & 1) != 0;
+    k_parallel(kc, step_parts(kc, s), step_task, s);
 }
 
 /* Byte ranges [p, p + n) and [q, q + m) do not meet. */
@@ -211,11 +218,98 @@ int kern_fast_gru_cell(KCall *kc) {
  *
  * A FuseRNNCell run function (its consecutive steps as one function): the steps in order, each
  * as the cell kernel runs it (the same sums and gate arithmetic, so the same bits as one call
- * per step), step t reading the h and c that step t - 1 wrote into its outputs. The call saves
- * what the VM did between two cell calls. The outputs go straight to their buffers when none of
- * them shares bytes with an input (c_1 may be c0 itself: a task reads c at its units before it
- * writes them); otherwise every result goes to scratch first and is copied out at the end, once
- * every input has been read. */
+ * per step), step t reading the h and c that step t - 1 wrote into its outputs, all in one pool
+ * run (seq_run). The call saves what the VM did between two cell calls, and the fork per step. The
+ * outputs go straight to their buffers when none of them shares bytes with an input (c_1 may be c0
+ * itself: a task reads c at its units before it writes them); otherwise every result goes to
+ * scratch first and is copied out at the end, once every input has been read. */
+
+/* The steps of a run with two or more tasks a step: one pool run for all of them, not one per
+ * step. Task t's thread computes unit t of every step (its units' weights stay in its L2, as
+ * with a fork per step), then any unit of the step nobody has claimed (a thread that never
+ * joined, or was descheduled), then waits until every unit of the step is done (the step's h is
+ * whole) before it starts the next. A thread that joins late finds the steps before claimed and
+ * catches up; the caller alone, when no worker joins, claims every unit of every step in order.
+ * Each unit is step_task's, so the bits are those of one fork per step. */
+typedef struct SeqRun {
+    Step s;               /* the run's fixed fields */
+    int64_t n, units;     /* steps, units a step */
+    const float *h0, *c0; /* the run's initial state */
+    const float *const *xp;
+    float *const *dst;        /* results: h (and c) of each step, 2 a step for an LSTM */
+    int per;                  /* results a step: 2 (LSTM) or 1 (GRU) */
+    _Atomic uint8_t *claimed; /* n x units */
+    _Atomic int64_t done;     /* units finished, all steps */
+} SeqRun;
+
+static void seq_unit(SeqRun *q, int64_t k, int64_t u, int worker) {
+    Step st = q->s;
+    int per = q->per;
+    st.h = k == 0 ? q->h0 : q->dst[per * (k - 1)];
+    st.c = k == 0 ? q->c0 : per == 2 ? q->dst[2 * k - 1] : NULL;
+    st.xp = q->xp[k];
+    st.h2 = q->dst[per * k];
+    st.c2 = per == 2 ? q->dst[2 * k + 1] : NULL;
+    st.backward = (k & 1) != 0;
+    step_task(&st, u, worker);
+    atomic_fetch_add_explicit(&q->done, 1, memory_order_release);
+}
+
+static void seq_wait(SeqRun *q, int64_t target) {
+    if (atomic_load_explicit(&q->done, memory_order_acquire) >= target) return;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned i = 1; atomic_load_explicit(&q->done, memory_order_acquire) < target; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if ((i & 1023) != 0) continue;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 50000L)
+            sched_yield(); /* the unit's thread was descheduled: let it run */
+    }
+}
+
+static void seq_task(void *ctx, int64_t t, int worker) {
+    SeqRun *q = ctx;
+    for (int64_t k = 0; k < q->n; k++) {
+        _Atomic uint8_t *cl = q->claimed + k * q->units;
+        for (int64_t i = 0; i < q->units; i++) {
+            int64_t u = (t + i) % q->units; /* its own unit first */
+            if (atomic_load_explicit(&cl[u], memory_order_relaxed) == 0 &&
+                atomic_exchange_explicit(&cl[u], 1, memory_order_relaxed) == 0)
+                seq_unit(q, k, u, worker);
+        }
+        seq_wait(q, (k + 1) * q->units);
+    }
+}
+
+/* Steps 0 .. n - 1 of a run; s holds the fixed fields (R, gates, scratch). False: out of memory
+ * (error set). */
+static bool seq_run(KCall *kc, const Step *s, int64_t n, const float *h0, const float *c0,
+                    const float *const *xp, float *const *dst, int per) {
+    SeqRun q = {.s = *s, .n = n, .h0 = h0, .c0 = c0, .xp = xp, .dst = dst, .per = per};
+    q.units = step_parts(kc, &q.s);
+    if (q.units <= 1) { /* one task a step: no pool */
+        for (int64_t k = 0; k < n; k++) {
+            Step st = q.s;
+            st.h = k == 0 ? h0 : dst[per * (k - 1)];
+            st.c = k == 0 ? c0 : per == 2 ? dst[2 * k - 1] : NULL;
+            st.xp = xp[k];
+            st.h2 = dst[per * k];
+            st.c2 = per == 2 ? dst[2 * k + 1] : NULL;
+            st.backward = (k & 1) != 0;
+            step_task(&st, 0, 0);
+        }
+        return true;
+    }
+    q.claimed = k_scratch(kc, (size_t)(n * q.units)); /* zeroed */
+    if (q.claimed == NULL) return false;
+    atomic_init(&q.done, 0);
+    k_parallel(kc, q.units, seq_task, &q);
+    return true;
+}
 
 /* Output i of the call, checked to be float32 (1, H) rows: its data, NULL (error set). */
 static float *seq_out(KCall *kc, uint32_t i, int64_t H) {
@@ -305,13 +399,11 @@ int kern_fast_lstm_seq(KCall *kc) {
     if (!seq_begin(kc, n_out, H, 1, 2, out, dst, &staged)) return -1;
     Step s = {.gate = gate, .gates = gate_level()};
     if (!step_begin(kc, h, r, H, 4, &s)) return -1;
-    for (int64_t t = 0; t < n; t++) {
-        s.h = t == 0 ? k_ptr(h) : dst[2 * t - 2];
-        s.c = t == 0 ? k_ptr(c) : dst[2 * t - 1];
-        s.xp = k_ptr(k_arg(kc, 3 + (uint32_t)t));
-        s.h2 = dst[2 * t], s.c2 = dst[2 * t + 1];
-        run_step(kc, &s);
-    }
+    const float **xp = k_scratch_raw(kc, sizeof(float *) * (size_t)n);
+    if (xp == NULL) return -1;
+    for (int64_t t = 0; t < n; t++)
+        xp[t] = k_ptr(k_arg(kc, 3 + (uint32_t)t));
+    if (!seq_run(kc, &s, n, k_ptr(h), k_ptr(c), xp, dst, 2)) return -1;
     seq_finish(out, dst, n_out, H, staged);
     return 0;
 }
@@ -346,12 +438,11 @@ int kern_fast_gru_seq(KCall *kc) {
     if (!seq_begin(kc, n_out, H, UINT32_MAX, UINT32_MAX, out, dst, &staged)) return -1;
     Step s = {.bn = bn ? k_ptr(bn) : NULL, .gate = gate, .gru = gru_level()};
     if (!step_begin(kc, h, r, H, 3, &s)) return -1;
-    for (int64_t t = 0; t < n; t++) {
-        s.h = t == 0 ? k_ptr(h) : dst[t - 1];
-        s.xp = k_ptr(k_arg(kc, fixed + (uint32_t)t));
-        s.h2 = dst[t];
-        run_step(kc, &s);
-    }
+    const float **xp = k_scratch_raw(kc, sizeof(float *) * (size_t)n);
+    if (xp == NULL) return -1;
+    for (int64_t t = 0; t < n; t++)
+        xp[t] = k_ptr(k_arg(kc, fixed + (uint32_t)t));
+    if (!seq_run(kc, &s, n, k_ptr(h), NULL, xp, dst, 1)) return -1;
     seq_finish(out, dst, n_out, H, staged);
     return 0;
 }
