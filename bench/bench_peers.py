@@ -1,7 +1,7 @@
 """bench_peers.py - rly against onnxruntime on the issue-16 models, in one run, interleaved.
 
     .venv/bin/python bench/bench_peers.py RLY MODELDIR [--rounds N] [--threads 1,2] [--repeat N]
-                                          [--no-memory] [NAME...]
+                                          [--no-memory] [--no-pin] [NAME...]
 
 MODELDIR holds <name>.onnx with its <name>.npz inputs (bench/export_peers.py writes them). For each
 round, each thread count and each model, in turn: onnxruntime (intra-op threads = T, all graph
@@ -15,6 +15,12 @@ fresh process per runtime (`rly run --output` and an onnxruntime script that loa
 and their peak RSS (getrusage of the child) is printed side by side; rly twice: running the
 .onnx (compiled in memory) and running the .rlyx that `rly compile` wrote (the deployed form,
 its weights prepacked in the file; compile time and memory excluded).
+
+Both runtimes run a T-thread measurement on the same T CPUs: this process pins itself (and so the
+`rly bench` child, which inherits it) to the first T CPUs it may use before each one, unless
+--no-pin. Unpinned, each round's fresh rly process landed on either vCPU while onnxruntime stayed
+in this process, and on these machines one vCPU can run 15% slower than the other for minutes
+(the LSTM at 1 thread: 502-507 us on CPU 0, 589-595 us on CPU 1, pinned in the same minute).
 
 Figures move by +-50% between runs on these shared machines: compare ratios from one run only."""
 import os
@@ -111,7 +117,9 @@ def main():
             opts[k] = args[i + 1]
             del args[i:i + 2]
     memory = "--no-memory" not in args
-    args = [a for a in args if a != "--no-memory"]
+    pin = "--no-pin" not in args
+    args = [a for a in args if a not in ("--no-memory", "--no-pin")]
+    cpus = sorted(os.sched_getaffinity(0))
     if len(args) < 2:
         sys.exit(__doc__)
     rly, d = args[0], args[1]
@@ -122,6 +130,8 @@ def main():
     sessions = {}
     for _ in range(rounds):
         for t in threads:
+            if pin:  # the same t CPUs for both (onnxruntime's workers start under it too)
+                os.sched_setaffinity(0, cpus[:t] if t < len(cpus) else cpus)
             for n in names:
                 path, inputs = os.path.join(d, n + ".onnx"), os.path.join(d, n + ".npz")
                 if (n, t) not in sessions:
@@ -142,8 +152,11 @@ def main():
             print("| %s | %d | %.3f ms | %.3f ms | %.2fx |" % (n, t, o * 1e3, r * 1e3, r / o))
     for t in threads:
         print("| geometric mean | %d | | | %.2fx |" % (t, math.exp(sum(logs[t]) / len(logs[t]))))
-    print("onnxruntime %s, %d rounds of %d runs, %s" % (ort.__version__, rounds, reps,
-                                                      os.uname().machine))
+    print("onnxruntime %s, %d rounds of %d runs, %s%s" % (ort.__version__, rounds, reps,
+                                                        os.uname().machine,
+                                                        ", pinned" if pin else ""))
+    if pin:
+        os.sched_setaffinity(0, cpus)
     if memory:
         print()
         print("| model | onnxruntime peak RSS | rly run .onnx | rly / ort | rly run .rlyx | "
