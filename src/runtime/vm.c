@@ -786,52 +786,37 @@ static uint32_t fused_done(Vm *vm, const VmPacked *p, const PackedInfo *pi, uint
  * an input's storage (dead after the function in the node-by-node order) is safe. */
 static Value *run_cell(Vm *vm, const VmCell *cell, Value **vals, const uint32_t *slot,
                        const FnPlan *fp, const char *loc) {
+    /* one step: the cell kernels, (h2, c2) or h2; a run of steps: the sequence kernels, the
+     * function's result tuple */
+    bool run = cell->steps != 0;
+    uint32_t n_out = run ? cell->n_res : cell->gru ? 1 : 2;
+    const uint32_t one[2] = {cell->h2_slot, cell->c2_slot};
+    const uint32_t *outs = run ? cell->res_slot : one;
     RtTensor **pre = NULL;
-    if (cell->steps) { /* a run of steps: the sequence kernels, the function's result tuple */
-        if (slot != NULL) {
-            pre = vm->k_pre; /* max_out covers n_res */
-            for (uint32_t i = 0; i < cell->n_res; i++) {
-                uint32_t b = slot[cell->res_slot[i]];
-                pre[i] = b == VM_PLAN_NONE ? NULL : fp->buf[b];
-            }
-        }
-        KAttr attrs[2] = {{.name = "gates",
-                           .kind = KA_INTS,
-                           .n = cell->gru ? 3 : 4,
-                           .ints = cell->gates,
-                           .floats = cell->gates_f},
-                          {.name = "steps", .kind = KA_INT, .i = cell->steps, .f = cell->steps}};
-        VmNode call = {.kind = VM_NODE_CALL,
-                       .op_id = UINT32_MAX,
-                       .n_args = cell->n_args,
-                       .args = cell->args,
-                       .n_attrs = 2,
-                       .attrs = attrs,
-                       .fn = cell->gru ? kern_fast_gru_seq : kern_fast_lstm_seq,
-                       .out_tuple = true,
-                       .n_out = cell->n_res};
-        return run_call(vm, &call, vals, loc, pre, NULL, NULL);
-    }
     if (slot != NULL) {
-        uint32_t b[2] = {slot[cell->h2_slot], cell->gru ? 0 : slot[cell->c2_slot]};
-        pre = vm->k_pre; /* max_out entries: the cell's split has 3 or 4 outputs */
-        for (int i = 0; i < (cell->gru ? 1 : 2); i++)
-            pre[i] = b[i] == VM_PLAN_NONE ? NULL : fp->buf[b[i]];
+        pre = vm->k_pre; /* max_out entries: a cell's split has 3 or 4, a run n_res */
+        for (uint32_t i = 0; i < n_out; i++) {
+            uint32_t b = slot[outs[i]];
+            pre[i] = b == VM_PLAN_NONE ? NULL : fp->buf[b];
+        }
     }
-    KAttr gates = {.name = "gates",
-                   .kind = KA_INTS,
-                   .n = cell->gru ? 3 : 4,
-                   .ints = cell->gates,
-                   .floats = cell->gates_f};
+    KAttr attrs[2] = {{.name = "gates",
+                       .kind = KA_INTS,
+                       .n = cell->gru ? 3 : 4,
+                       .ints = cell->gates,
+                       .floats = cell->gates_f},
+                      {.name = "steps", .kind = KA_INT, .i = cell->steps, .f = cell->steps}};
+    KernelFn fn = run ? (cell->gru ? kern_fast_gru_seq : kern_fast_lstm_seq)
+                      : (cell->gru ? kern_fast_gru_cell : kern_fast_lstm_cell);
     VmNode call = {.kind = VM_NODE_CALL,
                    .op_id = UINT32_MAX,
-                   .n_args = cell->n_in,
-                   .args = cell->in,
-                   .n_attrs = 1,
-                   .attrs = &gates,
-                   .fn = cell->gru ? kern_fast_gru_cell : kern_fast_lstm_cell,
-                   .out_tuple = !cell->gru,
-                   .n_out = cell->gru ? 1 : 2};
+                   .n_args = run ? cell->n_args : cell->n_in,
+                   .args = run ? cell->args : cell->in,
+                   .n_attrs = run ? 2 : 1,
+                   .attrs = attrs,
+                   .fn = fn,
+                   .out_tuple = run || !cell->gru,
+                   .n_out = n_out};
     return run_call(vm, &call, vals, loc, pre, NULL, NULL);
 }
 

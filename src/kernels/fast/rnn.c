@@ -242,7 +242,8 @@ typedef struct SeqRun {
     _Atomic int64_t done;     /* units finished, all steps */
 } SeqRun;
 
-static void seq_unit(SeqRun *q, int64_t k, int64_t u, int worker) {
+/* Step k of the run: the fixed fields, its state in and its results out. */
+static Step seq_step(const SeqRun *q, int64_t k) {
     Step st = q->s;
     int per = q->per;
     st.h = k == 0 ? q->h0 : q->dst[per * (k - 1)];
@@ -251,6 +252,11 @@ static void seq_unit(SeqRun *q, int64_t k, int64_t u, int worker) {
     st.h2 = q->dst[per * k];
     st.c2 = per == 2 ? q->dst[2 * k + 1] : NULL;
     st.backward = (k & 1) != 0;
+    return st;
+}
+
+static void seq_unit(SeqRun *q, int64_t k, int64_t u, int worker) {
+    Step st = seq_step(q, k);
     step_task(&st, u, worker);
     atomic_fetch_add_explicit(&q->done, 1, memory_order_release);
 }
@@ -293,13 +299,7 @@ static bool seq_run(KCall *kc, const Step *s, int64_t n, const float *h0, const 
     q.units = step_parts(kc, &q.s);
     if (q.units <= 1) { /* one task a step: no pool */
         for (int64_t k = 0; k < n; k++) {
-            Step st = q.s;
-            st.h = k == 0 ? h0 : dst[per * (k - 1)];
-            st.c = k == 0 ? c0 : per == 2 ? dst[2 * k - 1] : NULL;
-            st.xp = xp[k];
-            st.h2 = dst[per * k];
-            st.c2 = per == 2 ? dst[2 * k + 1] : NULL;
-            st.backward = (k & 1) != 0;
+            Step st = seq_step(&q, k);
             step_task(&st, 0, 0);
         }
         return true;
