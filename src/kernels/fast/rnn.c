@@ -106,6 +106,25 @@ static bool apart(const void *p, size_t n, const void *q, size_t m) {
     return a + n <= b || b + m <= a;
 }
 
+/* Whether outputs out[0..n_out) (H floats each) share no byte with each other nor with the
+ * arguments of kc, but for output `may` being exactly argument `as`. */
+static bool outs_apart(const KCall *kc, float *const *out, uint32_t n_out, int64_t H, uint32_t may,
+                       uint32_t as) {
+    size_t row = (size_t)H * sizeof(float);
+    for (uint32_t i = 0; i < n_out; i++)
+        for (uint32_t j = i + 1; j < n_out; j++)
+            if (!apart(out[i], row, out[j], row)) return false;
+    for (uint32_t a = 0; a < kc->n_args; a++) {
+        const DLTensor *t = k_arg(kc, a);
+        size_t bytes = (size_t)k_numel(t) * sizeof(float);
+        for (uint32_t i = 0; i < n_out; i++)
+            if (!apart(out[i], row, k_ptr(t), bytes) &&
+                !(i == may && a == as && out[i] == k_ptr(t)))
+                return false;
+    }
+    return true;
+}
+
 static bool row_f32(const DLTensor *t, int64_t n) {
     return k_dtype(t) == RLY_DTYPE_F32 && t->ndim == 2 && t->shape[0] == 1 && t->shape[1] == n &&
            t->strides == NULL;
@@ -167,10 +186,7 @@ int kern_fast_lstm_cell(KCall *kc) {
      * the join costs a serial pass over lines the other threads wrote. */
     size_t row = (size_t)H * sizeof(float);
     float *ho = k_ptr(h2), *co = k_ptr(c2);
-    bool direct = apart(ho, row, co, row) && apart(ho, row, k_ptr(h), row) &&
-                  apart(ho, row, k_ptr(xp), 4 * row) && apart(ho, row, k_ptr(c), row) &&
-                  apart(co, row, k_ptr(h), row) && apart(co, row, k_ptr(xp), 4 * row) &&
-                  (co == s.c || apart(co, row, k_ptr(c), row));
+    bool direct = outs_apart(kc, (float *const[]){ho, co}, 2, H, 1, 3); /* c2 may be c (arg 3) */
     if (direct) s.h2 = ho, s.c2 = co;
     run_step(kc, &s);
     if (!direct) {
@@ -206,8 +222,7 @@ int kern_fast_gru_cell(KCall *kc) {
     /* Straight to the output unless it shares bytes with h, x or bn (every task reads h) */
     size_t row = (size_t)H * sizeof(float);
     float *ho = k_ptr(h2);
-    bool direct = apart(ho, row, k_ptr(h), row) && apart(ho, row, k_ptr(x), 3 * row) &&
-                  (bn == NULL || apart(ho, row, k_ptr(bn), row));
+    bool direct = outs_apart(kc, (float *const[]){ho}, 1, H, UINT32_MAX, UINT32_MAX);
     if (direct) s.h2 = ho;
     run_step(kc, &s);
     if (!direct) memcpy(ho, s.h2, row);
@@ -318,32 +333,13 @@ static float *seq_out(KCall *kc, uint32_t i, int64_t H) {
     return o != NULL ? k_ptr(o) : NULL;
 }
 
-/* Whether outputs out[0..n_out) (H floats each) share no byte with each other nor with the
- * arguments of kc, but for output `may` being exactly argument `as`. */
-static bool seq_apart(const KCall *kc, float *const *out, uint32_t n_out, int64_t H, uint32_t may,
-                      uint32_t as) {
-    size_t row = (size_t)H * sizeof(float);
-    for (uint32_t i = 0; i < n_out; i++)
-        for (uint32_t j = i + 1; j < n_out; j++)
-            if (!apart(out[i], row, out[j], row)) return false;
-    for (uint32_t a = 0; a < kc->n_args; a++) {
-        const DLTensor *t = k_arg(kc, a);
-        size_t bytes = (size_t)k_numel(t) * sizeof(float);
-        for (uint32_t i = 0; i < n_out; i++)
-            if (!apart(out[i], row, k_ptr(t), bytes) &&
-                !(i == may && a == as && out[i] == k_ptr(t)))
-                return false;
-    }
-    return true;
-}
-
 /* The outputs (n_out of H floats) of a run, or where its steps write them (staged: scratch,
  * copied out by seq_finish). False: out of memory (error set). */
 static bool seq_begin(KCall *kc, uint32_t n_out, int64_t H, uint32_t may, uint32_t as, float **out,
                       float **dst, bool *staged) {
     for (uint32_t i = 0; i < n_out; i++)
         if ((out[i] = seq_out(kc, i, H)) == NULL) return false;
-    *staged = !seq_apart(kc, out, n_out, H, may, as);
+    *staged = !outs_apart(kc, out, n_out, H, may, as);
     if (!*staged) {
         memcpy(dst, out, sizeof(float *) * n_out);
         return true;
