@@ -155,6 +155,9 @@ enum { K_CLAMP_NONE, K_CLAMP_RELU, K_CLAMP_CLIP };
 typedef struct KEpilogue {
     int (*begin)(void *ctx, const DLTensor *out0);
     void (*apply)(void *ctx, int64_t flat0, int64_t n);
+    /* NULL, or apply over rows ranges of cols elements, the first at flat0, each ld after the
+     * one before: one call for a kernel's 2-D block (a product's tile) */
+    void (*apply2)(void *ctx, int64_t flat0, int64_t rows, int64_t cols, int64_t ld);
     void *ctx;
     uint8_t clamp;    /* K_CLAMP_*: what the whole tail is */
     float lo, hi;     /* K_CLAMP_CLIP's bounds */

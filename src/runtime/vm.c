@@ -761,6 +761,9 @@ static void epi_clamp(const VmPacked *p, const VmFuse *fu, KEpilogue *epi) {
 static void epi_apply(void *ctx, int64_t flat0, int64_t n) {
     fx_range(&((VmEpi *)ctx)->bound, flat0, n);
 }
+static void epi_apply2(void *ctx, int64_t flat0, int64_t rows, int64_t cols, int64_t ld) {
+    fx_range2(&((VmEpi *)ctx)->bound, flat0, rows, cols, ld);
+}
 
 /* A fused program computed sv, the value of node fu->end - 1, for the nodes from `from` (its
  * start, or its anchor) on: set the values the skipped nodes leave (their constants, sv), run
@@ -870,7 +873,7 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
                 e.vm = vm, e.p = p, e.fu = fu, e.vals = vals, e.fp = fp, e.loc = loc;
                 e.res_slot = NULL, e.res = NULL, e.failed = NULL, e.why[0] = '\0';
                 if (pre != NULL) e.res_slot = slot + fu->n_slots - 1; /* slot: past the anchor's */
-                KEpilogue epi = {epi_begin, epi_apply, &e, K_CLAMP_NONE, 0, 0, NULL};
+                KEpilogue epi = {epi_begin, epi_apply, epi_apply2, &e, K_CLAMP_NONE, 0, 0, NULL};
                 epi_clamp(p, fu, &epi);
                 e.epi = &epi;
                 bool done = false;

@@ -296,7 +296,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     }
     t.operand = operand;
     tail_program(&t);
-    KEpilogue epi = {tail_begin, tail_apply, &t, K_CLAMP_NONE, 0, 0, NULL};
+    KEpilogue epi = {tail_begin, tail_apply, NULL, &t, K_CLAMP_NONE, 0, 0, NULL};
     if (tail == TAIL_CLAMP_RELU) epi.clamp = K_CLAMP_RELU;
     if (tail == TAIL_CLAMP_CLIP) epi.clamp = K_CLAMP_CLIP, epi.lo = CLAMP_LO, epi.hi = CLAMP_HI;
     t.epi = &epi;

@@ -155,6 +155,11 @@ static void tail_apply(void *ctx, int64_t flat0, int64_t n) {
     }
 }
 
+static void tail_apply2(void *ctx, int64_t flat0, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t i = 0; i < rows; i++)
+        tail_apply(ctx, flat0 + i * ld, cols);
+}
+
 static const KEpilogue *run_epi; /* the next run's KCall.epi */
 static bool run_epi_done;        /* its KCall.epi_done */
 
@@ -203,15 +208,17 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
                        SupPool *pool, bool w_const, KPrepCache *prep, const char *what) {
     bool covered = k_dtype(x) == RLY_DTYPE_F32 && k_dtype(w) == RLY_DTYPE_F32 &&
                    strncmp(what, "conv NHWC", 9) != 0 && k_numel(got) > 0;
-    for (int decline = 0; decline < 2; decline++) {
-        Tail t = {.decline = decline};
-        KEpilogue epi = {tail_begin, tail_apply, &t, K_CLAMP_NONE, 0, 0, NULL};
+    for (int decline = 0; decline < 3; decline++) { /* 2: taken, by 2-D blocks (apply2) */
+        Tail t = {.decline = decline == 1};
+        KEpilogue epi = {tail_begin, tail_apply,   decline == 2 ? tail_apply2 : NULL,
+                         &t,         K_CLAMP_NONE, 0,
+                         0,          NULL};
         char err[256];
         run_epi = &epi;
         DLTensor *o =
             run(kern_fast_lookup(c->op_id), c, x, w, NULL, pool, w_const, prep, err, sizeof err);
         run_epi = NULL;
-        bool ok = o != NULL && run_epi_done == (covered && !decline);
+        bool ok = o != NULL && run_epi_done == (covered && decline != 1);
         int64_t bad = -1;
         for (int64_t i = 0; ok && t.res && i < k_numel(o) && bad < 0; i++) {
             float v = ((float *)o->data)[i] + 1;

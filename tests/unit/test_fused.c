@@ -125,6 +125,20 @@ static bool close_enough(float got, float want, double tol) {
     return fabs((double)got - want) <= tol * fabs((double)want) + 1e-6;
 }
 
+/* Evaluate bound program b over tiles, as a product's tail does (KEpilogue.apply2): the result
+ * seen as rows of ld elements (ld: its last dim, or its last two merged, so rows may be wider
+ * than a block), cut into tiles of up to h rows by w columns, each one fx_range2 call. */
+static void tiles(const FxBound *b, uint32_t nd, const int64_t *shape) {
+    int64_t total = k_shape_numel(nd, shape);
+    if (total == 0) return;
+    int64_t ld = nd == 0 ? 1 : shape[nd - 1];
+    if (nd >= 2 && next(2)) ld *= shape[nd - 2];
+    int64_t rows = total / ld, h = 1 + next(13), w = 1 + next((uint32_t)ld);
+    for (int64_t i = 0; i < rows; i += h)
+        for (int64_t j = 0; j < ld; j += w)
+            fx_range2(b, i * ld + j, rows - i < h ? rows - i : h, ld - j < w ? ld - j : w, ld);
+}
+
 static void one(int trial, SupPool *pool2) {
     /* the result shape and the operands' broadcast shapes */
     uint32_t nd = next(5);
@@ -191,7 +205,8 @@ static void one(int trial, SupPool *pool2) {
     double tol = exact ? 0 : 4e-6 * p.n_steps;
     for (int level = SUP_ISA_SCALAR; level <= (int)sup_isa_detected(); level++) {
         sup_isa_force((SupIsa)level);
-        for (int mode = 0; mode < 3; mode++) { /* 1 thread, 2 threads, in place over operand 0 */
+        /* 1 thread, 2 threads, in place over operand 0, 2-D tiles (fx_range2) */
+        for (int mode = 0; mode < 4; mode++) {
             Tensor out;
             tensor_init(&out, rnd, rshape);
             float *dst = out.data;
@@ -201,7 +216,13 @@ static void one(int trial, SupPool *pool2) {
                 memcpy(saved.data, ops[0].data, (size_t)total * 4);
                 dst = ops[0].data;
             }
-            fx_run(&p, opp, dst, rnd, rshape, mode == 1 ? pool2 : NULL);
+            if (mode == 3) {
+                static FxBound bound;
+                fx_bind(&bound, &p, opp, dst, rnd, rshape);
+                tiles(&bound, rnd, rshape);
+            } else {
+                fx_run(&p, opp, dst, rnd, rshape, mode == 1 ? pool2 : NULL);
+            }
             int64_t bad = -1;
             for (int64_t j = 0; j < total && bad < 0; j++)
                 if (!close_enough(dst[j], want->data[j], tol)) bad = j;
@@ -274,7 +295,7 @@ static void bias_tails(SupPool *pool2) {
                 int64_t total = k_numel(&x.t);
                 for (int level = SUP_ISA_SCALAR; ok && level <= (int)sup_isa_detected(); level++) {
                     sup_isa_force((SupIsa)level);
-                    for (int mode = 0; mode < 3; mode++) {
+                    for (int mode = 0; mode < 4; mode++) { /* as in one() */
                         Tensor out, saved;
                         tensor_init(&out, 4, shape);
                         float *dst = out.data;
@@ -283,7 +304,13 @@ static void bias_tails(SupPool *pool2) {
                             memcpy(saved.data, x.data, (size_t)total * 4);
                             dst = x.data;
                         }
-                        fx_run(&p, opp, dst, 4, shape, mode == 1 ? pool2 : NULL);
+                        if (mode == 3) {
+                            static FxBound tb;
+                            fx_bind(&tb, &p, opp, dst, 4, shape);
+                            tiles(&tb, 4, shape);
+                        } else {
+                            fx_run(&p, opp, dst, 4, shape, mode == 1 ? pool2 : NULL);
+                        }
                         int64_t bad = -1;
                         for (int64_t j = 0; j < total && bad < 0; j++)
                             if (!close_enough(dst[j], want->data[j], 0)) bad = j;
@@ -308,6 +335,41 @@ static void bias_tails(SupPool *pool2) {
                 if (ok && clamp) free(v1.data);
                 free(x.data), free(b.data);
             }
+}
+
+/* The odd transcendentals keep the sign of a zero: 1 / f(x) at x = -0, +0 is -inf, +inf for
+ * f = tanh, erf, at every level (tanh's polynomial gave +0 at -0). */
+static void signed_zeros(void) {
+    for (int f = 0; f < 2; f++) {
+        int64_t sh[1] = {20}, one_sh[1] = {1};
+        Tensor x, one, out;
+        tensor_init(&x, 1, sh);
+        tensor_init(&one, 1, one_sh);
+        tensor_init(&out, 1, sh);
+        for (int i = 0; i < 20; i++)
+            x.data[i] = i % 2 ? 0.0f : -0.0f;
+        one.data[0] = 1.0f;
+        FxProgram p = {.n_operands = 2, .n_steps = 2};
+        p.step[0] = (FxStep){.op = (uint8_t)(f ? FX_ERF : FX_TANH), .a = 0};
+        p.step[1] = (FxStep){.op = FX_DIV, .a = 1, .b = 2};
+        const DLTensor *opp[2] = {&x.t, &one.t};
+        for (int level = SUP_ISA_SCALAR; level <= (int)sup_isa_detected(); level++) {
+            sup_isa_force((SupIsa)level);
+            fx_run(&p, opp, out.data, 1, sh, NULL);
+            int bad = -1;
+            for (int i = 0; i < 20 && bad < 0; i++)
+                if (out.data[i] != (i % 2 ? INFINITY : -INFINITY)) bad = i;
+            if (bad >= 0) {
+                printf("FAIL signed zero: 1 / %s(%g) is %g (%s)\n", f ? "erf" : "tanh", x.data[bad],
+                       out.data[bad], sup_isa_name((SupIsa)level));
+                n_fail++;
+            } else {
+                n_pass++;
+            }
+        }
+        sup_isa_force(sup_isa_detected());
+        free(x.data), free(one.data), free(out.data);
+    }
 }
 
 /* A program fx_shape must refuse: a step narrower than the result, another dtype. */
@@ -344,6 +406,7 @@ int main(int argc, char **argv) {
     if (argc > 2) rng = strtoull(argv[2], NULL, 10) | 1;
     SupPool *pool2 = sup_pool_new(2);
     refusals();
+    signed_zeros();
     bias_tails(pool2);
     for (int t = 0; t < trials; t++)
         one(t, pool2);

@@ -205,7 +205,8 @@ static void src_gather(const Src *s, int64_t i0, int64_t n, float *buf) {
 #include "fused_level.h"
 #undef FAST_LEVEL
 
-typedef void (*StepFn)(const FxStep *st, const float *a, const float *b, float *y, int64_t n);
+typedef void (*StepFn)(const FxStep *st, const float *a, int64_t lda, const float *b, int64_t ldb,
+                       float *y, int64_t ldy, int64_t rows, int64_t n);
 typedef void (*BiasFn)(const float *x, const float *bp, float bs, bool bias_first, uint8_t clamp,
                        float lo, float hi, float *y, int64_t n);
 
@@ -311,7 +312,7 @@ static void eval_range(const FxBound *r, int64_t lo, int64_t hi) {
         for (uint32_t k = 0; k < p->n_steps; k++) {
             const FxStep *st = &p->step[k];
             float *y = k + 1 == p->n_steps ? r->out + i0 : buf[k];
-            fn(st, val[st->a], st->op < FX_RELU ? val[st->b] : val[st->a], y, n);
+            fn(st, val[st->a], 0, st->op < FX_RELU ? val[st->b] : val[st->a], 0, y, 0, 1, n);
             val[p->n_operands + k] = y;
         }
     }
@@ -333,6 +334,72 @@ void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *
 }
 
 void fx_range(const FxBound *b, int64_t lo, int64_t n) { eval_range(b, lo, lo + n); }
+
+/* Where operand s's values for the block of rows x cols elements at flat index f0 (rows ld
+ * apart) lie in place: true with *p and *ld (0: every row reads the same values) when each row is
+ * a contiguous run of s and the rows are evenly spaced. Operands of the result's shape, and a row
+ * vector broadcast over the rows (a product's per-column bias: one run of stride 1, every outer
+ * dim of stride 0, ld a multiple of the run), qualify. */
+static bool src_rows(const Src *s, const float *splat, int64_t f0, int64_t cols, int64_t ld,
+                     const float **p, int64_t *pld) {
+    if (s->kind == 0) {
+        *p = s->data + f0, *pld = ld;
+        return true;
+    }
+    if (s->kind == 1) {
+        *p = splat, *pld = 0;
+        return cols <= FX_BLOCK;
+    }
+    uint32_t last = s->nd - 1;
+    int64_t inner = s->size[last];
+    if (s->stride[last] != 1 || ld % inner != 0 || f0 % inner + cols > inner) return false;
+    for (uint32_t d = 0; d < last; d++)
+        if (s->stride[d] != 0) return false;
+    *p = s->data + f0 % inner, *pld = 0;
+    return true;
+}
+
+/* A block of rows x cols result elements at flat index f0, rows ld apart (ld > cols): blocks of
+ * whole rows of at most FX_BLOCK elements, each step one call over the block's rows. Operands
+ * are read in place where src_rows says so, else gathered row by row. */
+static void eval_rows(const FxBound *r, int64_t f0, int64_t rows, int64_t cols, int64_t ld) {
+    const FxProgram *p = r->p;
+    _Alignas(64) float buf[FX_MAX_STEPS + FX_MAX_OPERANDS][FX_BLOCK];
+    StepFn fn = (StepFn)r->fn;
+    const float *val[FX_MAX_OPERANDS + FX_MAX_STEPS];
+    int64_t vld[FX_MAX_OPERANDS + FX_MAX_STEPS];
+    int64_t rb = FX_BLOCK / cols;
+    for (int64_t r0 = 0; r0 < rows; r0 += rb) {
+        int64_t nr = rows - r0 < rb ? rows - r0 : rb, fb = f0 + r0 * ld;
+        for (uint32_t i = 0; i < p->n_operands; i++) {
+            if (src_rows(&r->src[i], r->splat[i], fb, cols, ld, &val[i], &vld[i])) continue;
+            float *g = buf[FX_MAX_STEPS + i];
+            for (int64_t j = 0; j < nr; j++)
+                src_gather(&r->src[i], fb + j * ld, cols, g + j * cols);
+            val[i] = g, vld[i] = cols;
+        }
+        for (uint32_t k = 0; k < p->n_steps; k++) {
+            const FxStep *st = &p->step[k];
+            bool end = k + 1 == p->n_steps;
+            float *y = end ? r->out + fb : buf[k];
+            uint16_t b = st->op < FX_RELU ? st->b : st->a;
+            fn(st, val[st->a], vld[st->a], val[b], vld[b], y, end ? ld : cols, nr, cols);
+            val[p->n_operands + k] = y, vld[p->n_operands + k] = cols;
+        }
+    }
+}
+
+void fx_range2(const FxBound *b, int64_t f0, int64_t rows, int64_t cols, int64_t ld) {
+    if (rows <= 0 || cols <= 0) return;
+    if (rows == 1 || cols == ld) {
+        eval_range(b, f0, f0 + rows * cols);
+    } else if (b->bias || cols > FX_BLOCK) {
+        for (int64_t i = 0; i < rows; i++)
+            eval_range(b, f0 + i * ld, f0 + i * ld + cols);
+    } else {
+        eval_rows(b, f0, rows, cols, ld);
+    }
+}
 
 typedef struct Chunks {
     const FxBound *b;

@@ -100,6 +100,8 @@ void fx_bind(FxBound *b, const FxProgram *p, const DLTensor *const *ops, float *
              const int64_t *shape);
 /* Elements [lo, lo + n) of the result (row-major flat indices). */
 void fx_range(const FxBound *b, int64_t lo, int64_t n);
+/* rows ranges of cols elements, the first at flat index f0, each ld after the one before. */
+void fx_range2(const FxBound *b, int64_t f0, int64_t rows, int64_t cols, int64_t ld);
 
 /* Evaluate p into out (float32, of the shape fx_shape gave, compact), on pool's threads (NULL:
  * this thread). out may be one of the operands of its shape (in place): every block is read

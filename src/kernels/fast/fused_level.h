@@ -35,18 +35,20 @@ static inline VATTR VF V(fx_vstep)(const FxStep *st, VF a, VF b) {
     }
 }
 
-/* y[i] = step(pa[i], pb[i]) for i < n (pb unused by unary steps). Each step kind has its own
- * loop with the step's expression inside (a call per vector with the switch inside it cost a
- * tenth of BERT-tiny's run). */
-static VATTR void V(fx_step)(const FxStep *st, const float *pa, const float *pb, float *y,
-                             int64_t n) {
-    if (st->op == FX_POW) { /* the reference's pow, in double; x^2 is x * x, bit for bit */
-        for (int64_t i = 0; i < n; i++)
-            y[i] = pb[i] == 2.0f ? pa[i] * pa[i] : (float)pow(pa[i], pb[i]);
-        return;
-    }
-    int64_t i = 0;
-    switch ((FxOp)st->op) { /* one loop per step kind, the switch outside it */
+/* y[r * ldy + i] = step(pa[r * lda + i], pb[r * ldb + i]) for r < rows, i < n (pb unused by
+ * unary steps; a row stride of 0 reads the same row for every r). Each step kind has its own loop
+ * with the step's expression inside (a call per vector with the switch inside it cost a tenth of
+ * BERT-tiny's run). */
+static VATTR void V(fx_step)(const FxStep *st, const float *pa, int64_t lda, const float *pb,
+                             int64_t ldb, float *y, int64_t ldy, int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++, pa += lda, pb += ldb, y += ldy) {
+        if (st->op == FX_POW) { /* the reference's pow, in double; x^2 is x * x, bit for bit */
+            for (int64_t i = 0; i < n; i++)
+                y[i] = pb[i] == 2.0f ? pa[i] * pa[i] : (float)pow(pa[i], pb[i]);
+            continue;
+        }
+        int64_t i = 0;
+        switch ((FxOp)st->op) { /* one loop per step kind, the switch outside it */
 #define FX_CASE(OP, E)                                                                             \
     case OP:                                                                                       \
         for (; i + VL <= n; i += VL) {                                                             \
@@ -55,13 +57,14 @@ static VATTR void V(fx_step)(const FxStep *st, const float *pa, const float *pb,
             V(vstore)(y + i, E);                                                                   \
         }                                                                                          \
         break;
-        FX_VEC_OPS(FX_CASE)
+            FX_VEC_OPS(FX_CASE)
 #undef FX_CASE
-    default: break;
-    }
-    if (i < n) {
-        VF t = V(fx_vstep)(st, V(vloadn)(pa + i, n - i), V(vloadn)(pb + i, n - i));
-        V(vstoren)(y + i, t, n - i);
+        default: break;
+        }
+        if (i < n) {
+            VF t = V(fx_vstep)(st, V(vloadn)(pa + i, n - i), V(vloadn)(pb + i, n - i));
+            V(vstoren)(y + i, t, n - i);
+        }
     }
 }
 #undef FX_VEC_OPS

@@ -1029,6 +1029,10 @@ static void epi_kcall(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0,
         e->epi->apply(e->epi->ctx, flat, rows * cols);
         return;
     }
+    if (e->epi->apply2 != NULL) {
+        e->epi->apply2(e->epi->ctx, flat, rows, cols, ldc);
+        return;
+    }
     for (int64_t i = 0; i < rows; i++)
         e->epi->apply(e->epi->ctx, flat + i * ldc, cols);
 }

@@ -257,7 +257,8 @@ static inline VATTR VF V(vtanh)(VF x) {
     p = V(vfma)(p, z, V(vset)(-5.385110315e-2f));
     p = V(vfma)(p, z, V(vset)(1.333277170e-1f));
     p = V(vfma)(p, z, V(vset)(-3.333332899e-1f));
-    VF small = V(vfma)(V(vmul)(p, z), x, x);
+    /* with the sign of x: at x = -0, x^3 P + x is +0 */
+    VF small = V(vwithsign)(V(vabs)(V(vfma)(V(vmul)(p, z), x, x)), x);
     VM is_small = V(vlt)(a, V(vset)(0.625f));
     if (V(vall)(is_small)) return small; /* every lane: no exp, no division */
     VF e = V(vexp)(V(vadd)(a, a));
