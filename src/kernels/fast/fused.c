@@ -391,8 +391,17 @@ static void eval_rows(const FxBound *r, int64_t f0, int64_t rows, int64_t cols, 
 
 void fx_range2(const FxBound *b, int64_t f0, int64_t rows, int64_t cols, int64_t ld) {
     if (rows <= 0 || cols <= 0) return;
+    const float *bp;
+    int64_t bld;
     if (rows == 1 || cols == ld) {
         eval_range(b, f0, f0 + rows * cols);
+    } else if (b->bias && src_rows(&b->src[b->bias_b], NULL, f0, cols, ld, &bp, &bld)) {
+        /* a per-column bias: the same run of it for every row */
+        BiasFn fn = (BiasFn)b->bias_fn;
+        const float *x = b->src[b->bias_x].data;
+        for (int64_t i = 0, f = f0; i < rows; i++, f += ld)
+            fn(x + f, bp, 0.0f, b->bias_first, b->bias_clamp, b->bias_lo, b->bias_hi, b->out + f,
+               cols);
     } else if (b->bias || cols > FX_BLOCK) {
         for (int64_t i = 0; i < rows; i++)
             eval_range(b, f0 + i * ld, f0 + i * ld + cols);
