@@ -18,6 +18,25 @@ typedef struct Conv {
     const float *x;
 } Conv;
 
+/* The call's fused tail as a convolution kernel takes it: when kc->epi accepts (begin on out0),
+ * returns it and sets *out to where the kernel writes its result: out0's data, or the tail's
+ * result when the tail is one clamp (KEpilogue.clamp), which conv_tail then applies in place;
+ * NULL: no tail (the caller of the kernel applies it). */
+static inline const KEpilogue *conv_bind_tail(KCall *kc, const DLTensor *out0, float **out) {
+    const KEpilogue *e = kc->epi;
+    *out = k_ptr(out0);
+    if (e == NULL || e->begin(e->ctx, out0) != 0) return NULL;
+    if (e->clamp != K_CLAMP_NONE && e->clamp_out != NULL) *out = e->clamp_out;
+    return e;
+}
+/* The bound tail e over output elements [flat, flat + n), final in out (conv_bind_tail's). */
+static inline void conv_tail(const KEpilogue *e, float *out, int64_t flat, int64_t n) {
+    if (e->clamp != K_CLAMP_NONE && e->clamp_out != NULL)
+        kern_clamp_rows(out + flat, n, 1, n, e->clamp, e->lo, e->hi);
+    else
+        e->apply(e->ctx, flat, n);
+}
+
 /* The attributes of conv2d call kc into c (zeroed first): strides, dilation, padding, each in
  * range; false when the fast kernels do not cover them (groups < 1 included). */
 bool kern_conv_attrs(const KCall *kc, Conv *c);

@@ -260,10 +260,10 @@ static void direct_task(void *ctx, int64_t task, int worker) {
         int64_t q0 = t0 * r->rows, q1 = min64(r->np, t1 * r->rows);
         int64_t flat = (n * c->cout + oc0) * r->np + q0;
         if (q1 - q0 == r->np)
-            r->epi->apply(r->epi->ctx, flat, cols * r->np);
+            conv_tail(r->epi, r->out, flat, cols * r->np);
         else
             for (int j = 0; j < cols; j++)
-                r->epi->apply(r->epi->ctx, flat + j * r->np, q1 - q0);
+                conv_tail(r->epi, r->out, flat + j * r->np, q1 - q0);
     }
 }
 
@@ -336,7 +336,7 @@ int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o) {
         int64_t want = cdiv(4 * threads, units), most = (int64_t)(macs / DT_MIN_MACS);
         r.chunks = min64(min64(want, most > 1 ? most : 1), r.tiles);
     }
-    if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
+    r.epi = conv_bind_tail(kc, o, &r.out);
     k_parallel(kc, units * r.chunks, direct_task, &r);
     kc->epi_done = r.epi != NULL;
     return 0;

@@ -1037,9 +1037,61 @@ static void epi_kcall(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0,
         e->epi->apply(e->epi->ctx, flat + i * ldc, cols);
 }
 
+/* ---- clamps applied by the kernels themselves (KEpilogue.clamp) ------------------------------ */
+
+static FAST_AVX512 void clamp_avx512(float *c, int64_t n, uint8_t clamp, float lo, float hi) {
+    __m512 vlo = _mm512_set1_ps(clamp == K_CLAMP_RELU ? 0.0f : lo), vhi = _mm512_set1_ps(hi);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, c + i);
+        /* relu: v > 0 ? v : 0 (NaN to 0); clip: min(hi, max(lo, v)), as x86 orders them (NaN
+         * kept) */
+        v = clamp == K_CLAMP_RELU ? _mm512_max_ps(v, vlo)
+                                  : _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
+        _mm512_mask_storeu_ps(c + i, m, v);
+    }
+}
+
+static void clamp_scalar(float *c, int64_t n, uint8_t clamp, float lo, float hi) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = c[i];
+        if (clamp == K_CLAMP_RELU) {
+            c[i] = v > 0.0f ? v : 0.0f;
+        } else {
+            v = lo > v ? lo : v;
+            c[i] = hi < v ? hi : v;
+        }
+    }
+}
+
+void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t clamp, float lo,
+                     float hi) {
+    bool z = sup_isa() == SUP_ISA_AVX512;
+    if (cols == ld) cols *= rows, rows = 1;
+    for (int64_t i = 0; i < rows; i++)
+        (z ? clamp_avx512 : clamp_scalar)(c + i * ld, cols, clamp, lo, hi);
+}
+
+/* SGemmEpi of a tail that is one clamp: the finished block clamped in place (C is the tail's
+ * result, KEpilogue.clamp_out). */
+static void epi_clamp(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
+                      int64_t rows, int64_t cols) {
+    const KEpilogue *e = ctx;
+    (void)t, (void)row0, (void)col0;
+    kern_clamp_rows(c, ldc, rows, cols, e->clamp, e->lo, e->hi);
+}
+
 bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e) {
     if (kc->epi == NULL || g->c != k_ptr(out0) || kc->epi->begin(kc->epi->ctx, out0) != 0)
         return false;
+    if (kc->epi->clamp != K_CLAMP_NONE && kc->epi->clamp_out != NULL) {
+        /* C written straight into the tail's result (same flat layout), clamped block by block
+         * as it is final: no pass of the program */
+        g->c = kc->epi->clamp_out;
+        g->epi = epi_clamp;
+        g->epi_ctx = (void *)kc->epi;
+        return true;
+    }
     *e = (SGemmKEpi){kc->epi, g->c_bs};
     g->epi = epi_kcall;
     g->epi_ctx = e;

@@ -357,7 +357,7 @@ static FAST_AVX512 void out_plane(const WRun *r, int64_t n, int64_t oc) {
         out_vec(r, oc, src + t0, (size_t)r->tiles, n * per_image + t0,
                 (int)min64(LANES, per_image - t0));
     if (r->epi != NULL)
-        r->epi->apply(r->epi->ctx, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
+        conv_tail(r->epi, r->out, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
 }
 
 static void out_task(void *ctx, int64_t task, int worker) {
@@ -495,8 +495,7 @@ static FAST_AVX512 void blk_out(const WRun *r, int64_t t0, int nb, const float *
         for (int64_t row = row0; row < row1;) { /* one call per image */
             int64_t n = row / r->th, ty0 = row % r->th, ty1 = min64(r->th, ty0 + row1 - row);
             int64_t y0 = 4 * ty0, y1 = min64(c->oh, 4 * ty1);
-            r->epi->apply(r->epi->ctx, ((n * c->cout + oc) * c->oh + y0) * c->ow,
-                          (y1 - y0) * c->ow);
+            conv_tail(r->epi, r->out, ((n * c->cout + oc) * c->oh + y0) * c->ow, (y1 - y0) * c->ow);
             row += ty1 - ty0;
         }
     }
@@ -638,7 +637,7 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
             (r.vb_floats + r.mb_floats + r.db_floats + r.gs_bytes / sizeof(float) + 15) / 16 * 16;
         r.wbuf = raw_floats(kc, sup_dim_mul_sat((int64_t)r.w_floats, nt));
         if (r.wbuf == NULL) return -1;
-        if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
+        r.epi = conv_bind_tail(kc, o, &r.out);
         k_parallel(kc, (int64_t)r.n_ranges * r.n_parts, blk_task, &r);
         kc->epi_done = r.epi != NULL;
         return 0;
@@ -665,7 +664,7 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     size_t bytes = kern_sgemm_scratch_bytes(&g, nt);
     void *gs = bytes ? k_scratch_raw(kc, bytes) : NULL; /* kern_sgemm_run ignores its contents */
     if (bytes && gs == NULL) return -1;
-    if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) r.epi = kc->epi;
+    r.epi = conv_bind_tail(kc, o, &r.out);
     k_parallel(kc, c->batch * c->cin, in_task, &r);
     kern_sgemm_run(&g, kc->pool, gs);
     k_parallel(kc, c->batch * c->cout, out_task, &r);
