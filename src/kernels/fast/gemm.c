@@ -1064,12 +1064,27 @@ static void clamp_scalar(float *c, int64_t n, uint8_t clamp, float lo, float hi)
     }
 }
 
+static FAST_AVX2 void clamp_avx2(float *c, int64_t n, uint8_t clamp, float lo, float hi) {
+    __m256 vlo = _mm256_set1_ps(clamp == K_CLAMP_RELU ? 0.0f : lo), vhi = _mm256_set1_ps(hi);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(c + i);
+        v = clamp == K_CLAMP_RELU ? _mm256_max_ps(v, vlo)
+                                  : _mm256_min_ps(vhi, _mm256_max_ps(vlo, v));
+        _mm256_storeu_ps(c + i, v);
+    }
+    clamp_scalar(c + i, n - i, clamp, lo, hi);
+}
+
 void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t clamp, float lo,
                      float hi) {
-    bool z = sup_isa() == SUP_ISA_AVX512;
+    SupIsa isa = sup_isa();
+    void (*fn)(float *, int64_t, uint8_t, float, float) = isa == SUP_ISA_AVX512 ? clamp_avx512
+                                                          : isa == SUP_ISA_AVX2 ? clamp_avx2
+                                                                                : clamp_scalar;
     if (cols == ld) cols *= rows, rows = 1;
     for (int64_t i = 0; i < rows; i++)
-        (z ? clamp_avx512 : clamp_scalar)(c + i * ld, cols, clamp, lo, hi);
+        fn(c + i * ld, cols, clamp, lo, hi);
 }
 
 /* SGemmEpi of a tail that is one clamp: the finished block clamped in place (C is the tail's
