@@ -11,6 +11,7 @@
 
 #include "fast.h"
 #include "fused.h"
+#include "gemm.h"
 
 enum { FX_CHUNK = 16384, FX_MIN_CHUNK = 4096 };
 
@@ -280,6 +281,15 @@ static void bias_range(const FxBound *r, int64_t lo, int64_t hi) {
                r->out + i, n);
         i += n;
     }
+}
+
+void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t clamp, float lo,
+                     float hi) {
+    /* the program's own relu or clip step, in place over the rows (each vector read before it
+     * is stored) */
+    FxStep st = {.op = clamp == K_CLAMP_RELU ? FX_RELU : FX_CLIP, .p0 = lo, .p1 = hi};
+    if (cols == ld) cols *= rows, rows = 1;
+    step_fn()(&st, c, ld, c, ld, c, ld, rows, cols);
 }
 
 /* ---- running --------------------------------------------------------------------------------- */

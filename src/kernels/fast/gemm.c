@@ -1037,56 +1037,6 @@ static void epi_kcall(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0,
         e->epi->apply(e->epi->ctx, flat + i * ldc, cols);
 }
 
-/* ---- clamps applied by the kernels themselves (KEpilogue.clamp) ------------------------------ */
-
-static FAST_AVX512 void clamp_avx512(float *c, int64_t n, uint8_t clamp, float lo, float hi) {
-    __m512 vlo = _mm512_set1_ps(clamp == K_CLAMP_RELU ? 0.0f : lo), vhi = _mm512_set1_ps(hi);
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
-        __m512 v = _mm512_maskz_loadu_ps(m, c + i);
-        /* relu: v > 0 ? v : 0 (NaN to 0); clip: min(hi, max(lo, v)), as x86 orders them (NaN
-         * kept) */
-        v = clamp == K_CLAMP_RELU ? _mm512_max_ps(v, vlo)
-                                  : _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
-        _mm512_mask_storeu_ps(c + i, m, v);
-    }
-}
-
-static void clamp_scalar(float *c, int64_t n, uint8_t clamp, float lo, float hi) {
-    for (int64_t i = 0; i < n; i++) {
-        float v = c[i];
-        if (clamp == K_CLAMP_RELU) {
-            c[i] = v > 0.0f ? v : 0.0f;
-        } else {
-            v = lo > v ? lo : v;
-            c[i] = hi < v ? hi : v;
-        }
-    }
-}
-
-static FAST_AVX2 void clamp_avx2(float *c, int64_t n, uint8_t clamp, float lo, float hi) {
-    __m256 vlo = _mm256_set1_ps(clamp == K_CLAMP_RELU ? 0.0f : lo), vhi = _mm256_set1_ps(hi);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(c + i);
-        v = clamp == K_CLAMP_RELU ? _mm256_max_ps(v, vlo)
-                                  : _mm256_min_ps(vhi, _mm256_max_ps(vlo, v));
-        _mm256_storeu_ps(c + i, v);
-    }
-    clamp_scalar(c + i, n - i, clamp, lo, hi);
-}
-
-void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t clamp, float lo,
-                     float hi) {
-    SupIsa isa = sup_isa();
-    void (*fn)(float *, int64_t, uint8_t, float, float) = isa == SUP_ISA_AVX512 ? clamp_avx512
-                                                          : isa == SUP_ISA_AVX2 ? clamp_avx2
-                                                                                : clamp_scalar;
-    if (cols == ld) cols *= rows, rows = 1;
-    for (int64_t i = 0; i < rows; i++)
-        fn(c + i * ld, cols, clamp, lo, hi);
-}
-
 /* SGemmEpi of a tail that is one clamp: the finished block clamped in place (C is the tail's
  * result, KEpilogue.clamp_out). */
 static void epi_clamp(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,

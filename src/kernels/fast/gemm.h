@@ -95,9 +95,9 @@ typedef struct SGemmKEpi {
 } SGemmKEpi;
 bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e);
 /* A tail that is one clamp (KEpilogue.clamp: K_CLAMP_RELU, or K_CLAMP_CLIP with lo, hi), applied
- * in place to rows runs of cols floats ld apart, as the fused program computes it (relu(NaN) is
- * 0, clip keeps NaN). A kernel that takes a tail's clamp (the product above, as bind_epi binds
- * it) writes into KEpilogue.clamp_out and clamps each block once it is final. */
+ * in place to rows runs of cols floats ld apart by the fused program's own relu or clip step
+ * (fused.c; relu(NaN) is 0, clip keeps NaN). A kernel that takes a tail's clamp (the product above,
+ * as bind_epi binds it) writes into KEpilogue.clamp_out and clamps each block once it is final. */
 void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t clamp, float lo,
                      float hi);
 
