@@ -128,10 +128,11 @@ static void attr_ints(Call *c, const char *name, uint32_t n, const int64_t *v) {
 }
 
 /* The fused tail under test (KCall.epi): res = relu(out0 + 1), each element counted; or, offered
- * as a clamp (KEpilogue.clamp), res = relu(out0), which a kernel may apply itself into res. */
+ * as a clamp (KEpilogue.clamp), res = relu(out0) or clip(out0, -0.5, 0.25), which a kernel may
+ * apply itself into res. */
 typedef struct Tail {
-    bool decline; /* begin refuses */
-    bool clamp;
+    bool decline;  /* begin refuses */
+    uint8_t clamp; /* K_CLAMP_* */
     KEpilogue *epi;
     int begun;
     const float *out0;
@@ -150,11 +151,21 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
     return 0;
 }
 
+#define CLIP_LO (-0.5f)
+#define CLIP_HI 0.25f
+
+/* The tail's value of output element v: relu gives 0 for NaN and -0, clip keeps NaN. */
+static float tail_value(uint8_t clamp, float v) {
+    if (clamp == K_CLAMP_CLIP)
+        return isnan(v) ? v : v < CLIP_LO ? CLIP_LO : v > CLIP_HI ? CLIP_HI : v;
+    if (clamp == K_CLAMP_NONE) v += 1;
+    return v > 0 ? v : 0;
+}
+
 static void tail_apply(void *ctx, int64_t flat0, int64_t n) {
     Tail *t = ctx;
     for (int64_t i = flat0; i < flat0 + n; i++) {
-        float v = t->out0[i] + (t->clamp ? 0 : 1);
-        t->res[i] = v > 0 ? v : 0;
+        t->res[i] = tail_value(t->clamp, t->out0[i]);
         t->seen[i]++;
     }
 }
@@ -212,18 +223,36 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
                        SupPool *pool, bool w_const, KPrepCache *prep, const char *what) {
     bool covered = k_dtype(x) == RLY_DTYPE_F32 && k_dtype(w) == RLY_DTYPE_F32 &&
                    strncmp(what, "conv NHWC", 9) != 0 && k_numel(got) > 0;
-    /* decline 2: taken, by 2-D blocks (apply2); 3: a relu offered as a clamp */
-    for (int decline = 0; decline < 4; decline++) {
-        Tail t = {.decline = decline == 1, .clamp = decline == 3};
+    /* the data with NaNs, and its tail-less result: the clamps' NaN rules */
+    DLTensor *xn = NULL, *got_n = NULL;
+    if (k_dtype(x) == RLY_DTYPE_F32 && k_numel(x) > 0) {
+        xn = tensor_new(RLY_DTYPE_F32, (uint32_t)x->ndim, x->shape);
+        memcpy(xn->data, x->data, (size_t)k_numel(x) * sizeof(float));
+        for (int q = 0; q < 3; q++)
+            ((float *)xn->data)[(int64_t)rnd(1u << 30) % k_numel(x)] = NAN;
+        char e[256];
+        got_n = run(kern_fast_lookup(c->op_id), c, xn, w, NULL, pool, w_const, prep, e, sizeof e);
+    }
+    /* decline 2: taken, by 2-D blocks (apply2); 3, 4: a relu, a clip offered as a clamp; 5, 6:
+     * the same on data with NaNs */
+    for (int decline = 0; decline < 7; decline++) {
+        bool nan_in = decline >= 5;
+        if (nan_in && got_n == NULL) break;
+        const DLTensor *xd = nan_in ? xn : x, *gd = nan_in ? got_n : got;
+        Tail t = {.decline = decline == 1,
+                  .clamp = decline == 3 || decline == 5   ? K_CLAMP_RELU
+                           : decline == 4 || decline == 6 ? K_CLAMP_CLIP
+                                                          : K_CLAMP_NONE};
         KEpilogue epi = {tail_begin, tail_apply,   decline == 2 ? tail_apply2 : NULL,
                          &t,         K_CLAMP_NONE, 0,
                          0,          NULL};
         t.epi = &epi;
-        if (t.clamp) epi.clamp = K_CLAMP_RELU;
+        epi.clamp = t.clamp;
+        epi.lo = CLIP_LO, epi.hi = CLIP_HI;
         char err[256];
         run_epi = &epi;
         DLTensor *o =
-            run(kern_fast_lookup(c->op_id), c, x, w, NULL, pool, w_const, prep, err, sizeof err);
+            run(kern_fast_lookup(c->op_id), c, xd, w, NULL, pool, w_const, prep, err, sizeof err);
         run_epi = NULL;
         bool ok = o != NULL && run_epi_done == (covered && decline != 1);
         int64_t bad = -1;
@@ -235,9 +264,9 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
             self = t.seen[i] == 0;
         for (int64_t i = 0; ok && t.res && i < k_numel(o) && bad < 0; i++) {
             float v =
-                (self ? ((const float *)got->data)[i] : ((float *)o->data)[i]) + (t.clamp ? 0 : 1);
-            if (run_epi_done ? t.seen[i] != !self || t.res[i] != (v > 0 ? v : 0) : t.seen[i] != 0)
-                bad = i;
+                tail_value(t.clamp, self ? ((const float *)gd->data)[i] : ((float *)o->data)[i]);
+            bool same = t.res[i] == v || (isnan(t.res[i]) && isnan(v));
+            if (run_epi_done ? t.seen[i] != !self || !same : t.seen[i] != 0) bad = i;
         }
         CHECK(ok && bad < 0 && (!run_epi_done || t.begun == 1),
               "%s %s [%s, %d thr, const %d]: fused tail (decline %d): done %d, begun %d, "
@@ -247,6 +276,7 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
         free(t.res), free(t.seen);
         tensor_free(o);
     }
+    tensor_free(xn), tensor_free(got_n);
 }
 
 /* The fast kernel against the reference on (x, w): same success, and within tolerance. */

@@ -120,10 +120,14 @@ void kern_sgemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_
  * from rows lda floats apart (A(i, p) = a[i * lda + p]: a row-major A needs no packing; its
  * 12 x kc sliver stays in L1 as a packed one would). load: C's old values are added. */
 typedef void (*UKernel)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                        float *c, int64_t ldc, int rows, int cols, bool load);
+                        float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl);
+
+static void epi_clamp(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
+                      int64_t rows, int64_t cols);
 
 static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float *c, int64_t ldc, int rows, int cols, bool load) {
+                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl) {
+    (void)cl; /* only the AVX-512 tiles clamp (gemm_task) */
     float acc[SGEMM_MR][SGEMM_NR];
     memset(acc, 0, sizeof acc);
     int64_t ars = lda ? lda : 1, aps = lda ? 1 : SGEMM_MR;
@@ -177,20 +181,27 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
  * each 64 floats ahead, once per line. */
 #define Z_PREFETCH_A(i)                                                                            \
     if (i < R) _mm_prefetch((const char *)(A_PTR(i) + 64), _MM_HINT_T0);
+#define Z_CLAMP(v)                                                                                 \
+    if (ck == K_CLAMP_RELU)                                                                        \
+        v = _mm512_max_ps(v, _mm512_setzero_ps());                                                 \
+    else if (ck == K_CLAMP_CLIP)                                                                   \
+        v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
 #define Z_STORE(i)                                                                                 \
     if (i < R) {                                                                                   \
         float *ci = c + i * ldc;                                                                   \
         if (load) c##i##0 = _mm512_add_ps(c##i##0, _mm512_maskz_loadu_ps(m0, ci));                 \
+        Z_CLAMP(c##i##0)                                                                           \
         _mm512_mask_storeu_ps(ci, m0, c##i##0);                                                    \
         if (W == 2) {                                                                              \
             if (load) c##i##1 = _mm512_add_ps(c##i##1, _mm512_maskz_loadu_ps(m1, ci + 16));        \
+            Z_CLAMP(c##i##1)                                                                       \
             _mm512_mask_storeu_ps(ci + 16, m1, c##i##1);                                           \
         }                                                                                          \
     }
 
 FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
                                int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-                               int cols, bool load) {
+                               int cols, bool load, const KEpilogue *cl) {
     A_PTRS();
     ROWS12(Z_PREFETCH) /* C is read only at the end: start bringing it in now */
     ROWS12(Z_DECL)
@@ -205,6 +216,11 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
     }
     __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1);
     __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
+    /* the tail's clamp on the final values (kern_clamp_rows' relu / clip step at this level:
+     * max(x, 0) gives 0 for NaN and -0; min(hi, max(lo, x)) keeps NaN) */
+    const int ck = cl ? cl->clamp : K_CLAMP_NONE;
+    const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f), vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    (void)vlo, (void)vhi;
     ROWS12(Z_STORE)
 }
 
@@ -216,7 +232,9 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
         if (W == 2) s##q##1 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * ldb + 16), s##q##1);     \
     }
 FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float *a, const float *b,
-                              int64_t ldb, float *c, int cols, bool load) {
+                              int64_t ldb, float *c, int cols, bool load, const KEpilogue *cl) {
+    const int ck = cl ? cl->clamp : K_CLAMP_NONE;
+    const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f), vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
     const int64_t aps = D ? 1 : SGEMM_MR;
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
            s30 = s00, s31 = s00;
@@ -233,23 +251,25 @@ FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float
     __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
     __m512 r0 = _mm512_add_ps(_mm512_add_ps(s00, s10), _mm512_add_ps(s20, s30));
     if (load) r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(m0, c));
+    Z_CLAMP(r0)
     _mm512_mask_storeu_ps(c, m0, r0);
     if (W == 2) {
         __m512 r1 = _mm512_add_ps(_mm512_add_ps(s01, s11), _mm512_add_ps(s21, s31));
         if (load) r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(m1, c + 16));
+        Z_CLAMP(r1)
         _mm512_mask_storeu_ps(c + 16, m1, r1);
     }
 }
 
 typedef void (*Tile)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                     int64_t ldc, int cols, bool load);
+                     int64_t ldc, int cols, bool load, const KEpilogue *cl);
 #define TILE_ARGS                                                                                  \
     int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,   \
-        int cols, bool load
+        int cols, bool load, const KEpilogue *cl
 /* z_R_W_D: R rows, W vectors, D in place (1) or packed (0). */
 #define Z_FN(R, W, D)                                                                              \
     static FAST_AVX512 void z_##R##_##W##_##D(TILE_ARGS) {                                         \
-        z_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load);                                   \
+        z_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load, cl);                               \
     }
 #define Z_FNS(R) Z_FN(R, 1, 0) Z_FN(R, 2, 0) Z_FN(R, 1, 1) Z_FN(R, 2, 1)
 Z_FNS(2)
@@ -266,7 +286,7 @@ Z_FNS(12)
 #define Z_ROW_FN(W, D)                                                                             \
     static FAST_AVX512 void z_1_##W##_##D(TILE_ARGS) {                                             \
         (void)lda, (void)ldc;                                                                      \
-        z_row(W, D, kc, a, b, ldb, c, cols, load);                                                 \
+        z_row(W, D, kc, a, b, ldb, c, cols, load, cl);                                             \
     }
 Z_ROW_FN(1, 0)
 Z_ROW_FN(2, 0)
@@ -278,8 +298,8 @@ Z_ROW_FN(2, 1)
 static const Tile z_tiles[SGEMM_MR][2][2] = {Z_ENTRIES(Z_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
 static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float *c, int64_t ldc, int rows, int cols, bool load) {
-    z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load);
+                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl) {
+    z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load, cl);
 }
 
 /* AVX2: R rows (<= 6) of W 8-float vectors (<= 2), a quarter of the 12 x 32 tile. */
@@ -349,16 +369,17 @@ FAST_AVX2 INLINE void y_row(const bool D, int64_t kc, const float *a, const floa
     YR_STORE(0) YR_STORE(1) YR_STORE(2) YR_STORE(3)
 }
 static FAST_AVX2 void y_row_0(TILE_ARGS) {
-    (void)lda, (void)ldc;
+    (void)lda, (void)ldc, (void)cl;
     y_row(false, kc, a, b, ldb, c, cols, load);
 }
 static FAST_AVX2 void y_row_1(TILE_ARGS) {
-    (void)lda, (void)ldc;
+    (void)lda, (void)ldc, (void)cl;
     y_row(true, kc, a, b, ldb, c, cols, load);
 }
 
 #define Y_FN(R, W, D)                                                                              \
     static FAST_AVX2 void y_##R##_##W##_##D(TILE_ARGS) {                                           \
+        (void)cl;                                                                                  \
         y_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load);                                   \
     }
 #define Y_FNS(R) Y_FN(R, 1, 0) Y_FN(R, 2, 0) Y_FN(R, 1, 1) Y_FN(R, 2, 1)
@@ -373,9 +394,10 @@ Y_FNS(6)
 static const Tile y_tiles[6][2][2] = {Y_ENTRIES(Y_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
 static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                     int64_t ldc, int rows, int cols, bool load) {
+                     int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl) {
+    (void)cl; /* only the AVX-512 tiles clamp (gemm_task) */
     if (rows == 1) {
-        (lda ? y_row_1 : y_row_0)(kc, a, lda, b, ldb, c, ldc, cols, load);
+        (lda ? y_row_1 : y_row_0)(kc, a, lda, b, ldb, c, ldc, cols, load, NULL);
         return;
     }
     for (int i0 = 0; i0 < rows; i0 += 6) {
@@ -384,7 +406,7 @@ static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, in
         for (int j0 = 0; j0 < cols; j0 += 16) {
             int w = cols - j0 < 16 ? cols - j0 : 16;
             y_tiles[r - 1][lda != 0][w > 8](kc, ai, lda, b + j0, ldb, c + i0 * ldc + j0, ldc, w,
-                                            load);
+                                            load, NULL);
         }
     }
 }
@@ -764,7 +786,8 @@ typedef struct Run {
     const SGemm *g;
     Plan pl;
     UKernel uk;
-    bool backward; /* a GEMV walks its B panels last to first (gemv_task) */
+    bool clamp_tiles; /* g->epi is epi_clamp and uk the AVX-512 tiles: they clamp (gemm_task) */
+    bool backward;    /* a GEMV walks its B panels last to first (gemv_task) */
     const float *a_packed;
     float *bbufs; /* thread w's buffers at bbufs + w * (align16(pl.bbuf) + align16(pl.abuf)):
                    * B block, then A sliver */
@@ -814,7 +837,7 @@ static void gemv_task(const Run *r, int64_t t, int64_t j0, int64_t j1) {
     for (int64_t i = 0; i < q1 - q0; i++) {
         int64_t q = r->backward ? q1 - 1 - i : q0 + i;
         r->uk(g->k, ap, pl->lda, bp + q * g->k * SGEMM_NR, SGEMM_NR, c + q * SGEMM_NR, g->ldc, 1,
-              (int)min64(SGEMM_NR, j1 - q * SGEMM_NR), g->accumulate);
+              (int)min64(SGEMM_NR, j1 - q * SGEMM_NR), g->accumulate, NULL);
     }
     if (g->epi) g->epi(g->epi_ctx, t, c + j0, g->ldc, 0, j0, 1, j1 - j0);
 }
@@ -826,7 +849,7 @@ void kern_sgemv_packed(const float *a, const float *b_packed, int64_t k, int64_t
     for (int64_t i = 0; i < q1 - q0; i++) {
         int64_t q = backward ? q1 - 1 - i : q0 + i;
         uk(k, a, k, b_packed + q * k * SGEMM_NR, SGEMM_NR, c + q * SGEMM_NR, 0, 1,
-           (int)min64(SGEMM_NR, n - q * SGEMM_NR), false);
+           (int)min64(SGEMM_NR, n - q * SGEMM_NR), false, NULL);
     }
 }
 
@@ -881,6 +904,10 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                 bstride = kc * SGEMM_NR;
             }
             bool load = g->accumulate || pc > 0, last = pc + kc == k;
+            /* a clamp tail at AVX-512 is applied by the tiles to the final values (in
+             * registers), not by a pass over each finished strip (12 rows of up to 2048+
+             * columns: from L2) */
+            const KEpilogue *cl = last && r->clamp_tiles ? g->epi_ctx : NULL;
             for (int64_t ir = i0; ir < i1; ir += SGEMM_MR) {
                 int rows = (int)min64(SGEMM_MR, i1 - ir);
                 const float *as = ap + ir * k + pc * SGEMM_MR;
@@ -896,11 +923,11 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                     int cols = (int)min64(SGEMM_NR, nc - jr);
                     if (jr < full)
                         r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, cs + jr, ldc,
-                              rows, cols, load);
+                              rows, cols, load, cl);
                     else
-                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load);
+                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load, cl);
                 }
-                if (last && g->epi) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
+                if (last && g->epi && cl == NULL) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
             }
         }
     }
@@ -914,6 +941,7 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
         return;
     }
     Run r = {.g = g, .uk = pick_kernel(), .a_packed = g->a_packed};
+    r.clamp_tiles = g->epi == epi_clamp && r.uk == ukr_avx512;
     if (g->m == 1 && g->b_packed != NULL) r.backward = (gemv_calls++ & 1) != 0;
     int n_threads = sup_pool_threads(pool);
     plan_gemm(g, n_threads, &r.pl);
