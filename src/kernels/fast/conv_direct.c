@@ -19,9 +19,9 @@
  * runs of R output floats. At AVX2 the tile is R = 4..6 positions by 16 channels (half of a
  * packed panel; 2R ymm accumulators), stored through 8 x 8 transposes. Each output is the sum over
  * taps in increasing order with one FMA per tap, whatever the tile or thread split (results do not
- * depend on the thread count). Threads take (image, group, 32 or 16 output channels, range of
- * tiles) tasks; the fused tail runs per task. docs/kernels.md has the measurements behind this path
- * and its rules. */
+ * depend on the thread count). Threads take (image, group, 32 output channels (16 at AVX2),
+ * range of tiles) tasks; the fused tail runs per task. docs/kernels.md has the measurements behind
+ * this path and its rules. */
 #include "kernels/fast/conv.h"
 
 #include <immintrin.h>
@@ -295,15 +295,18 @@ int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o) {
     DRun r = {.c = c, .out = k_ptr(o)};
     r.k = c->cin_g * c->kh * c->kw;
     r.np = c->oh * c->ow;
-    /* tasks: (image, group, panel) units of 32 channels, or of 16 when that makes enough for
-     * the threads (each a whole plane: one range for the fused tail; a 14 x 16 tile keeps the
-     * FMA unit as busy as a 10 x 32 one); else the units' tiles are split into ranges */
+    /* tasks: (image, group, panel) units of 32 channels (16 at AVX2), each a whole plane (one
+     * range for the fused tail); when the threads cannot share them evenly, the units' tiles
+     * are split into ranges */
     int64_t threads = k_threads(kc), ng = c->batch * c->groups;
     r.avx2 = sup_isa() == SUP_ISA_AVX2;
     r.pw = DT_CH;
-    if (r.avx2 || (threads > 1 && ng * cdiv(c->cout_g, DT_CH) < 2 * threads &&
-                   ng * cdiv(c->cout_g, 16) >= threads))
-        r.pw = 16;
+    /* AVX-512: 32-channel tiles even where 16-channel units would make more tasks (those take
+     * ranges of tiles below). A 14 x 16 tile loads 15 vectors for 14 FMAs: on a core with two
+     * FMA units it is load-bound at half the 10 x 32 tile's rate (DQN's convolutions at 2
+     * threads, Intel Xeon: 32.8, 29.0, 21.3 -> 27.4, 24.8, 18.0 us; the model 176-180 ->
+     * 172-174 us). One FMA unit (Zen 4) ran both at the same rate. */
+    if (r.avx2) r.pw = 16;
     r.panels = cdiv(c->cout_g, r.pw);
     r.rows = r.avx2 ? tile_positions(r.np, DT2_POS_MIN, DT2_POS_MAX)
                     : tile_positions(r.np, DT_POS_MIN, DT_POS_MAX);
