@@ -34,7 +34,7 @@
 #define NC_WIDE 2048                     /* up to 2048: a 12-row strip of C (96 KiB) stays in L2 */
 /* Packed A of more bytes than this in a call is taken to come from memory: its slivers are
  * prefetched one ahead when few B panels use each (gemm_task). ResNet-18's 256-channel Winograd
- * layers (U: 9.4 MB) at 1 thread, Intel Xeon: 18.0-18.3 -> 16.8-17.3 ms for the model;
+ * layers (U: 9.4 MB) at 1 thread, Intel Xeon: 18.0-18.6 -> 16.8-17.1 ms for the model;
  * SqueezeNet's 13 x 13 ones (U: 1.3-2.4 MB, from L3) were 5-20% slower with it (the prefetch
  * instructions cost more than the misses they hide there). */
 #define STREAM_A_BYTES (4 << 20)
