@@ -166,19 +166,16 @@ static FAST_AVX512 void im2col_panel_avx512(const Conv *c, const float *x, const
                 if (hi <= lo) continue;
                 uint64_t m = (((uint64_t)1 << (hi - lo)) - 1) << (sg->jj + lo);
                 const float *b = rowp + (iw0 - 2 * sg->jj);
+                __m512 v0, v1, v2, v3;
                 if (b >= x_lo && b + 64 <= x_hi) { /* plain loads inside the input tensor */
-                    __m512 v0 = _mm512_loadu_ps(b), v1 = _mm512_loadu_ps(b + 16);
-                    __m512 v2 = _mm512_loadu_ps(b + 32), v3 = _mm512_loadu_ps(b + 48);
-                    r0 = _mm512_mask_mov_ps(r0, (__mmask16)(m & 0xffff),
-                                            _mm512_permutex2var_ps(v0, even, v1));
-                    r1 = _mm512_mask_mov_ps(r1, (__mmask16)(m >> 16),
-                                            _mm512_permutex2var_ps(v2, even, v3));
-                    continue;
+                    v0 = _mm512_loadu_ps(b), v1 = _mm512_loadu_ps(b + 16);
+                    v2 = _mm512_loadu_ps(b + 32), v3 = _mm512_loadu_ps(b + 48);
+                } else {
+                    v0 = _mm512_maskz_loadu_ps(spread8(m), b);
+                    v1 = _mm512_maskz_loadu_ps(spread8(m >> 8), b + 16);
+                    v2 = _mm512_maskz_loadu_ps(spread8(m >> 16), b + 32);
+                    v3 = _mm512_maskz_loadu_ps(spread8(m >> 24), b + 48);
                 }
-                __m512 v0 = _mm512_maskz_loadu_ps(spread8(m), b);
-                __m512 v1 = _mm512_maskz_loadu_ps(spread8(m >> 8), b + 16);
-                __m512 v2 = _mm512_maskz_loadu_ps(spread8(m >> 16), b + 32);
-                __m512 v3 = _mm512_maskz_loadu_ps(spread8(m >> 24), b + 48);
                 r0 = _mm512_mask_mov_ps(r0, (__mmask16)(m & 0xffff),
                                         _mm512_permutex2var_ps(v0, even, v1));
                 r1 = _mm512_mask_mov_ps(r1, (__mmask16)(m >> 16),

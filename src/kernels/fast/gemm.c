@@ -189,6 +189,11 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
  * each 64 floats ahead, once per line. */
 #define Z_PREFETCH_A(i)                                                                            \
     if (i < R) _mm_prefetch((const char *)(A_PTR(i) + 64), _MM_HINT_T0);
+/* The tail's clamp cl (NULL: none) on a tile's final values, as kern_clamp_rows' relu / clip step
+ * at this level: max(x, 0) gives 0 for NaN and -0; min(hi, max(lo, x)) keeps NaN. */
+#define Z_CLAMP_SETUP                                                                              \
+    const int ck = cl ? cl->clamp : K_CLAMP_NONE;                                                  \
+    const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f), vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
 #define Z_CLAMP(v)                                                                                 \
     if (ck == K_CLAMP_RELU)                                                                        \
         v = _mm512_max_ps(v, _mm512_setzero_ps());                                                 \
@@ -224,11 +229,7 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
     }
     __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1);
     __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
-    /* the tail's clamp on the final values (kern_clamp_rows' relu / clip step at this level:
-     * max(x, 0) gives 0 for NaN and -0; min(hi, max(lo, x)) keeps NaN) */
-    const int ck = cl ? cl->clamp : K_CLAMP_NONE;
-    const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f), vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
-    (void)vlo, (void)vhi;
+    Z_CLAMP_SETUP
     ROWS12(Z_STORE)
 }
 
@@ -241,8 +242,7 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
     }
 FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float *a, const float *b,
                               int64_t ldb, float *c, int cols, bool load, const KEpilogue *cl) {
-    const int ck = cl ? cl->clamp : K_CLAMP_NONE;
-    const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f), vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    Z_CLAMP_SETUP
     const int64_t aps = D ? 1 : SGEMM_MR;
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
            s30 = s00, s31 = s00;

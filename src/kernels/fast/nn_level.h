@@ -274,12 +274,13 @@ static inline VATTR VF V(vload_stepn)(const float *p, int64_t s, int64_t nl) {
 #endif
 }
 
-#if FAST_LEVEL == 2
-/* The taps p[2 l], p[2 l + 1], p[2 l + 2] of lanes l < nl (0 < nl < 16) of a stride-2 window of
- * width 3, reading floats [0, 2 nl] only (masked loads; the other lanes are junk): taps3_s2 for a
- * plane narrower than a vector (SqueezeNet's 27 -> 13 pool: its 13-wide rows took nine masked
- * loads-and-permutes each through vload_stepn, 95 us a call where onnxruntime takes 16-20). */
+/* The taps p[2 l], p[2 l + 1], p[2 l + 2] of lanes l < nl (0 < nl < VL) of a stride-2 window of
+ * width 3, reading floats [0, 2 nl] only: taps3_s2 for a plane narrower than a vector. At
+ * AVX-512 two masked loads and three permutes (the other lanes are junk); SqueezeNet's 27 -> 13
+ * pool's 13-wide rows took nine masked loads-and-permutes each through vload_stepn, 95 -> 48 us
+ * a call. Elsewhere vload_stepn per tap. */
 static inline VATTR void V(taps3_s2n)(const float *p, int64_t nl, VF *t0, VF *t1, VF *t2) {
+#if FAST_LEVEL == 2
     const __m512i ramp = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i one = _mm512_set1_epi32(1), even = _mm512_add_epi32(ramp, ramp);
     int64_t c = 2 * nl + 1; /* <= 31 */
@@ -290,8 +291,12 @@ static inline VATTR void V(taps3_s2n)(const float *p, int64_t nl, VF *t0, VF *t1
     *t1 = _mm512_permutex2var_ps(z0, _mm512_add_epi32(even, one), z1);
     /* lane 15 would need p[32]: index 32 wraps to 0, a junk lane (nl < 16) */
     *t2 = _mm512_permutex2var_ps(z0, _mm512_add_epi32(even, _mm512_add_epi32(one, one)), z1);
-}
+#else
+    *t0 = V(vload_stepn)(p, 2, nl);
+    *t1 = V(vload_stepn)(p + 1, 2, nl);
+    *t2 = V(vload_stepn)(p + 2, 2, nl);
 #endif
+}
 
 /* One vector of outputs, its first nl lanes (0 < nl < VL) stored: columns [col, col + nl), all
  * interior; the rest as pool_vecs. */
@@ -299,24 +304,20 @@ static VATTR void V(pool_part)(const PoolGeom *g, const float *x0, int64_t rs, i
                                int64_t col, int64_t nl, float dv, float *yr) {
     VF acc = V(vset)(g->is_max ? -FLT_MAX : 0.0f);
     const float *p = x0 + (col * g->sw - g->pl);
-#if FAST_LEVEL == 2
-    if (g->sw == 2 && g->kw == 3 && g->dw == 1) { /* the taps in pool_vecs' order */
-        for (int64_t a = 0; a < na; a++) {
+    bool k3s2 = g->sw == 2 && g->kw == 3 && g->dw == 1;
+    for (int64_t a = 0; a < na; a++) {
+        if (k3s2) { /* the same taps in the same order */
             VF t0, t1, t2;
             V(taps3_s2n)(p + a * rs, nl, &t0, &t1, &t2);
-            if (g->is_max)
-                acc = V(vmax)(t2, V(vmax)(t1, V(vmax)(t0, acc)));
-            else
-                acc = V(vadd)(V(vadd)(V(vadd)(acc, t0), t1), t2);
+            acc = g->is_max ? V(vmax)(t2, V(vmax)(t1, V(vmax)(t0, acc)))
+                            : V(vadd)(V(vadd)(V(vadd)(acc, t0), t1), t2);
+            continue;
         }
-        na = 0;
-    }
-#endif
-    for (int64_t a = 0; a < na; a++)
         for (int64_t b = 0; b < g->kw; b++) {
             VF v = V(vload_stepn)(p + a * rs + b * g->dw, g->sw, nl);
             acc = g->is_max ? V(vmax)(v, acc) : V(vadd)(acc, v);
         }
+    }
     if (!g->is_max) {
         VF d = V(vmul)(V(vset)(dv), V(vloadn)(g->div_w + col, nl));
         acc = V(vdiv)(acc, V(vmax)(d, V(vset)(1.0f)));
