@@ -4,8 +4,9 @@
  *   - kern_sgemm_run against a double-precision product: strides of every transposition, batches
  *     with broadcast (mod) operands, operands packed beforehand, accumulate, a bias+relu
  *     epilogue, every tail 1..33 of m and n, k = 0 and 1, depths across the K blocks, products
- *     of 1 to 3 rows (the GEMV path) with odd n and k, A packed by the tasks; and the same bits
- *     on 1 and 2 threads (results do not depend on the thread count);
+ *     of 1 to 3 rows (the GEMV path) with odd n and k, A packed by the tasks, narrow and deep
+ *     products (K blocks split over the threads); and the same bits on 1 and 2 threads (3 too
+ *     for the K split; results do not depend on the thread count);
  *   - each fast kernel against its reference kernel (kern_ref_lookup) on the same inputs: odd
  *     sizes, empty dims, transposes, broadcast batches, conv strides, padding (1, 2, 4 values),
  *     dilation, groups, depthwise with multipliers, 1x1; the fast kernel's output preallocated and
@@ -781,11 +782,25 @@ static void small_m_tests(SupPool *pool) {
                        .epi = v % 2 == 1};
         free(gemm_case(&gc, pool, true));
     }
+    for (int v = 0; v < 6; v++) { /* narrow and deep: K blocks split over the threads */
+        GemmCase gc = {.m = v % 3 == 0   ? 64
+                            : v % 3 == 1 ? 13
+                                         : 48,
+                       .n = v < 2   ? 169
+                            : v < 4 ? 256
+                                    : 37,
+                       .k = v % 2 ? 384 : 259 + 128 * v,
+                       .batch = 1,
+                       .ta = v == 3,
+                       .pre_b = v == 4,
+                       .epi = v % 2 == 0};
+        free(gemm_case(&gc, pool, true));
+    }
 }
 
 /* The same bits on 1 and 2 threads. */
-static void thread_independence(SupPool *pool) {
-    for (int i = 0; i < 10; i++) {
+static void thread_independence(SupPool *pool, SupPool *pool3) {
+    for (int i = 0; i < 14; i++) {
         GemmCase gc = random_gemm();
         if (i < 2) gc.m = 100, gc.n = 300, gc.k = 600; /* split in both directions */
         if (i == 2) /* a GEMV with pre-packed B: one K block, columns split for the threads */
@@ -799,14 +814,24 @@ static void thread_independence(SupPool *pool) {
         if (i == 7 || i == 8) /* one row times B^T in place (rowdot), a partial group of rows */
             gc.m = 1, gc.n = i == 7 ? 1001 : 4099, gc.k = i == 7 ? 259 : 70, gc.tb = true,
             gc.ta = false, gc.pre_b = false, gc.batch = 1, gc.epi = i == 8;
+        if (i >= 10) /* narrow and deep (K blocks over the threads: 4 blocks on 3 threads too) */
+            gc.m = i == 10   ? 48
+                   : i == 11 ? 64
+                             : 7,
+            gc.n = i == 12 ? 256 : 169, gc.k = i == 13 ? 1000 : 384, gc.batch = 1,
+            gc.b_mod = gc.a_mod = 0, gc.acc = false, gc.tb = false, gc.pre_b = i == 12,
+            gc.epi = i != 11;
         uint64_t keep = rng;
         float *c1 = gemm_case(&gc, NULL, false);
         rng = keep;
         float *c2 = gemm_case(&gc, pool, false);
+        rng = keep;
+        float *c3 = gemm_case(&gc, pool3, false);
         size_t bytes = (size_t)(gc.batch * gc.m * gc.n) * sizeof(float);
-        CHECK(memcmp(c1, c2, bytes) == 0, "sgemm m%lld n%lld k%lld: 1 and 2 threads differ [%s]",
-              (long long)gc.m, (long long)gc.n, (long long)gc.k, cfg_isa);
-        free(c1), free(c2);
+        CHECK(memcmp(c1, c2, bytes) == 0 && memcmp(c1, c3, bytes) == 0,
+              "sgemm m%lld n%lld k%lld: 1, 2 and 3 threads differ [%s]", (long long)gc.m,
+              (long long)gc.n, (long long)gc.k, cfg_isa);
+        free(c1), free(c2), free(c3);
     }
 }
 
@@ -819,6 +844,7 @@ static void conv_thread_independence(SupPool *pool) {
         {64, 9, 9, 64, 3, 3, 1, 0, 1},    {24, 13, 17, 40, 3, 3, 1, 1, 1},
         {48, 20, 20, 48, 3, 3, 2, 1, 48}, {144, 9, 9, 144, 3, 3, 1, 1, 144},
         {3, 37, 29, 20, 3, 3, 2, 0, 1},   {40, 23, 23, 24, 1, 1, 1, 0, 1},
+        {384, 13, 13, 64, 1, 1, 1, 0, 1}, {512, 11, 15, 40, 1, 1, 1, 0, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int64_t *v = shapes[i];
@@ -842,7 +868,7 @@ int main(void) {
     uint64_t seed = s ? strtoull(s, NULL, 10) : 20240611;
     printf("seed %llu (RLY_SEED replays)\n", (unsigned long long)seed);
     rng = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
-    SupPool *pool2 = sup_pool_new(2);
+    SupPool *pool2 = sup_pool_new(2), *pool3 = sup_pool_new(3);
     for (int level = SUP_ISA_SCALAR; level <= (int)sup_isa_detected(); level++) {
         cfg_isa = sup_isa_name(sup_isa_force((SupIsa)level));
         for (int th = 0; th < 2; th++) {
@@ -869,12 +895,13 @@ int main(void) {
             check_packed_once(pool);
             check_rows_in_place(pool);
         }
-        thread_independence(pool2);
+        thread_independence(pool2, pool3);
         conv_thread_independence(pool2);
         printf("level %s done (%d passed, %d failed so far)\n", cfg_isa, n_pass, n_fail);
     }
     sup_isa_force(sup_isa_detected());
     conv_error_bounds(pool2);
     sup_pool_free(pool2);
+    sup_pool_free(pool3);
     return check_summary();
 }

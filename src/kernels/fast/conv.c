@@ -274,10 +274,16 @@ static bool gemm_reads_input(const Conv *c) {
  * direct tile (positions x 32 channels) does not. Measured (bench_gemm, 1 thread): 960->160 at
  * 7x7 0.15 vs 0.20 ms, 320->1280 at 7x7 0.40-0.44 vs 0.51-0.54, 384->64 at 14x14 0.089 vs 0.10;
  * slower: 64->384 at 14x14 (64 taps: the tile's transpose weighs more), 512->1000 at 13x13
- * (its last panel of 8 channels) by 5-8%. */
+ * (its last panel of 8 channels) by 5-8%. Not for a product of at most 64 rows (one image, one
+ * group), which the GEMM splits along K over the threads (gemm.c, plan_gemm): each core then
+ * reads only its part of the input, where the direct tiles split the output channels and each
+ * core reads all of it, half of it from the other core. SqueezeNet's 13 x 13 squeezes in the
+ * model (Intel Xeon): 2 threads 512->64 96 -> 58 us, 384->64 65 -> 45; 1 thread 80 -> 87 and
+ * 61 -> 66. */
 static bool direct_1x1_pays(const Conv *c) {
     int64_t np = c->oh * c->ow;
-    return np < 128 || (np <= 256 && c->cin_g >= 256 && c->cout_g % 32 == 0);
+    bool k_split = c->cout_g <= 64 && c->batch * c->groups == 1;
+    return np < 128 || (np <= 256 && c->cin_g >= 256 && c->cout_g % 32 == 0 && !k_split);
 }
 
 static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {

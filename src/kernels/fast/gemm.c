@@ -40,6 +40,10 @@
 #define STREAM_A_BYTES (4 << 20)
 /* depth of a block of B read in place from rows in separate pages (plan_gemm) */
 #define KC_STREAMS 32
+/* panels ahead that the first row panel's tiles prefetch of B read in place (gemm_task) */
+#define PF_PANELS 2
+/* A narrow, deep product's K blocks come in multiples of this (plan_gemm) */
+#define KSPLIT_BLOCKS 4
 #define MIN_TASK_MACS 131072 /* smallest multiply-adds worth a task of their own */
 #define PACK_A_CHUNK 8       /* A panels packed per task */
 
@@ -126,16 +130,20 @@ void kern_sgemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_
  * C[0..rows)[0..cols) (+)= sum over p < kc of A(i, p) * b[p * NR + j], b the B sliver of a panel,
  * A either the sliver of a packed panel (lda == 0: A(i, p) = a[p * MR + i]) or read in place
  * from rows lda floats apart (A(i, p) = a[i * lda + p]: a row-major A needs no packing; its
- * 12 x kc sliver stays in L1 as a packed one would). load: C's old values are added. */
+ * 12 x kc sliver stays in L1 as a packed one would). load: C's old values are added. cl: a clamp
+ * on the final values (AVX-512 tiles only, else NULL). pf: rows ldb apart to prefetch into L2,
+ * a line pair per step (AVX-512 tiles only; NULL: none). */
 typedef void (*UKernel)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                        float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl);
+                        float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                        const float *pf);
 
 static void epi_clamp(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
                       int64_t rows, int64_t cols);
 
 static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl) {
-    (void)cl; /* only the AVX-512 tiles clamp (gemm_task) */
+                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                       const float *pf) {
+    (void)cl, (void)pf; /* only the AVX-512 tiles clamp and prefetch (gemm_task) */
     float acc[SGEMM_MR][SGEMM_NR];
     memset(acc, 0, sizeof acc);
     int64_t ars = lda ? lda : 1, aps = lda ? 1 : SGEMM_MR;
@@ -214,13 +222,18 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
 
 FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
                                int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-                               int cols, bool load, const KEpilogue *cl) {
+                               int cols, bool load, const KEpilogue *cl, const float *pf) {
     A_PTRS();
     ROWS12(Z_PREFETCH) /* C is read only at the end: start bringing it in now */
     ROWS12(Z_DECL)
     for (int64_t p = 0; p < kc; p++) {
         if (D && (p & 15) == 0) {
             ROWS12(Z_PREFETCH_A)
+        }
+        if (pf != NULL) {
+            _mm_prefetch((const char *)pf, _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf + 16), _MM_HINT_T1);
+            pf += ldb;
         }
         __m512 b0 = _mm512_loadu_ps(b), b1 = W == 2 ? _mm512_loadu_ps(b + 16) : b0;
         ROWS12(Z_STEP)
@@ -270,14 +283,14 @@ FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float
 }
 
 typedef void (*Tile)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                     int64_t ldc, int cols, bool load, const KEpilogue *cl);
+                     int64_t ldc, int cols, bool load, const KEpilogue *cl, const float *pf);
 #define TILE_ARGS                                                                                  \
     int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,   \
-        int cols, bool load, const KEpilogue *cl
+        int cols, bool load, const KEpilogue *cl, const float *pf
 /* z_R_W_D: R rows, W vectors, D in place (1) or packed (0). */
 #define Z_FN(R, W, D)                                                                              \
     static FAST_AVX512 void z_##R##_##W##_##D(TILE_ARGS) {                                         \
-        z_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load, cl);                               \
+        z_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf);                           \
     }
 #define Z_FNS(R) Z_FN(R, 1, 0) Z_FN(R, 2, 0) Z_FN(R, 1, 1) Z_FN(R, 2, 1)
 Z_FNS(2)
@@ -293,7 +306,7 @@ Z_FNS(11)
 Z_FNS(12)
 #define Z_ROW_FN(W, D)                                                                             \
     static FAST_AVX512 void z_1_##W##_##D(TILE_ARGS) {                                             \
-        (void)lda, (void)ldc;                                                                      \
+        (void)lda, (void)ldc, (void)pf;                                                            \
         z_row(W, D, kc, a, b, ldb, c, cols, load, cl);                                             \
     }
 Z_ROW_FN(1, 0)
@@ -306,8 +319,9 @@ Z_ROW_FN(2, 1)
 static const Tile z_tiles[SGEMM_MR][2][2] = {Z_ENTRIES(Z_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
 static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl) {
-    z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load, cl);
+                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                       const float *pf) {
+    z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf);
 }
 
 /* AVX2: R rows (<= 6) of W 8-float vectors (<= 2), a quarter of the 12 x 32 tile. */
@@ -377,17 +391,17 @@ FAST_AVX2 INLINE void y_row(const bool D, int64_t kc, const float *a, const floa
     YR_STORE(0) YR_STORE(1) YR_STORE(2) YR_STORE(3)
 }
 static FAST_AVX2 void y_row_0(TILE_ARGS) {
-    (void)lda, (void)ldc, (void)cl;
+    (void)lda, (void)ldc, (void)cl, (void)pf;
     y_row(false, kc, a, b, ldb, c, cols, load);
 }
 static FAST_AVX2 void y_row_1(TILE_ARGS) {
-    (void)lda, (void)ldc, (void)cl;
+    (void)lda, (void)ldc, (void)cl, (void)pf;
     y_row(true, kc, a, b, ldb, c, cols, load);
 }
 
 #define Y_FN(R, W, D)                                                                              \
     static FAST_AVX2 void y_##R##_##W##_##D(TILE_ARGS) {                                           \
-        (void)cl;                                                                                  \
+        (void)cl, (void)pf;                                                                        \
         y_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load);                                   \
     }
 #define Y_FNS(R) Y_FN(R, 1, 0) Y_FN(R, 2, 0) Y_FN(R, 1, 1) Y_FN(R, 2, 1)
@@ -402,10 +416,11 @@ Y_FNS(6)
 static const Tile y_tiles[6][2][2] = {Y_ENTRIES(Y_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
 static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                     int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl) {
-    (void)cl; /* only the AVX-512 tiles clamp (gemm_task) */
+                     int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                     const float *pf) {
+    (void)cl, (void)pf; /* only the AVX-512 tiles clamp and prefetch (gemm_task) */
     if (rows == 1) {
-        (lda ? y_row_1 : y_row_0)(kc, a, lda, b, ldb, c, ldc, cols, load, NULL);
+        (lda ? y_row_1 : y_row_0)(kc, a, lda, b, ldb, c, ldc, cols, load, NULL, NULL);
         return;
     }
     for (int i0 = 0; i0 < rows; i0 += 6) {
@@ -414,7 +429,7 @@ static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, in
         for (int j0 = 0; j0 < cols; j0 += 16) {
             int w = cols - j0 < 16 ? cols - j0 : 16;
             y_tiles[r - 1][lda != 0][w > 8](kc, ai, lda, b + j0, ldb, c + i0 * ldc + j0, ldc, w,
-                                            load, NULL);
+                                            load, NULL, NULL);
         }
     }
 }
@@ -645,6 +660,9 @@ typedef struct Plan {
     size_t abuf;           /* floats of each thread's A sliver buffer (a_task) */
     bool b_inplace;        /* B read in place (row-major), only a column tail packed into bbuf */
     bool a_task;           /* each task packs its own A slivers (MR x kc) just before their use */
+    int64_t parts_k; /* K split: tasks of one K block each, C's partial sums added after (>= 2);
+                      * 1: none */
+    int64_t ldp;     /* K split: the row stride of a block's partial C (n rounded up to 16) */
 } Plan;
 
 static int64_t item(int64_t t, int64_t mod) { return mod ? t % mod : t; }
@@ -738,6 +756,19 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
                  (g->b_packed != NULL || pl->b_inplace) && g->n <= pl->ncs;
     if (g->a_packed == NULL && pl->lda == 0 && !pl->a_task)
         pl->n_a = g->a_mod ? min64(g->a_mod, g->batch) : g->batch;
+    /* A narrow, deep product (C of at most 64 x 256 from 256+ deep: a 1x1 convolution's squeeze
+     * on a 13 x 13 plane) has too few column panels to split well (6 panels into tasks of 2, 2,
+     * 2: 1 against 2 on 2 threads) and too few rows to split (each thread would read all of B,
+     * half of it written by the other core). Its K blocks come in a multiple of KSPLIT_BLOCKS
+     * (a pass over C each, which stays in L1 or L2), whatever the thread count, so that on
+     * several threads each task can take whole blocks (ksum_task); a thread then reads only its
+     * blocks' rows of B, one contiguous range of a 1x1 convolution's input. */
+    bool narrow = g->batch == 1 && !g->accumulate && !gemv && g->m <= 64 && g->n <= 8 * SGEMM_NR &&
+                  g->k >= 256 && (g->b_packed != NULL || pl->b_inplace);
+    if (narrow) {
+        nkb = cdiv(cdiv(g->k, pl->kcs), KSPLIT_BLOCKS) * KSPLIT_BLOCKS;
+        pl->kcs = cdiv(g->k, nkb);
+    }
     if (pl->a_task) pl->abuf = (size_t)(pl->kcs * SGEMM_MR);
     if (pl->b_inplace)
         pl->bbuf = (size_t)(pl->kcs * SGEMM_NR);
@@ -750,6 +781,16 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
      * (the pool's counter hands the caller task 0 in 98% of runs, measured); with 4 ranges the
      * ranges wandered between the cores */
     int64_t tiles_m = cdiv(g->m, SGEMM_MR), tiles_n = cdiv(g->n, SGEMM_NR);
+    pl->parts_k = 1;
+    if (narrow && n_threads > 1 &&
+        (double)g->m * (double)g->n * (double)pl->kcs >= (double)MIN_TASK_MACS) {
+        pl->parts_k = cdiv(g->k, pl->kcs);
+        pl->ldp = (g->n + 15) / 16 * 16;
+        pl->parts_m = pl->parts_n = 1;
+        pl->rows_part = tiles_m * SGEMM_MR;
+        pl->cols_part = tiles_n * SGEMM_NR;
+        return;
+    }
     int64_t parts = 1;
     if (n_threads > 1 && g->batch < 2 * n_threads) {
         double macs = task_weight(g) * (double)g->n * (double)(g->k > 0 ? g->k : 1);
@@ -794,12 +835,17 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
     }
 }
 
+/* The K split's partial sums: C of each block but the first (which goes to C itself). */
+static size_t ksum_floats(const SGemm *g, const Plan *pl) {
+    return (size_t)(pl->parts_k - 1) * (size_t)(g->m * pl->ldp);
+}
+
 size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads) {
     if (g->m <= 0 || g->n <= 0 || g->batch <= 0 || rows_gemv(g)) return 0;
     Plan pl;
     plan_gemm(g, n_threads, &pl);
     return (align16((size_t)pl.n_a * pl.a_item) +
-            (size_t)n_threads * (align16(pl.bbuf) + align16(pl.abuf))) *
+            (size_t)n_threads * (align16(pl.bbuf) + align16(pl.abuf)) + ksum_floats(g, &pl)) *
            sizeof(float);
 }
 
@@ -814,6 +860,7 @@ typedef struct Run {
     float *bbufs; /* thread w's buffers at bbufs + w * (align16(pl.bbuf) + align16(pl.abuf)):
                    * B block, then A sliver */
     float *a_dst; /* pack phase: where A items go */
+    float *psum;  /* K split: block b's partial C at psum + (b - 1) * m * pl.ldp (b >= 1) */
 } Run;
 
 static void pack_a_task(void *ctx, int64_t task, int worker) {
@@ -859,7 +906,7 @@ static void gemv_task(const Run *r, int64_t t, int64_t j0, int64_t j1) {
     for (int64_t i = 0; i < q1 - q0; i++) {
         int64_t q = r->backward ? q1 - 1 - i : q0 + i;
         r->uk(g->k, ap, pl->lda, bp + q * g->k * SGEMM_NR, SGEMM_NR, c + q * SGEMM_NR, g->ldc, 1,
-              (int)min64(SGEMM_NR, j1 - q * SGEMM_NR), g->accumulate, NULL);
+              (int)min64(SGEMM_NR, j1 - q * SGEMM_NR), g->accumulate, NULL, NULL);
     }
     if (g->epi) g->epi(g->epi_ctx, t, c + j0, g->ldc, 0, j0, 1, j1 - j0);
 }
@@ -871,7 +918,7 @@ void kern_sgemv_packed(const float *a, const float *b_packed, int64_t k, int64_t
     for (int64_t i = 0; i < q1 - q0; i++) {
         int64_t q = backward ? q1 - 1 - i : q0 + i;
         uk(k, a, k, b_packed + q * k * SGEMM_NR, SGEMM_NR, c + q * SGEMM_NR, 0, 1,
-           (int)min64(SGEMM_NR, n - q * SGEMM_NR), false, NULL);
+           (int)min64(SGEMM_NR, n - q * SGEMM_NR), false, NULL, NULL);
     }
 }
 
@@ -879,6 +926,8 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
     const Run *r = ctx;
     const SGemm *g = r->g;
     const Plan *pl = &r->pl;
+    int64_t kb = 0; /* K split: the task's block */
+    if (pl->parts_k > 1) kb = task, task = 0;
     int64_t per = pl->parts_m * pl->parts_n, t = task / per, q = task % per;
     int64_t i0 = q / pl->parts_n * pl->rows_part, i1 = min64(g->m, i0 + pl->rows_part);
     int64_t j0 = q % pl->parts_n * pl->cols_part, j1 = min64(g->n, j0 + pl->cols_part);
@@ -890,8 +939,12 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
         gemv_task(r, t, j0, j1);
         return;
     }
-    int64_t k = g->k, ldc = g->ldc;
+    int64_t k = g->k, ldc = g->ldc, k_lo = 0, k_hi = k;
     float *c = g->c + t * g->c_bs;
+    if (pl->parts_k > 1) { /* block kb alone; its partial sums in C (kb 0) or psum */
+        k_lo = kb * pl->kcs, k_hi = min64(k, k_lo + pl->kcs);
+        if (kb > 0) c = r->psum + (size_t)(kb - 1) * (size_t)(g->m * pl->ldp), ldc = pl->ldp;
+    }
     const float *ap = pl->lda || pl->a_task ? g->a + item(t, g->a_mod) * g->a_bs
                                             : r->a_packed + (size_t)item(t, g->a_mod) * pl->a_item;
     const float *bp = g->b_packed ? g->b_packed + (size_t)item(t, g->b_mod) * pl->b_item : NULL;
@@ -899,8 +952,8 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
     float *abuf = buf + align16(pl->bbuf);
     for (int64_t jc = j0; jc < j1; jc += pl->ncs) {
         int64_t nc = min64(pl->ncs, j1 - jc);
-        for (int64_t pc = 0; pc < k; pc += pl->kcs) {
-            int64_t kc = min64(pl->kcs, k - pc), bstride, ldb = SGEMM_NR;
+        for (int64_t pc = k_lo; pc < k_hi; pc += pl->kcs) {
+            int64_t kc = min64(pl->kcs, k_hi - pc), bstride, ldb = SGEMM_NR;
             int64_t full = nc; /* columns read where bb points (the rest from buf) */
             const float *bb;
             if (bp != NULL) {
@@ -925,7 +978,7 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                 bb = buf;
                 bstride = kc * SGEMM_NR;
             }
-            bool load = g->accumulate || pc > 0, last = pc + kc == k;
+            bool load = g->accumulate || pc > k_lo, last = pc + kc == k && pl->parts_k == 1;
             /* a clamp tail at AVX-512 is applied by the tiles to the final values (in
              * registers), not by a pass over each finished strip (12 rows of up to 2048+
              * columns: from L2) */
@@ -949,18 +1002,69 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                     for (int64_t off = 0; off < kc * SGEMM_MR * (int64_t)sizeof(float); off += 64)
                         _mm_prefetch(na + off, _MM_HINT_T1);
                 }
+                /* B in place, its kc rows apart in a plane: kc streams, too many for the hardware
+                 * prefetcher, so where B comes from L3 or the other core (a 1x1 convolution's
+                 * input, pushed out of L2 by a Winograd layer's blocks) the first row panel's
+                 * pass waits on every miss. Its tiles prefetch into L2 the panel PF_PANELS ahead
+                 * (one line pair per step), the first PF_PANELS panels before them. */
+                bool pf_b = pl->b_inplace && ir == i0;
+                if (pf_b)
+                    for (int64_t jp = 0; jp < min64(full, PF_PANELS * SGEMM_NR); jp += 16)
+                        for (int64_t p = 0; p < kc; p++)
+                            _mm_prefetch((const char *)(bb + jp + p * ldb), _MM_HINT_T1);
                 for (int64_t jr = 0; jr < nc; jr += SGEMM_NR) {
                     int cols = (int)min64(SGEMM_NR, nc - jr);
+                    const float *pf = pf_b && jr + PF_PANELS * SGEMM_NR < full
+                                          ? bb + jr + PF_PANELS * SGEMM_NR
+                                          : NULL;
                     if (jr < full)
                         r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, cs + jr, ldc,
-                              rows, cols, load, cl);
+                              rows, cols, load, cl, pf);
                     else
-                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load, cl);
+                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load, cl,
+                              NULL);
                 }
                 if (last && g->epi && cl == NULL) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
             }
         }
     }
+}
+
+/* c[j] += p[j] for j < n (c and p apart) */
+static void add_row(float *restrict c, const float *restrict p, int64_t n) {
+    for (int64_t j = 0; j < n; j++)
+        c[j] += p[j];
+}
+static FAST_AVX512 void add_row_avx512(float *c, const float *p, int64_t n) {
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        _mm512_storeu_ps(c + j, _mm512_add_ps(_mm512_loadu_ps(c + j), _mm512_loadu_ps(p + j)));
+    if (j < n) {
+        __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
+        __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, c + j), _mm512_maskz_loadu_ps(m, p + j));
+        _mm512_mask_storeu_ps(c + j, m, v);
+    }
+}
+
+/* K split, rows [12 task, ...): C += each block's partial sums in block order (as one task
+ * adds each block to C: the same sums), then the epilogue. */
+static void ksum_task(void *ctx, int64_t task, int worker) {
+    (void)worker;
+    const Run *r = ctx;
+    const SGemm *g = r->g;
+    const Plan *pl = &r->pl;
+    int64_t i0 = task * SGEMM_MR, i1 = min64(g->m, i0 + SGEMM_MR);
+    for (int64_t i = i0; i < i1; i++) {
+        float *ci = g->c + i * g->ldc;
+        for (int64_t b = 1; b < pl->parts_k; b++) {
+            const float *pi = r->psum + (size_t)(b - 1) * (size_t)(g->m * pl->ldp) + i * pl->ldp;
+            if (r->uk == ukr_avx512)
+                add_row_avx512(ci, pi, g->n);
+            else
+                add_row(ci, pi, g->n);
+        }
+    }
+    if (g->epi) g->epi(g->epi_ctx, 0, g->c + i0 * g->ldc, g->ldc, i0, 0, i1 - i0, g->n);
 }
 
 void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
@@ -988,6 +1092,12 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
         r.a_packed = s;
     }
     r.bbufs = s + align16((size_t)r.pl.n_a * r.pl.a_item);
+    if (r.pl.parts_k > 1) {
+        r.psum = r.bbufs + (size_t)n_threads * (align16(r.pl.bbuf) + align16(r.pl.abuf));
+        sup_pool_run(pool, r.pl.parts_k, gemm_task, &r);
+        sup_pool_run(pool, cdiv(g->m, SGEMM_MR), ksum_task, &r);
+        return;
+    }
     int64_t n_tasks = g->batch * r.pl.parts_m * r.pl.parts_n;
     double macs = (double)g->batch * task_weight(g) * (double)g->n * (double)g->k;
     sup_pool_run(macs >= 2.0 * MIN_TASK_MACS ? pool : NULL, n_tasks, gemm_task, &r);
