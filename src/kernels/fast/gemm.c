@@ -12,6 +12,8 @@
  * row of B and 12 broadcasts of A) over kc steps; the A sliver (12 x kc) stays in L1 while the
  * kernel walks the B block's panels. Threads split C into column ranges (then row ranges) of
  * whole panels, so each B block is packed by one thread only; rows first when the tasks pack A;
+ * whole K blocks for narrow, deep products (C of at most 64 x 256: their partial sums are added
+ * after, in block order, as one thread adds the blocks into C, so the sums are the same);
  * one column range per thread for products of 1 to 3 rows with pre-packed B (GEMVs: each core
  * keeps its part of the weights in its L2). One row times B^T as it lies (a dense weight that is
  * an input, or too large to keep twice) is a row of dot products instead (rowdot, below).
