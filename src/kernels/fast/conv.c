@@ -282,8 +282,8 @@ static bool gemm_reads_input(const Conv *c) {
  * 61 -> 66. */
 static bool direct_1x1_pays(const Conv *c) {
     int64_t np = c->oh * c->ow;
-    bool k_split = c->cout_g <= 64 && c->batch * c->groups == 1;
-    return np < 128 || (np <= 256 && c->cin_g >= 256 && c->cout_g % 32 == 0 && !k_split);
+    return np < 128 || (np <= 256 && c->cin_g >= 256 && c->cout_g % 32 == 0 &&
+                        !kern_sgemm_narrow(c->cout_g, np, c->cin_g, c->batch * c->groups));
 }
 
 static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {

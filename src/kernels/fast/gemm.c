@@ -714,6 +714,10 @@ static double split_eff(int64_t tm, int64_t tn, int64_t pm, int64_t pn, int n_th
     return most > 0 ? (double)(tm * tn) / ((double)n_threads * (double)most) : 1.0;
 }
 
+bool kern_sgemm_narrow(int64_t m, int64_t n, int64_t k, int64_t batch) {
+    return batch == 1 && m <= 64 && n <= 8 * SGEMM_NR && k >= 256;
+}
+
 static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
     memset(pl, 0, sizeof *pl);
     bool gemv = g->m == 1 && g->b_packed != NULL;
@@ -765,8 +769,8 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
      * (a pass over C each, which stays in L1 or L2), whatever the thread count, so that on
      * several threads each task can take whole blocks (ksum_task); a thread then reads only its
      * blocks' rows of B, one contiguous range of a 1x1 convolution's input. */
-    bool narrow = g->batch == 1 && !g->accumulate && !gemv && g->m <= 64 && g->n <= 8 * SGEMM_NR &&
-                  g->k >= 256 && (g->b_packed != NULL || pl->b_inplace);
+    bool narrow = kern_sgemm_narrow(g->m, g->n, g->k, g->batch) && !g->accumulate && !gemv &&
+                  (g->b_packed != NULL || pl->b_inplace);
     if (narrow) {
         nkb = cdiv(cdiv(g->k, pl->kcs), KSPLIT_BLOCKS) * KSPLIT_BLOCKS;
         pl->kcs = cdiv(g->k, nkb);
@@ -1056,16 +1060,11 @@ static void ksum_task(void *ctx, int64_t task, int worker) {
     const SGemm *g = r->g;
     const Plan *pl = &r->pl;
     int64_t i0 = task * SGEMM_MR, i1 = min64(g->m, i0 + SGEMM_MR);
-    for (int64_t i = i0; i < i1; i++) {
-        float *ci = g->c + i * g->ldc;
-        for (int64_t b = 1; b < pl->parts_k; b++) {
-            const float *pi = r->psum + (size_t)(b - 1) * (size_t)(g->m * pl->ldp) + i * pl->ldp;
-            if (r->uk == ukr_avx512)
-                add_row_avx512(ci, pi, g->n);
-            else
-                add_row(ci, pi, g->n);
-        }
-    }
+    void (*add)(float *, const float *, int64_t) = r->uk == ukr_avx512 ? add_row_avx512 : add_row;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t b = 1; b < pl->parts_k; b++)
+            add(g->c + i * g->ldc,
+                r->psum + (size_t)(b - 1) * (size_t)(g->m * pl->ldp) + i * pl->ldp, g->n);
     if (g->epi) g->epi(g->epi_ctx, 0, g->c + i0 * g->ldc, g->ldc, i0, 0, i1 - i0, g->n);
 }
 

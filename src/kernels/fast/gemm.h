@@ -69,6 +69,10 @@ void kern_sgemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_
 
 /* Scratch bytes kern_sgemm_run needs for g on n_threads threads (0 when none). */
 size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads);
+
+/* Whether a product of this shape is narrow and deep: its K blocks are split over the threads
+ * (when it is not accumulated and B needs no packing per call; gemm.c, plan_gemm). */
+bool kern_sgemm_narrow(int64_t m, int64_t n, int64_t k, int64_t batch);
 /* Runs g on the pool's threads (NULL: the caller's) with `scratch` (64-byte aligned,
  * kern_sgemm_scratch_bytes(g, sup_pool_threads(pool)) bytes, contents ignored). The micro-kernel
  * is chosen by sup_isa(). Must not be called from a task of the same pool. */
