@@ -252,7 +252,7 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
 /* One row: four partial sums over p mod 4 (one chain would wait on the FMA latency). B's rows
  * ZR_PF steps ahead are prefetched into L1: a GEMV streams its B once, from L2 at best (an RNN
  * step's 1 MiB recurrent weight), and the hardware alone kept ~37 of the 64 bytes a cycle L2 can
- * give (measured alone: 7.7 -> 6.9 us per MiB at 32 steps ahead; LSTM and GRU 1-2% a run). */
+ * give (measured alone: 7.7 -> 6.9 us per MiB, 2 KiB ahead; LSTM and GRU 1-2% a run). */
 #define ZR_PF 16
 #define ZR_STEP(q)                                                                                 \
     {                                                                                              \
