@@ -152,6 +152,21 @@ struct KCall {
  * epi_done. A kernel that does not know `clamp` uses begin/apply as usual. */
 enum { K_CLAMP_NONE, K_CLAMP_RELU, K_CLAMP_CLIP };
 
+/* A tail that is a bias add, then maybe one relu or clip: y = clamp(x + b) (or clamp(b + x): the
+ * program's order, which x86 keeps for a NaN's payload), b a float32 tensor broadcast to output
+ * 0's shape, may also be applied by the kernel as it stores: begin then sets bias (b's data,
+ * compact), bias_mask (bit d set: b varies along output dimension d; it is constant along the
+ * others) and clamp_out (the result). A kernel that knows how b's values map to its tiles (a
+ * per-channel bias of NCHW or NCHW{b}c, a per-column bias of a product) writes y at clamp_out
+ * and sets epi_done; any other uses begin/apply as usual. */
+typedef struct KBias {
+    const float *b; /* NULL: the tail is not one */
+    uint32_t mask;  /* output dims along which b varies */
+    bool first;     /* b + x, else x + b */
+    uint8_t clamp;  /* K_CLAMP_* after the add */
+    float lo, hi;   /* K_CLAMP_CLIP's bounds */
+} KBias;
+
 typedef struct KEpilogue {
     int (*begin)(void *ctx, const DLTensor *out0);
     void (*apply)(void *ctx, int64_t flat0, int64_t n);
@@ -161,7 +176,8 @@ typedef struct KEpilogue {
     void *ctx;
     uint8_t clamp;    /* K_CLAMP_*: what the whole tail is */
     float lo, hi;     /* K_CLAMP_CLIP's bounds */
-    float *clamp_out; /* set by begin when clamp != K_CLAMP_NONE */
+    float *clamp_out; /* set by begin when clamp != K_CLAMP_NONE or bias.b != NULL */
+    KBias bias;       /* set by begin (see above) */
 } KEpilogue;
 
 typedef int (*KernelFn)(KCall *kc);

@@ -705,6 +705,47 @@ static bool anchor_reads(const VmEpi *e, const RtTensor *b) {
     return false;
 }
 
+/* A tail that is x + b (or b + x), then maybe one relu or clip, x the anchor's result and b a
+ * compact float32 tensor of at most its rank broadcast to it: KEpilogue.bias (kernel.h), for a
+ * kernel that adds b as it stores (a per-channel bias in registers, where a pass of the program
+ * over each finished block read it back; on NCHW16c data, whose bias varies along two merged
+ * dims, the program's general path cost more than the convolution). */
+static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0, uint32_t nd,
+                     const int64_t *shape) {
+    const FxProgram *prog = e->fu->prog;
+    KBias *kb = &e->epi->bias;
+    uint32_t x_id = e->p->n_inputs + e->fu->anchor, n_ops = prog->n_operands;
+    if (prog->n_steps < 1 || prog->n_steps > 2 || prog->step[0].op != FX_ADD ||
+        (uint32_t)out0->ndim != nd || memcmp(out0->shape, shape, sizeof(int64_t) * nd) != 0)
+        return;
+    const FxStep *s0 = &prog->step[0];
+    if (s0->a >= n_ops || s0->b >= n_ops || s0->a == s0->b) return;
+    bool first = e->fu->operand[s0->b] == x_id;
+    if (!first && e->fu->operand[s0->a] != x_id) return;
+    uint16_t bi = first ? s0->a : s0->b;
+    if (e->fu->operand[bi] == x_id) return;
+    uint8_t clamp = K_CLAMP_NONE;
+    float lo = 0, hi = 0;
+    if (prog->n_steps == 2) {
+        const FxStep *s1 = &prog->step[1];
+        if (s1->a != n_ops || (s1->op != FX_RELU && s1->op != FX_CLIP)) return;
+        clamp = s1->op == FX_RELU ? K_CLAMP_RELU : K_CLAMP_CLIP;
+        lo = s1->p0, hi = s1->p1;
+    }
+    const DLTensor *b = ops[bi];
+    if (b == NULL || k_dtype(b) != RLY_DTYPE_F32 || b->strides != NULL || (uint32_t)b->ndim > nd ||
+        b->data == NULL)
+        return;
+    uint32_t mask = 0, lead = nd - (uint32_t)b->ndim;
+    for (uint32_t d = 0; d < (uint32_t)b->ndim; d++) {
+        if (b->shape[d] == 1) continue;
+        if (b->shape[d] != shape[lead + d]) return;
+        mask |= 1u << (lead + d);
+    }
+    *kb = (KBias){k_ptr(b), mask, first, clamp, lo, hi};
+    e->epi->clamp_out = (float *)rt_tensor_data(e->res);
+}
+
 static int epi_begin(void *ctx, const DLTensor *out0) {
     VmEpi *e = ctx;
     const FxProgram *prog = e->fu->prog;
@@ -738,6 +779,7 @@ static int epi_begin(void *ctx, const DLTensor *out0) {
     }
     fx_bind(&e->bound, prog, ops, (float *)rt_tensor_data(e->res), nd, shape);
     if (e->epi->clamp != K_CLAMP_NONE) e->epi->clamp_out = (float *)rt_tensor_data(e->res);
+    epi_bias(e, ops, out0, nd, shape);
     return 0;
 }
 
@@ -873,7 +915,8 @@ static Value *run_packed(Vm *vm, uint32_t pidx, const VmReg *R, const uint32_t *
                 e.vm = vm, e.p = p, e.fu = fu, e.vals = vals, e.fp = fp, e.loc = loc;
                 e.res_slot = NULL, e.res = NULL, e.failed = NULL, e.why[0] = '\0';
                 if (pre != NULL) e.res_slot = slot + fu->n_slots - 1; /* slot: past the anchor's */
-                KEpilogue epi = {epi_begin, epi_apply, epi_apply2, &e, K_CLAMP_NONE, 0, 0, NULL};
+                KEpilogue epi = {epi_begin, epi_apply, epi_apply2, &e, K_CLAMP_NONE,
+                                 0,         0,         NULL,       {0}};
                 epi_clamp(p, fu, &epi);
                 e.epi = &epi;
                 bool done = false;

@@ -201,7 +201,8 @@ static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTen
 
 /* CLAMP_RELU, CLAMP_CLIP: one relu or clip offered as KEpilogue.clamp too, which a kernel may
  * apply as it stores into clamp_out instead of calling apply (the clip's bounds 0.1 and 0.7:
- * an output whose window is all padding is 0.1, not 0). */
+ * an output whose window is all padding is 0.1, not 0). BIAS_KB, BIAS_FIRST_KB: x + bias then a
+ * clip, and bias + x alone, offered as KEpilogue.bias too (as the VM offers them). */
 enum {
     TAIL_NONE,
     TAIL_BIAS_CLIP,
@@ -210,10 +211,13 @@ enum {
     TAIL_DECLINE,
     TAIL_CLAMP_RELU,
     TAIL_CLAMP_CLIP,
+    TAIL_BIAS_KB,
+    TAIL_BIAS_FIRST_KB,
     N_TAILS
 };
-static const char *const tail_names[N_TAILS] = {"no tail",  "bias+clip",  "relu",      "residual",
-                                                "declined", "relu clamp", "clip clamp"};
+static const char *const tail_names[N_TAILS] = {"no tail",    "bias+clip",    "relu",
+                                                "residual",   "declined",     "relu clamp",
+                                                "clip clamp", "bias+clip kb", "bias first kb"};
 #define CLAMP_LO 0.1f
 #define CLAMP_HI 0.7f
 
@@ -243,6 +247,9 @@ static void tail_program(Tail *t) {
     } else if (t->kind == TAIL_RESIDUAL) {
         p->n_operands = 2, p->n_steps = 1;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 1, .b = 0};
+    } else if (t->kind == TAIL_BIAS_FIRST_KB) {
+        p->n_operands = 2, p->n_steps = 1;
+        p->step[0] = (FxStep){.op = FX_ADD, .a = 1, .b = 0};
     } else {
         p->n_operands = 2, p->n_steps = 2;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 0, .b = 1};
@@ -260,6 +267,15 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
     t->seen = calloc((size_t)t->total + 1, 1);
     fx_bind(t->bound, &t->prog, ops, t->res, (uint32_t)out0->ndim, out0->shape);
     if (t->epi->clamp != K_CLAMP_NONE) t->epi->clamp_out = t->res;
+    if (t->kind == TAIL_BIAS_KB || t->kind == TAIL_BIAS_FIRST_KB) { /* as vm.c's epi_bias */
+        uint32_t mask = 0, lead = (uint32_t)(out0->ndim - t->operand->ndim);
+        for (uint32_t d = 0; d < (uint32_t)t->operand->ndim; d++)
+            if (t->operand->shape[d] != 1) mask |= 1u << (lead + d);
+        bool first = t->kind == TAIL_BIAS_FIRST_KB;
+        t->epi->bias = (KBias){
+            fdata(t->operand), mask, first, first ? K_CLAMP_NONE : K_CLAMP_CLIP, 0.0f, 6.0f};
+        t->epi->clamp_out = t->res;
+    }
     return 0;
 }
 
@@ -286,7 +302,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     static FxBound bound;
     Tail t = {.kind = tail, .bound = &bound};
     DLTensor *operand = NULL;
-    if (tail == TAIL_BIAS_CLIP) {
+    if (tail == TAIL_BIAS_CLIP || tail == TAIL_BIAS_KB || tail == TAIL_BIAS_FIRST_KB) {
         int64_t bs[5] = {1, want->shape[1], 1, 1, nd == 5 ? want->shape[4] : 1};
         operand = tensor_rand(nd, bs);
         for (int64_t i = 0; i < k_numel(operand); i++) /* some outputs under 0, some over 6 */
@@ -296,7 +312,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     }
     t.operand = operand;
     tail_program(&t);
-    KEpilogue epi = {tail_begin, tail_apply, NULL, &t, K_CLAMP_NONE, 0, 0, NULL};
+    KEpilogue epi = {tail_begin, tail_apply, NULL, &t, K_CLAMP_NONE, 0, 0, NULL, {0}};
     if (tail == TAIL_CLAMP_RELU) epi.clamp = K_CLAMP_RELU;
     if (tail == TAIL_CLAMP_CLIP) epi.clamp = K_CLAMP_CLIP, epi.lo = CLAMP_LO, epi.hi = CLAMP_HI;
     t.epi = &epi;
@@ -312,19 +328,25 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     }
     int64_t bad = -1, n = k_numel(want);
     double worst = 0;
-    /* a clamp the kernel applied itself: no element went through apply, the result is in t.res
-     * (output 0 unwritten); it is checked against the clamped reference */
-    bool clamped = epi.clamp != K_CLAMP_NONE && done && t.seen != NULL;
+    /* a clamp or bias the kernel applied itself: no element went through apply, the result is
+     * in t.res (output 0 unwritten); it is checked against the program over the reference */
+    bool clamped = (epi.clamp != K_CLAMP_NONE || epi.bias.b != NULL) && done && t.seen != NULL;
     for (int64_t i = 0; i < n && clamped; i++)
         clamped = t.seen[i] == 0;
+    float *ref_tail = NULL;
+    if (clamped) {
+        static FxBound rb;
+        ref_tail = calloc((size_t)n + 1, sizeof(float));
+        const DLTensor *ops[2] = {want, operand};
+        fx_bind(&rb, &t.prog, ops, ref_tail, nd, want->shape);
+        fx_range(&rb, 0, n);
+    }
     for (int64_t i = 0; i < n; i++) {
         double a = fdata(want)[i], b = fdata(got)[i];
-        if (clamped) {
-            a = tail == TAIL_CLAMP_RELU ? (a > 0 ? a : 0) : fmin(CLAMP_HI, fmax(CLAMP_LO, a));
-            b = t.res[i];
-        }
+        if (clamped) a = ref_tail[i], b = t.res[i];
         double d = fabs(a - b);
-        if (!(d <= TOL * fdata(mag)[i] + 1e-30)) {
+        /* a bias of up to 7 added to both: each sum rounded once more (an ulp of 7: 5e-7) */
+        if (!(d <= TOL * fdata(mag)[i] + (clamped ? 1e-6 : 1e-30))) {
             if (bad < 0) bad = i;
             if (d > worst || isnan(d)) worst = d;
         }
@@ -333,6 +355,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
           "%s [%s, %d thr, const %d, %s]: element %lld differs (ref %g, fast %g, worst %g)",
           s->what, cfg_isa, thr, prep != NULL, tail_names[tail], (long long)bad,
           bad >= 0 ? fdata(want)[bad] : 0.0, bad >= 0 ? fdata(got)[bad] : 0.0, worst);
+    free(ref_tail);
     if (tail != TAIL_NONE) {
         bool want_done = tail != TAIL_DECLINE && n > 0;
         int64_t wrong = -1;

@@ -246,7 +246,7 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
                                                           : K_CLAMP_NONE};
         KEpilogue epi = {tail_begin, tail_apply,   decline == 2 ? tail_apply2 : NULL,
                          &t,         K_CLAMP_NONE, 0,
-                         0,          NULL};
+                         0,          NULL,         {0}};
         t.epi = &epi;
         epi.clamp = t.clamp;
         epi.lo = CLIP_LO, epi.hi = CLIP_HI;

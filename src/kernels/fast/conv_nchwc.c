@@ -68,9 +68,11 @@ typedef struct NcRun {
     bool dw_runs; /* depthwise 3 wide, stride 1 or 2, dilation 1, padding <= 1 a side: dw_run16 */
     bool avx2;    /* the portable code compiled for AVX2 */
     const KEpilogue *epi;
-    uint8_t clamp; /* K_CLAMP_*: the tail applied as tiles are stored (out: its result) */
-    float lo, hi;  /* K_CLAMP_CLIP's bounds */
-    float fill;    /* an output whose window is all padding: 0 clamped */
+    uint8_t clamp;     /* K_CLAMP_*: the tail applied as tiles are stored (out: its result) */
+    const float *bias; /* the tail's per-channel bias, added before the clamp, or NULL */
+    bool bias_first;   /* bias + x (else x + bias) */
+    float lo, hi;      /* K_CLAMP_CLIP's bounds */
+    float fill;        /* an output whose window is all padding: 0 clamped */
 } NcRun;
 
 /* ---- AVX-512 tiles, b == 16 ----------------------------------------------------------------- */
@@ -100,13 +102,19 @@ FAST_AVX512 INLINE __m512 nc_clamp16(const NcRun *r, __m512 v) {
     return v;
 }
 
+/* The tail's bias b added to v in the program's order. */
+FAST_AVX512 INLINE __m512 nc_bias16(const NcRun *r, __m512 b, __m512 v) {
+    return r->bias_first ? _mm512_add_ps(b, v) : _mm512_add_ps(v, b);
+}
+
 /* R positions x NOB output blocks: x at position 0's first tap of the tile's first input block,
- * w at that tap of the first output block's weights, o at position 0 of the first output block;
+ * w at that tap of the first output block's weights, o at position 0 of the first output block,
+ * bv at the first output block's bias (NULL: none);
  * nky x nkx taps. IB: input lanes per block (16), or 1 for plain input, whose channels run in a
  * tight loop inside each tap. */
 FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w, float *o,
-                                  int64_t nky, int64_t nkx, const int R, const int NOB,
-                                  const int IB) {
+                                  const float *bv, int64_t nky, int64_t nkx, const int R,
+                                  const int NOB, const int IB) {
     __m512 acc[NC_R_MAX][4];
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] = _mm512_setzero_ps();
@@ -129,6 +137,11 @@ FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w
                         NC_LANE(xq + i, ps, wq + i * 16, wob);
                 }
     }
+    if (bv != NULL) _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) {
+            __m512 bj = _mm512_loadu_ps(bv + j * 16);
+            _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p][j] =
+                nc_bias16(r, bj, acc[p][j]);
+        }
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] = nc_clamp16(r, acc[p][j]);
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
@@ -136,9 +149,20 @@ FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w
             _mm512_storeu_ps(o + j * r->os_ob + p * 16, acc[p][j]);
 }
 
+/* A depthwise tile's R results stored at o: bias bv (NULL: none), then the clamp. */
+FAST_AVX512 INLINE void nc_store_dw(const NcRun *r, float *o, const float *bv, __m512 *acc,
+                                    const int R) {
+    if (bv != NULL) {
+        __m512 b = _mm512_loadu_ps(bv);
+        _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] = nc_bias16(r, b, acc[p]);
+    }
+    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
+        _mm512_storeu_ps(o + p * 16, nc_clamp16(r, acc[p]));
+}
+
 /* R positions of one depthwise block: x at position 0's first tap, w at that tap's vector. */
 FAST_AVX512 INLINE void dw_tile16(const NcRun *r, const float *x, const float *w, float *o,
-                                  int64_t nky, int64_t nkx, const int R) {
+                                  const float *bv, int64_t nky, int64_t nkx, const int R) {
     __m512 acc[NC_R_MAX];
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] = _mm512_setzero_ps();
     const int64_t ps = r->pstep;
@@ -149,8 +173,7 @@ FAST_AVX512 INLINE void dw_tile16(const NcRun *r, const float *x, const float *w
             _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] =
                 _mm512_fmadd_ps(_mm512_loadu_ps(xq + p * ps), wv, acc[p]);
         }
-    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
-        _mm512_storeu_ps(o + p * 16, nc_clamp16(r, acc[p]));
+    nc_store_dw(r, o, bv, acc, R);
 }
 
 /* R consecutive outputs of one depthwise block, stride S (1 or 2), dilation 1, 3 kernel columns:
@@ -162,7 +185,8 @@ FAST_AVX512 INLINE void dw_tile16(const NcRun *r, const float *x, const float *w
  * S R loads for 3R FMAs where dw_tile16 loads once per FMA, and one call per row piece, edges
  * included: a 7x7 plane's row was three calls (an edge, five positions, an edge). */
 FAST_AVX512 INLINE void dw_run16(const NcRun *r, const float *x, const float *w, float *o,
-                                 int64_t nky, int lo, int hi, const int R, const int S) {
+                                 const float *bv, int64_t nky, int lo, int hi, const int R,
+                                 const int S) {
     __m512 acc[NC_R_MAX];
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] = _mm512_setzero_ps();
     for (int64_t ky = 0; ky < nky; ky++) {
@@ -178,34 +202,35 @@ FAST_AVX512 INLINE void dw_run16(const NcRun *r, const float *x, const float *w,
             }
         }
     }
-    _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
-        _mm512_storeu_ps(o + p * 16, nc_clamp16(r, acc[p]));
+    nc_store_dw(r, o, bv, acc, R);
 }
 
-typedef void (*DwRunFn)(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
-                        int lo, int hi);
+typedef void (*DwRunFn)(const NcRun *r, const float *x, const float *w, float *o, const float *bv,
+                        int64_t nky, int lo, int hi);
 #define DWR_FN(R, S)                                                                               \
     static FAST_AVX512 void dwr16_##R##_##S(const NcRun *r, const float *x, const float *w,        \
-                                            float *o, int64_t nky, int lo, int hi) {               \
-        dw_run16(r, x, w, o, nky, lo, hi, R, S);                                                   \
+                                            float *o, const float *bv, int64_t nky, int lo,        \
+                                            int hi) {                                              \
+        dw_run16(r, x, w, o, bv, nky, lo, hi, R, S);                                               \
     }
 
-typedef void (*NcTileFn)(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
-                         int64_t nkx);
+typedef void (*NcTileFn)(const NcRun *r, const float *x, const float *w, float *o, const float *bv,
+                         int64_t nky, int64_t nkx);
 
 #define NC_FN(R, NOB)                                                                              \
     static FAST_AVX512 void nc16_##R##_##NOB(const NcRun *r, const float *x, const float *w,       \
-                                             float *o, int64_t nky, int64_t nkx) {                 \
-        nc_tile16(r, x, w, o, nky, nkx, R, NOB, 16);                                               \
+                                             float *o, const float *bv, int64_t nky,               \
+                                             int64_t nkx) {                                        \
+        nc_tile16(r, x, w, o, bv, nky, nkx, R, NOB, 16);                                           \
     }                                                                                              \
     static FAST_AVX512 void nc1_##R##_##NOB(const NcRun *r, const float *x, const float *w,        \
-                                            float *o, int64_t nky, int64_t nkx) {                  \
-        nc_tile16(r, x, w, o, nky, nkx, R, NOB, 1);                                                \
+                                            float *o, const float *bv, int64_t nky, int64_t nkx) { \
+        nc_tile16(r, x, w, o, bv, nky, nkx, R, NOB, 1);                                            \
     }
 #define DW_FN(R, NOB)                                                                              \
     static FAST_AVX512 void dw16_##R(const NcRun *r, const float *x, const float *w, float *o,     \
-                                     int64_t nky, int64_t nkx) {                                   \
-        dw_tile16(r, x, w, o, nky, nkx, R);                                                        \
+                                     const float *bv, int64_t nky, int64_t nkx) {                  \
+        dw_tile16(r, x, w, o, bv, nky, nkx, R);                                                    \
     }
 #define R6(X, N) X(1, N) X(2, N) X(3, N) X(4, N) X(5, N) X(6, N)
 #define R8(X, N) R6(X, N) X(7, N) X(8, N)
@@ -245,8 +270,11 @@ INLINE float nc_clamp1(const NcRun *r, float v) {
     return v;
 }
 
-INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
-                        int64_t nkx, int64_t nob) {
+/* The tail's bias b added to v in the program's order. */
+INLINE float nc_bias1(const NcRun *r, float b, float v) { return r->bias_first ? b + v : v + b; }
+
+INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o, const float *bv,
+                        int64_t nky, int64_t nkx, int64_t nob) {
     const int64_t b = r->b;
     for (int64_t j = 0; j < nob; j++) {
         float acc[NC_MAX_BLOCK];
@@ -273,55 +301,57 @@ INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o
                     }
                 }
         for (int64_t l = 0; l < b; l++)
-            acc[l] = nc_clamp1(r, acc[l]);
+            acc[l] = nc_clamp1(r, bv == NULL ? acc[l] : nc_bias1(r, bv[j * b + l], acc[l]));
         memcpy(o + j * r->os_ob, acc, (size_t)b * sizeof(float));
     }
 }
 
 static FAST_AVX2 void nc_pos_avx2(const NcRun *r, const float *x, const float *w, float *o,
-                                  int64_t nky, int64_t nkx, int64_t nob) {
-    nc_pos_body(r, x, w, o, nky, nkx, nob);
+                                  const float *bv, int64_t nky, int64_t nkx, int64_t nob) {
+    nc_pos_body(r, x, w, o, bv, nky, nkx, nob);
 }
 
-static void nc_pos_scalar(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
-                          int64_t nkx, int64_t nob) {
-    nc_pos_body(r, x, w, o, nky, nkx, nob);
+static void nc_pos_scalar(const NcRun *r, const float *x, const float *w, float *o, const float *bv,
+                          int64_t nky, int64_t nkx, int64_t nob) {
+    nc_pos_body(r, x, w, o, bv, nky, nkx, nob);
 }
 
 /* n positions (n <= NC_R_MAX) of nob output blocks, the taps given as for nc_tile16. */
-static void nc_tile(const NcRun *r, const float *x, const float *w, float *o, int64_t nky,
-                    int64_t nkx, int64_t nob, int64_t n) {
+static void nc_tile(const NcRun *r, const float *x, const float *w, float *o, const float *bv,
+                    int64_t nky, int64_t nkx, int64_t nob, int64_t n) {
     if (r->avx512) {
         if (r->dw)
-            dw16_fns[n - 1](r, x, w, o, nky, nkx);
+            dw16_fns[n - 1](r, x, w, o, bv, nky, nkx);
         else if (r->xb == 1)
-            nc1_fns[nob - 1][n - 1](r, x, w, o, nky, nkx);
+            nc1_fns[nob - 1][n - 1](r, x, w, o, bv, nky, nkx);
         else
-            nc16_fns[nob - 1][n - 1](r, x, w, o, nky, nkx);
+            nc16_fns[nob - 1][n - 1](r, x, w, o, bv, nky, nkx);
         return;
     }
     for (int64_t p = 0; p < n; p++) {
         const float *xp = x + p * r->pstep;
         float *op = o + p * r->b;
         if (r->avx2)
-            nc_pos_avx2(r, xp, w, op, nky, nkx, nob);
+            nc_pos_avx2(r, xp, w, op, bv, nky, nkx, nob);
         else
-            nc_pos_scalar(r, xp, w, op, nky, nkx, nob);
+            nc_pos_scalar(r, xp, w, op, bv, nky, nkx, nob);
     }
 }
 
 /* ---- rows and tasks -------------------------------------------------------------------------- */
 
-/* n outputs whose window is all padding. */
-static void nc_fill(const NcRun *r, float *o, int64_t n) {
+/* n positions of one output block whose window is all padding (bv: the block's bias, or NULL):
+ * the tail of a sum of no terms. */
+static void nc_fill(const NcRun *r, float *o, const float *bv, int64_t n) {
     for (int64_t i = 0; i < n; i++)
-        o[i] = r->fill;
+        for (int64_t l = 0; l < r->b; l++)
+            o[i * r->b + l] = bv == NULL ? r->fill : nc_clamp1(r, nc_bias1(r, bv[l], 0.0f));
 }
 
 /* Output row oy, columns [c0, c1), of the tile whose input starts at x (its first input block),
  * weights at w (first output block, tap (0, 0)), output at o (first output block's plane). */
-static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int64_t nob,
-                   int64_t oy, int64_t c0, int64_t c1) {
+static void nc_row(const NcRun *r, const float *x, const float *w, float *o, const float *bv,
+                   int64_t nob, int64_t oy, int64_t c0, int64_t c1) {
     const Conv *c = &r->c;
     int64_t b = r->b, iy0 = oy * c->sh - c->pt;
     int64_t ky0 = iy0 >= 0 ? 0 : cdiv(-iy0, c->dh);
@@ -329,7 +359,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
     float *orow = o + oy * c->ow * b;
     if (ky1 <= ky0) { /* every kernel row falls in the padding */
         for (int64_t j = 0; j < nob; j++)
-            nc_fill(r, orow + j * r->os_ob + c0 * b, (c1 - c0) * b);
+            nc_fill(r, orow + j * r->os_ob + c0 * b, bv ? bv + j * b : NULL, c1 - c0);
         return;
     }
     int64_t nky = ky1 - ky0, rmax = nc_rmax[r->dw ? 0 : nob];
@@ -340,7 +370,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
             int64_t n = min64(NC_R_MAX, c1 - ox), ix0 = ox * c->sw - c->pl;
             int lo = ix0 < 0 ? (int)-ix0 : 0;
             int hi = (int)min64(c->sw * (n - 1) + 3, c->w - ix0);
-            dwr16_fns[c->sw - 1][n - 1](r, xrow + ix0 * 16, wk, orow + ox * b, nky, lo, hi);
+            dwr16_fns[c->sw - 1][n - 1](r, xrow + ix0 * 16, wk, orow + ox * b, bv, nky, lo, hi);
             ox += n;
         }
         return;
@@ -353,7 +383,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
              * vectors per 4 FMAs: a pass over the tile's weights for 1/49 of the work).
              * MobileNetV2's 7 x 7 1x1 layers at 1 thread: 109 -> 102, 217 -> 200, 305 -> 280 us */
             int64_t left = min64(c1, r->ox_hi) - ox, n = cdiv(left, cdiv(left, rmax));
-            nc_tile(r, xrow + ix0 * r->xb, wk, orow + ox * b, nky, c->kw, nob, n);
+            nc_tile(r, xrow + ix0 * r->xb, wk, orow + ox * b, bv, nky, c->kw, nob, n);
             ox += n;
             continue;
         }
@@ -361,10 +391,10 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, int
         int64_t kx1 = ix0 > c->w - 1 ? 0 : min64(c->kw, (c->w - 1 - ix0) / c->dw + 1);
         if (kx1 <= kx0) {
             for (int64_t j = 0; j < nob; j++)
-                nc_fill(r, orow + j * r->os_ob + ox * b, b);
+                nc_fill(r, orow + j * r->os_ob + ox * b, bv ? bv + j * b : NULL, 1);
         } else {
-            nc_tile(r, xrow + (ix0 + kx0 * c->dw) * r->xb, wk + kx0 * r->ws_kx, orow + ox * b, nky,
-                    kx1 - kx0, nob, 1);
+            nc_tile(r, xrow + (ix0 + kx0 * c->dw) * r->xb, wk + kx0 * r->ws_kx, orow + ox * b, bv,
+                    nky, kx1 - kx0, nob, 1);
         }
         ox++;
     }
@@ -405,7 +435,7 @@ static void nc_task(void *ctx, int64_t t, int worker) {
         int64_t c0 = max64(p0 - oy * c->ow, 0), c1 = min64(p1 - oy * c->ow, c->ow);
         for (int64_t s0 = c0; s0 < c1; s0 += NC_PIECE) {
             int64_t s1 = min64(c1, s0 + NC_PIECE), at = oy * c->ow + s1;
-            nc_row(r, x, w, o, nob, oy, s0, s1);
+            nc_row(r, x, w, o, r->bias ? r->bias + ob0 * r->b : NULL, nob, oy, s0, s1);
             if (r->epi == NULL || (at - done < NC_PIECE && at < p1)) continue;
             for (int64_t j = 0; j < nob; j++)
                 r->epi->apply(r->epi->ctx, ((n * r->ob + ob0 + j) * r->np + done) * r->b,
@@ -556,10 +586,20 @@ int kern_conv_nchwc(KCall *kc) {
         c->oh >= r.chunks; /* whole rows (the 7x7 depthwise: 27 us, 33 us cut in a row) */
     r.epi = NULL;
     r.clamp = K_CLAMP_NONE;
+    r.bias = NULL;
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) {
+        const KBias *kb = &kc->epi->bias;
         if (kc->epi->clamp != K_CLAMP_NONE && kc->epi->clamp_out != NULL) {
             /* a relu or clip: applied in registers, the tiles stored into its result */
             r.clamp = kc->epi->clamp, r.lo = kc->epi->lo, r.hi = kc->epi->hi;
+            r.out = kc->epi->clamp_out;
+        } else if (kb->b != NULL && kb->mask == (1u << 1 | 1u << 4) && kc->epi->clamp_out != NULL) {
+            /* a per-channel bias (varying along the blocks and their lanes: its values in channel
+             * order), then maybe a relu or clip: in registers too. As the program's pass over each
+             * piece of NC_PIECE positions, MobileNetV2 with nonzero biases took 7.7 ms where it
+             * takes 5.0 with none (its bias spans two merged dims: the program's general path) */
+            r.bias = kb->b, r.bias_first = kb->first;
+            r.clamp = kb->clamp, r.lo = kb->lo, r.hi = kb->hi;
             r.out = kc->epi->clamp_out;
         } else {
             r.epi = kc->epi;
