@@ -128,17 +128,25 @@ static void attr_ints(Call *c, const char *name, uint32_t n, const int64_t *v) {
         (KAttr){.name = name, .kind = KA_INTS, .n = n, .ints = c->ints[l], .floats = c->floats[l]};
 }
 
+#define CLIP_LO (-0.5f)
+#define CLIP_HI 0.25f
+
 /* The fused tail under test (KCall.epi): res = relu(out0 + 1), each element counted; or, offered
  * as a clamp (KEpilogue.clamp), res = relu(out0) or clip(out0, -0.5, 0.25), which a kernel may
- * apply itself into res. */
+ * apply itself into res; or offered as a bias (KEpilogue.bias, as the VM offers one), res =
+ * clip(out0 + b) or b + out0, b per channel (a convolution's dim 1, a product's last dim). */
 typedef struct Tail {
     bool decline;  /* begin refuses */
     uint8_t clamp; /* K_CLAMP_* */
+    int bias;      /* 0 none; 1 clip(x + b); 2 b + x */
+    bool conv;     /* the call is a convolution (NCHW: channels along dim 1) */
     KEpilogue *epi;
     int begun;
     const float *out0;
     float *res;
     uint8_t *seen;
+    float *b;            /* the bias, one per channel */
+    int64_t run, n_chan; /* element i's channel: (i / run) % n_chan */
 } Tail;
 
 static int tail_begin(void *ctx, const DLTensor *out0) {
@@ -149,11 +157,22 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
     t->res = calloc((size_t)k_numel(out0) + 1, sizeof(float));
     t->seen = calloc((size_t)k_numel(out0) + 1, 1);
     if (t->clamp) t->epi->clamp_out = t->res;
+    if (t->bias && out0->ndim >= (t->conv ? 2 : 1)) {
+        uint32_t d = t->conv ? 1 : (uint32_t)out0->ndim - 1;
+        t->n_chan = out0->shape[d];
+        t->run = 1;
+        for (uint32_t i = d + 1; i < (uint32_t)out0->ndim; i++)
+            t->run *= out0->shape[i];
+        t->b = calloc((size_t)t->n_chan + 1, sizeof(float));
+        for (int64_t i = 0; i < t->n_chan; i++)
+            t->b[i] = (float)((i * 7) % 11) * 0.1f - 0.5f;
+        t->epi->bias =
+            (KBias){t->b,    1u << d, t->bias == 2, t->bias == 1 ? K_CLAMP_CLIP : K_CLAMP_NONE,
+                    CLIP_LO, CLIP_HI};
+        t->epi->clamp_out = t->res;
+    }
     return 0;
 }
-
-#define CLIP_LO (-0.5f)
-#define CLIP_HI 0.25f
 
 /* The tail's value of output element v: relu gives 0 for NaN and -0, clip keeps NaN. */
 static float tail_value(uint8_t clamp, float v) {
@@ -163,10 +182,17 @@ static float tail_value(uint8_t clamp, float v) {
     return v > 0 ? v : 0;
 }
 
+/* The tail of element i whose product value is v. */
+static float tail_of(const Tail *t, int64_t i, float v) {
+    if (t->bias == 0 || t->b == NULL) return tail_value(t->clamp, v);
+    float b = t->b[i / t->run % t->n_chan];
+    return t->bias == 2 ? b + v : tail_value(K_CLAMP_CLIP, v + b);
+}
+
 static void tail_apply(void *ctx, int64_t flat0, int64_t n) {
     Tail *t = ctx;
     for (int64_t i = flat0; i < flat0 + n; i++) {
-        t->res[i] = tail_value(t->clamp, t->out0[i]);
+        t->res[i] = tail_of(t, i, t->out0[i]);
         t->seen[i]++;
     }
 }
@@ -235,15 +261,19 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
         got_n = run(kern_fast_lookup(c->op_id), c, xn, w, NULL, pool, w_const, prep, e, sizeof e);
     }
     /* decline 2: taken, by 2-D blocks (apply2); 3, 4: a relu, a clip offered as a clamp; 5, 6:
-     * the same on data with NaNs */
-    for (int decline = 0; decline < 7; decline++) {
-        bool nan_in = decline >= 5;
+     * the same on data with NaNs; 7, 8: a bias then a clip, a bias first, offered as a bias */
+    for (int decline = 0; decline < 9; decline++) {
+        bool nan_in = decline == 5 || decline == 6;
         if (nan_in && got_n == NULL) break;
         const DLTensor *xd = nan_in ? xn : x, *gd = nan_in ? got_n : got;
         Tail t = {.decline = decline == 1,
                   .clamp = decline == 3 || decline == 5   ? K_CLAMP_RELU
                            : decline == 4 || decline == 6 ? K_CLAMP_CLIP
-                                                          : K_CLAMP_NONE};
+                                                          : K_CLAMP_NONE,
+                  .bias = decline == 7   ? 1
+                          : decline == 8 ? 2
+                                         : 0,
+                  .conv = strcmp(c->op, "nn.conv2d") == 0};
         KEpilogue epi = {tail_begin, tail_apply,   decline == 2 ? tail_apply2 : NULL,
                          &t,         K_CLAMP_NONE, 0,
                          0,          NULL,         {0}};
@@ -260,12 +290,11 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
         /* a clamp the kernel took itself: res holds relu of the product (the same bits as `got`,
          * the tail-less run of this configuration), nothing went through apply, output 0 is
          * unwritten */
-        bool self = t.clamp && run_epi_done && t.seen != NULL;
+        bool self = (t.clamp || t.bias) && run_epi_done && t.seen != NULL;
         for (int64_t i = 0; self && i < k_numel(o); i++)
             self = t.seen[i] == 0;
         for (int64_t i = 0; ok && t.res && i < k_numel(o) && bad < 0; i++) {
-            float v =
-                tail_value(t.clamp, self ? ((const float *)gd->data)[i] : ((float *)o->data)[i]);
+            float v = tail_of(&t, i, self ? ((const float *)gd->data)[i] : ((float *)o->data)[i]);
             bool same = t.res[i] == v || (isnan(t.res[i]) && isnan(v));
             if (run_epi_done ? t.seen[i] != !self || !same : t.seen[i] != 0) bad = i;
         }
@@ -274,7 +303,7 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
               "element %lld",
               c->op, what, cfg_isa, cfg_threads, cfg_const, decline, run_epi_done, t.begun,
               (long long)bad);
-        free(t.res), free(t.seen);
+        free(t.res), free(t.seen), free(t.b);
         tensor_free(o);
     }
     tensor_free(xn), tensor_free(got_n);

@@ -312,7 +312,7 @@ static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
     }
     kern_sgemm_prepare(kc, &g, true, 1, c->groups);
     SGemmKEpi e;
-    bool tail = kern_sgemm_bind_epi(kc, o, &g, &e);
+    bool tail = kern_sgemm_bind_epi(kc, o, &g, &e, SGEMM_BIAS_ROWS, c->groups);
     if (kern_sgemm(kc, &g) != 0) return -1;
     kc->epi_done = tail;
     return 0;

@@ -292,6 +292,15 @@ void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t c
     step_fn()(&st, c, ld, c, ld, c, ld, rows, cols);
 }
 
+void kern_bias_rows(float *c, int64_t ld, int64_t rows, int64_t cols, const float *brow,
+                    const float *bcol, bool first, uint8_t clamp, float lo, float hi) {
+    /* the bias tail's own run loop (bias_range), row by row in place */
+    uint8_t fc = clamp == K_CLAMP_RELU ? FX_RELU : clamp == K_CLAMP_CLIP ? FX_CLIP : 0;
+    BiasFn fn = bias_fn();
+    for (int64_t i = 0; i < rows; i++)
+        fn(c + i * ld, bcol, brow ? brow[i] : 0.0f, first, fc, lo, hi, c + i * ld, cols);
+}
+
 /* ---- running --------------------------------------------------------------------------------- */
 
 static void eval_range(const FxBound *r, int64_t lo, int64_t hi) {

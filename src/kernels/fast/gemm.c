@@ -133,18 +133,28 @@ void kern_sgemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_
  * C[0..rows)[0..cols) (+)= sum over p < kc of A(i, p) * b[p * NR + j], b the B sliver of a panel,
  * A either the sliver of a packed panel (lda == 0: A(i, p) = a[p * MR + i]) or read in place
  * from rows lda floats apart (A(i, p) = a[i * lda + p]: a row-major A needs no packing; its
- * 12 x kc sliver stays in L1 as a packed one would). load: C's old values are added. cl: a clamp
- * on the final values (AVX-512 tiles only, else NULL). pf: rows ldb apart to prefetch into L2,
- * a line pair per step (AVX-512 tiles only; NULL: none). */
+ * 12 x kc sliver stays in L1 as a packed one would). load: C's old values are added. cl: the
+ * tail of the final values, a bias then a clamp (AVX-512 tiles only, else NULL). pf: rows ldb
+ * apart to prefetch into L2, a line pair per step (AVX-512 tiles only; NULL: none). */
+typedef struct TileTail {
+    uint8_t clamp;     /* K_CLAMP_* */
+    float lo, hi;      /* K_CLAMP_CLIP's bounds */
+    const float *brow; /* the bias of the tile's row 0 (one per row), or NULL */
+    const float *bcol; /* the bias of its column 0 (one per column), or NULL */
+    bool bfirst;       /* bias + x (else x + bias) */
+} TileTail;
 typedef void (*UKernel)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                        float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                        float *c, int64_t ldc, int rows, int cols, bool load, const TileTail *cl,
                         const float *pf);
 
 static void epi_clamp(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
                       int64_t rows, int64_t cols);
+static void epi_bias(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
+                     int64_t rows, int64_t cols);
+static int64_t item(int64_t t, int64_t mod);
 
 static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                       float *c, int64_t ldc, int rows, int cols, bool load, const TileTail *cl,
                        const float *pf) {
     (void)cl, (void)pf; /* only the AVX-512 tiles clamp and prefetch (gemm_task) */
     float acc[SGEMM_MR][SGEMM_NR];
@@ -200,11 +210,26 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
  * each 64 floats ahead, once per line. */
 #define Z_PREFETCH_A(i)                                                                            \
     if (i < R) _mm_prefetch((const char *)(A_PTR(i) + 64), _MM_HINT_T0);
-/* The tail's clamp cl (NULL: none) on a tile's final values, as kern_clamp_rows' relu / clip step
- * at this level: max(x, 0) gives 0 for NaN and -0; min(hi, max(lo, x)) keeps NaN. */
+/* The tail cl (NULL: none) on a tile's final values: its bias (per row or per column, in the
+ * program's order), then its clamp as kern_clamp_rows' relu / clip step at this level: max(x, 0)
+ * gives 0 for NaN and -0; min(hi, max(lo, x)) keeps NaN. m0, m1: the columns' masks. */
 #define Z_CLAMP_SETUP                                                                              \
     const int ck = cl ? cl->clamp : K_CLAMP_NONE;                                                  \
-    const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f), vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f),                                         \
+                 vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);                                         \
+    const float *brow = cl ? cl->brow : NULL, *bcol = cl ? cl->bcol : NULL;                        \
+    const bool bfirst = cl && cl->bfirst;                                                          \
+    const __m512 bc0 = bcol ? _mm512_maskz_loadu_ps(m0, bcol) : _mm512_setzero_ps();               \
+    const __m512 bc1 = bcol && W == 2 ? _mm512_maskz_loadu_ps(m1, bcol + 16) : _mm512_setzero_ps();
+#define Z_BIAS(v, bv) v = bfirst ? _mm512_add_ps(bv, v) : _mm512_add_ps(v, bv);
+#define Z_TAIL(v, i, bc)                                                                           \
+    if (brow) {                                                                                    \
+        __m512 br = _mm512_set1_ps(brow[i]);                                                       \
+        Z_BIAS(v, br)                                                                              \
+    } else if (bcol) {                                                                             \
+        Z_BIAS(v, bc)                                                                              \
+    }                                                                                              \
+    Z_CLAMP(v)
 #define Z_CLAMP(v)                                                                                 \
     if (ck == K_CLAMP_RELU)                                                                        \
         v = _mm512_max_ps(v, _mm512_setzero_ps());                                                 \
@@ -214,18 +239,18 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
     if (i < R) {                                                                                   \
         float *ci = c + i * ldc;                                                                   \
         if (load) c##i##0 = _mm512_add_ps(c##i##0, _mm512_maskz_loadu_ps(m0, ci));                 \
-        Z_CLAMP(c##i##0)                                                                           \
+        Z_TAIL(c##i##0, i, bc0)                                                                    \
         _mm512_mask_storeu_ps(ci, m0, c##i##0);                                                    \
         if (W == 2) {                                                                              \
             if (load) c##i##1 = _mm512_add_ps(c##i##1, _mm512_maskz_loadu_ps(m1, ci + 16));        \
-            Z_CLAMP(c##i##1)                                                                       \
+            Z_TAIL(c##i##1, i, bc1)                                                                \
             _mm512_mask_storeu_ps(ci + 16, m1, c##i##1);                                           \
         }                                                                                          \
     }
 
 FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
                                int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-                               int cols, bool load, const KEpilogue *cl, const float *pf) {
+                               int cols, bool load, const TileTail *cl, const float *pf) {
     A_PTRS();
     ROWS12(Z_PREFETCH) /* C is read only at the end: start bringing it in now */
     ROWS12(Z_DECL)
@@ -261,8 +286,7 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
         if (W == 2) s##q##1 = _mm512_fmadd_ps(aq, _mm512_loadu_ps(b + q * ldb + 16), s##q##1);     \
     }
 FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float *a, const float *b,
-                              int64_t ldb, float *c, int cols, bool load, const KEpilogue *cl) {
-    Z_CLAMP_SETUP
+                              int64_t ldb, float *c, int cols, bool load, const TileTail *cl) {
     const int64_t aps = D ? 1 : SGEMM_MR;
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
            s30 = s00, s31 = s00;
@@ -281,23 +305,24 @@ FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float
         ZR_STEP(0)
     __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1);
     __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
+    Z_CLAMP_SETUP
     __m512 r0 = _mm512_add_ps(_mm512_add_ps(s00, s10), _mm512_add_ps(s20, s30));
     if (load) r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(m0, c));
-    Z_CLAMP(r0)
+    Z_TAIL(r0, 0, bc0)
     _mm512_mask_storeu_ps(c, m0, r0);
     if (W == 2) {
         __m512 r1 = _mm512_add_ps(_mm512_add_ps(s01, s11), _mm512_add_ps(s21, s31));
         if (load) r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(m1, c + 16));
-        Z_CLAMP(r1)
+        Z_TAIL(r1, 0, bc1)
         _mm512_mask_storeu_ps(c + 16, m1, r1);
     }
 }
 
 typedef void (*Tile)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                     int64_t ldc, int cols, bool load, const KEpilogue *cl, const float *pf);
+                     int64_t ldc, int cols, bool load, const TileTail *cl, const float *pf);
 #define TILE_ARGS                                                                                  \
     int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,   \
-        int cols, bool load, const KEpilogue *cl, const float *pf
+        int cols, bool load, const TileTail *cl, const float *pf
 /* z_R_W_D: R rows, W vectors, D in place (1) or packed (0). */
 #define Z_FN(R, W, D)                                                                              \
     static FAST_AVX512 void z_##R##_##W##_##D(TILE_ARGS) {                                         \
@@ -330,7 +355,7 @@ Z_ROW_FN(2, 1)
 static const Tile z_tiles[SGEMM_MR][2][2] = {Z_ENTRIES(Z_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
 static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float *c, int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                       float *c, int64_t ldc, int rows, int cols, bool load, const TileTail *cl,
                        const float *pf) {
     z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf);
 }
@@ -427,7 +452,7 @@ Y_FNS(6)
 static const Tile y_tiles[6][2][2] = {Y_ENTRIES(Y_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
 
 static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                     int64_t ldc, int rows, int cols, bool load, const KEpilogue *cl,
+                     int64_t ldc, int rows, int cols, bool load, const TileTail *cl,
                      const float *pf) {
     (void)cl, (void)pf; /* only the AVX-512 tiles clamp and prefetch (gemm_task) */
     if (rows == 1) {
@@ -609,8 +634,6 @@ typedef struct RowRun {
     int64_t part; /* rows per task, a multiple of 8 */
     bool backward;
 } RowRun;
-
-static int64_t item(int64_t t, int64_t mod);
 
 static void rows_task(void *ctx, int64_t task, int worker) {
     (void)worker;
@@ -868,9 +891,12 @@ typedef struct Run {
     const SGemm *g;
     Plan pl;
     UKernel uk;
-    bool clamp_tiles; /* g->epi is epi_clamp and uk the AVX-512 tiles: they clamp (gemm_task) */
-    bool stream_a;    /* A packed before, over STREAM_A_BYTES in all: prefetched (gemm_task) */
-    bool backward;    /* a GEMV walks its B panels last to first (gemv_task) */
+    bool tail_tiles; /* g->epi is epi_clamp or epi_bias and uk the AVX-512 tiles: they apply it
+                      * (gemm_task) */
+    TileTail tail;   /* its clamp and bias order (the bias pointers: tile_tail) */
+    const SGemmKEpi *bias; /* epi_bias's binding, or NULL */
+    bool stream_a;         /* A packed before, over STREAM_A_BYTES in all: prefetched (gemm_task) */
+    bool backward;         /* a GEMV walks its B panels last to first (gemv_task) */
     const float *a_packed;
     float *bbufs; /* thread w's buffers at bbufs + w * (align16(pl.bbuf) + align16(pl.abuf)):
                    * B block, then A sliver */
@@ -937,6 +963,22 @@ void kern_sgemv_packed(const float *a, const float *b_packed, int64_t k, int64_t
     }
 }
 
+/* The tail of the tile at (row, col) of product t for the AVX-512 tiles (on): r's clamp, and the
+ * bias of its first row or column. NULL when off. */
+static const TileTail *tile_tail(const Run *r, bool on, TileTail *tt, int64_t t, int64_t row,
+                                 int64_t col) {
+    if (!on) return NULL;
+    *tt = r->tail;
+    if (r->bias != NULL) {
+        const float *b = r->bias->bias + item(t, r->bias->bias_mod) * r->bias->bias_bs;
+        if (r->bias->bias_cols)
+            tt->bcol = b + col;
+        else
+            tt->brow = b + row;
+    }
+    return tt;
+}
+
 static void gemm_task(void *ctx, int64_t task, int worker) {
     const Run *r = ctx;
     const SGemm *g = r->g;
@@ -997,7 +1039,8 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
             /* a clamp tail at AVX-512 is applied by the tiles to the final values (in
              * registers), not by a pass over each finished strip (12 rows of up to 2048+
              * columns: from L2) */
-            const KEpilogue *cl = last && r->clamp_tiles ? g->epi_ctx : NULL;
+            TileTail tt;
+            bool tiles_tail = last && r->tail_tiles;
             /* Few row slivers times pre-packed B (an RNN's input projection: 32 x 1024 x 256):
              * panel by panel, each panel's slivers in turn, so each B panel comes in from L2 or
              * memory once and is reused from L1, where sliver by sliver it streamed once per
@@ -1011,8 +1054,8 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                         r->uk(kc, pl->lda ? ap + ir * pl->lda + pc : ap + ir * k + pc * SGEMM_MR,
                               pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, c + ir * ldc + jc + jr,
                               ldc, (int)min64(SGEMM_MR, i1 - ir), (int)min64(SGEMM_NR, nc - jr),
-                              load, cl, NULL);
-                if (last && g->epi && cl == NULL)
+                              load, tile_tail(r, tiles_tail, &tt, t, ir, jc + jr), NULL);
+                if (last && g->epi && !tiles_tail)
                     for (int64_t ir = i0; ir < i1; ir += SGEMM_MR)
                         g->epi(g->epi_ctx, t, c + ir * ldc + jc, ldc, ir, jc,
                                (int)min64(SGEMM_MR, i1 - ir), nc);
@@ -1054,12 +1097,12 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                                           : NULL;
                     if (jr < full)
                         r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, cs + jr, ldc,
-                              rows, cols, load, cl, pf);
+                              rows, cols, load, tile_tail(r, tiles_tail, &tt, t, ir, jc + jr), pf);
                     else
-                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load, cl,
-                              NULL);
+                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load,
+                              tile_tail(r, tiles_tail, &tt, t, ir, jc + jr), NULL);
                 }
-                if (last && g->epi && cl == NULL) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
+                if (last && g->epi && !tiles_tail) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
             }
         }
     }
@@ -1105,7 +1148,15 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
         return;
     }
     Run r = {.g = g, .uk = pick_kernel(), .a_packed = g->a_packed};
-    r.clamp_tiles = g->epi == epi_clamp && r.uk == ukr_avx512;
+    r.tail_tiles = (g->epi == epi_clamp || g->epi == epi_bias) && r.uk == ukr_avx512;
+    if (g->epi == epi_clamp) {
+        const KEpilogue *e = g->epi_ctx;
+        r.tail = (TileTail){e->clamp, e->lo, e->hi, NULL, NULL, false};
+    } else if (g->epi == epi_bias) {
+        r.bias = g->epi_ctx;
+        const KBias *kb = &r.bias->epi->bias;
+        r.tail = (TileTail){kb->clamp, kb->lo, kb->hi, NULL, NULL, kb->first};
+    }
     if (g->m == 1 && g->b_packed != NULL) r.backward = (gemv_calls++ & 1) != 0;
     int n_threads = sup_pool_threads(pool);
     plan_gemm(g, n_threads, &r.pl);
@@ -1248,7 +1299,19 @@ static void epi_clamp(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0,
     kern_clamp_rows(c, ldc, rows, cols, e->clamp, e->lo, e->hi);
 }
 
-bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e) {
+/* SGemmEpi of a bias tail (SGemmKEpi.bias): the finished block biased and clamped in place (C is
+ * the tail's result). */
+static void epi_bias(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, int64_t col0,
+                     int64_t rows, int64_t cols) {
+    const SGemmKEpi *e = ctx;
+    const KBias *kb = &e->epi->bias;
+    const float *b = e->bias + item(t, e->bias_mod) * e->bias_bs;
+    kern_bias_rows(c, ldc, rows, cols, e->bias_cols ? NULL : b + row0,
+                   e->bias_cols ? b + col0 : NULL, kb->first, kb->clamp, kb->lo, kb->hi);
+}
+
+bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e, int bias_how,
+                         int64_t groups) {
     if (kc->epi == NULL || g->c != k_ptr(out0) || kc->epi->begin(kc->epi->ctx, out0) != 0)
         return false;
     if (kc->epi->clamp != K_CLAMP_NONE && kc->epi->clamp_out != NULL) {
@@ -1259,7 +1322,22 @@ bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e
         g->epi_ctx = (void *)kc->epi;
         return true;
     }
-    *e = (SGemmKEpi){kc->epi, g->c_bs};
+    const KBias *kb = &kc->epi->bias;
+    uint32_t last = (uint32_t)out0->ndim - 1;
+    bool rows = bias_how == SGEMM_BIAS_ROWS && out0->ndim == 4 && kb->mask == 1u << 1 &&
+                out0->shape[1] == g->m * groups;
+    bool cols = bias_how == SGEMM_BIAS_COLS && out0->ndim >= 1 && kb->mask == 1u << last &&
+                out0->shape[last] == g->n && g->ldc == g->n;
+    if (kb->b != NULL && kc->epi->clamp_out != NULL && (rows || cols)) {
+        /* a per-channel bias (then maybe a clamp) the same way: in the AVX-512 tiles' registers,
+         * else by a pass over each finished block */
+        *e = (SGemmKEpi){kc->epi, g->c_bs, kb->b, cols, rows ? g->m : 0, rows ? groups : 1};
+        g->c = kc->epi->clamp_out;
+        g->epi = epi_bias;
+        g->epi_ctx = e;
+        return true;
+    }
+    *e = (SGemmKEpi){kc->epi, g->c_bs, NULL, false, 0, 0};
     g->epi = epi_kcall;
     g->epi_ctx = e;
     return true;

@@ -96,14 +96,30 @@ void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t 
 typedef struct SGemmKEpi {
     const KEpilogue *epi;
     int64_t c_bs;
+    /* a bias tail (KEpilogue.bias) taken by the product: product t's bias at bias + (bias_mod ?
+     * t % bias_mod : t) * bias_bs, one value per row of C, or per column (bias_cols) */
+    const float *bias;
+    bool bias_cols;
+    int64_t bias_bs, bias_mod;
 } SGemmKEpi;
-bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e);
+/* How the output's channels lie in C, for a bias tail: SGEMM_BIAS_ROWS, a convolution's NCHW
+ * output (the bias varies along dim 1 only; product t = (image, group) is C's rows of group
+ * t % groups); SGEMM_BIAS_COLS, a product's output (the bias varies along the last dim only, C's
+ * columns); SGEMM_BIAS_NONE: none taken. */
+enum { SGEMM_BIAS_NONE, SGEMM_BIAS_ROWS, SGEMM_BIAS_COLS };
+bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e, int bias_how,
+                         int64_t groups);
 /* A tail that is one clamp (KEpilogue.clamp: K_CLAMP_RELU, or K_CLAMP_CLIP with lo, hi), applied
  * in place to rows runs of cols floats ld apart by the fused program's own relu or clip step
  * (fused.c; relu(NaN) is 0, clip keeps NaN). A kernel that takes a tail's clamp (the product above,
  * as bind_epi binds it) writes into KEpilogue.clamp_out and clamps each block once it is final. */
 void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t clamp, float lo,
                      float hi);
+/* A bias tail in place over rows runs of cols floats ld apart: c = clamp(c + b) (b + c when
+ * first), b brow[i] for row i (brow set) or bcol[j] for column j, by the fused program's own bias
+ * loop (fused.c). */
+void kern_bias_rows(float *c, int64_t ld, int64_t rows, int64_t cols, const float *brow,
+                    const float *bcol, bool first, uint8_t clamp, float lo, float hi);
 
 /* One row of A (k floats) times B: c[j] = sum_p a[p] B(p, j) for the whole panels that hold
  * columns [j0, j1) (never past n), with B pre-packed (kern_sgemm_pack_b of k x n); on the

@@ -21,7 +21,7 @@ static bool all_f32(const KCall *kc) {
 /* The product g into output o, with the call's fused tail (KCall.epi) applied per block. */
 static int run_product(KCall *kc, const DLTensor *o, SGemm *g) {
     SGemmKEpi e;
-    bool tail = kern_sgemm_bind_epi(kc, o, g, &e);
+    bool tail = kern_sgemm_bind_epi(kc, o, g, &e, SGEMM_BIAS_COLS, 1);
     if (kern_sgemm(kc, g) != 0) return -1;
     kc->epi_done = tail;
     return 0;
