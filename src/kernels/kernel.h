@@ -165,6 +165,8 @@ typedef struct KBias {
     bool first;     /* b + x, else x + b */
     uint8_t clamp;  /* K_CLAMP_* after the add */
     float lo, hi;   /* K_CLAMP_CLIP's bounds */
+    int64_t run, n; /* b varies along one dim (mask one bit): output element f's value is
+                     * b[(f / run) % n] (n: that dim's extent); else both 0 */
 } KBias;
 
 typedef struct KEpilogue {

@@ -742,7 +742,14 @@ static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0,
         if (b->shape[d] != shape[lead + d]) return;
         mask |= 1u << (lead + d);
     }
-    *kb = (KBias){k_ptr(b), mask, first, clamp, lo, hi};
+    int64_t run = 0, n = 0;
+    for (uint32_t d = 0; d < nd; d++)
+        if (mask == 1u << d) {
+            n = shape[d], run = 1;
+            for (uint32_t i = d + 1; i < nd; i++)
+                run *= shape[i];
+        }
+    *kb = (KBias){k_ptr(b), mask, first, clamp, lo, hi, run, n};
     e->epi->clamp_out = (float *)rt_tensor_data(e->res);
 }
 

@@ -272,8 +272,21 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
         for (uint32_t d = 0; d < (uint32_t)t->operand->ndim; d++)
             if (t->operand->shape[d] != 1) mask |= 1u << (lead + d);
         bool first = t->kind == TAIL_BIAS_FIRST_KB;
-        t->epi->bias = (KBias){
-            fdata(t->operand), mask, first, first ? K_CLAMP_NONE : K_CLAMP_CLIP, 0.0f, 6.0f};
+        int64_t run = 0, n = 0; /* as vm.c's: the bias of element f is b[(f / run) % n] */
+        for (uint32_t d = 0; d < (uint32_t)out0->ndim; d++)
+            if (mask == 1u << d) {
+                n = out0->shape[d], run = 1;
+                for (uint32_t i = d + 1; i < (uint32_t)out0->ndim; i++)
+                    run *= out0->shape[i];
+            }
+        t->epi->bias = (KBias){fdata(t->operand),
+                               mask,
+                               first,
+                               first ? K_CLAMP_NONE : K_CLAMP_CLIP,
+                               0.0f,
+                               6.0f,
+                               run,
+                               n};
         t->epi->clamp_out = t->res;
     }
     return 0;
