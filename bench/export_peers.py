@@ -7,7 +7,8 @@ OUTDIR/<name>.npz (the seeded input) for: resnet18, mobilenet_v2, squeezenet1_1,
 (torchvision architectures, batch 1, 3x224x224), dqn (the Nature DQN: 4x84x84 frames, 18
 actions), lstm and gru (one layer, sequence 32, input and hidden 256, batch 1) and bert_tiny (a
 BERT-like post-norm encoder: 2 layers, hidden 128, 2 heads, feed-forward 512, sequence 128, GELU).
-Every run writes the same models (seed 0). Opset 13. bench/bench_peers.py times them."""
+Every run writes the same models (seed 0). The torchvision models' biases and batch-norm
+parameters are random too (trained_like). Opset 13. bench/bench_peers.py times them."""
 import math
 import os
 import sys
@@ -95,16 +96,34 @@ class BertTiny(torch.nn.Module):
         return self.layers(x)
 
 
+def trained_like(model):
+    """Random values where torchvision's initialisation leaves constants: convolution and linear
+    biases (zero), batch-norm scales and shifts (one, zero) and running statistics (zero mean,
+    unit variance). Trained weights have none of these, and with them the exported models had
+    all-zero biases (batch norm folds into a zero bias), so a runtime whose bias add is slow
+    looked fast here. Seeded like everything else."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and m.bias is not None:
+                m.bias.uniform_(-0.1, 0.1)
+            elif isinstance(m, torch.nn.BatchNorm2d):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.1, 0.1)
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+    return model
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     torch.manual_seed(0)
     import torchvision.models as tvm
     img = torch.randn(1, 3, 224, 224)
-    export(tvm.resnet18(), img, "resnet18", outdir, ["input"])
-    export(tvm.mobilenet_v2(), img, "mobilenet_v2", outdir, ["input"])
-    export(tvm.squeezenet1_1(), img, "squeezenet1_1", outdir, ["input"])
-    export(tvm.vgg16(), img, "vgg16", outdir, ["input"])
+    export(trained_like(tvm.resnet18()), img, "resnet18", outdir, ["input"])
+    export(trained_like(tvm.mobilenet_v2()), img, "mobilenet_v2", outdir, ["input"])
+    export(trained_like(tvm.squeezenet1_1()), img, "squeezenet1_1", outdir, ["input"])
+    export(trained_like(tvm.vgg16()), img, "vgg16", outdir, ["input"])
     export(Dqn(), torch.rand(1, 4, 84, 84), "dqn", outdir, ["frames"])
     seq = torch.randn(32, 1, 256)
     export(Rnn(torch.nn.LSTM), seq, "lstm", outdir, ["x"])

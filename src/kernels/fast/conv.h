@@ -34,6 +34,28 @@ static inline const KEpilogue *conv_bind_tail(KCall *kc, const DLTensor *out0, f
     if (conv_tail_own(e)) *out = e->clamp_out;
     return e;
 }
+/* A tail conv_tail would apply in place (conv_tail_own), for a kernel that applies it in its
+ * registers as it stores output channel oc: v = clamp(v + bias[oc]) (bias + v when first; no
+ * bias: the clamp alone). on: e is such a tail on NCHW output out0 (a per-channel bias). */
+typedef struct ConvRegTail {
+    bool on;
+    const float *bias; /* per output channel, or NULL */
+    bool first;
+    uint8_t clamp; /* K_CLAMP_* */
+    float lo, hi;
+} ConvRegTail;
+static inline ConvRegTail conv_reg_tail(const KEpilogue *e, const DLTensor *out0) {
+    ConvRegTail t = {0};
+    if (e == NULL || !conv_tail_own(e)) return t;
+    if (e->clamp != K_CLAMP_NONE) {
+        t = (ConvRegTail){true, NULL, false, e->clamp, e->lo, e->hi};
+    } else if (out0->ndim == 4 && e->bias.mask == 1u << 1) {
+        const KBias *kb = &e->bias;
+        t = (ConvRegTail){true, kb->b, kb->first, kb->clamp, kb->lo, kb->hi};
+    }
+    return t;
+}
+
 /* The bound tail e over output elements [flat, flat + n), final in out (conv_bind_tail's): in
  * place when conv_tail_own (a bias run by run of its value: the program's bias loop without its
  * call per range, ~100 ns, which a Winograd layer's output channels of 13 x 13 paid 256 times),

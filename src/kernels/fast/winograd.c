@@ -96,7 +96,8 @@ typedef struct WRun {
     float *m; /* 36 products, cout x tiles each */
     float *out;
     const KEpilogue *epi;
-    SGemm g; /* the 36 products (U as A); the blocked form's per block */
+    ConvRegTail rt; /* epi applied by out_vec as it stores (then no conv_tail) */
+    SGemm g;        /* the 36 products (U as A); the blocked form's per block */
     /* the blocked form: blocks of at most bmax tiles (a multiple of SGEMM_NR); worker w's V block,
      * M block, d arrays and product scratch at wbuf + w * w_floats
      */
@@ -331,6 +332,18 @@ static FAST_AVX512 inline void out_vec(const WRun *r, int64_t oc, const float *s
         __m512 rr[4] = {
             _mm512_permutex2var_ps(p_lo, lo, q_lo), _mm512_permutex2var_ps(p_lo, hi, q_lo),
             _mm512_permutex2var_ps(p_hi, lo, q_hi), _mm512_permutex2var_ps(p_hi, hi, q_hi)};
+        if (r->rt.on) /* the tail in registers: the bias of channel oc, then the clamp */
+            for (int q = 0; q < 4; q++) {
+                if (r->rt.bias != NULL) {
+                    __m512 b = _mm512_set1_ps(r->rt.bias[oc]);
+                    rr[q] = r->rt.first ? _mm512_add_ps(b, rr[q]) : _mm512_add_ps(rr[q], b);
+                }
+                if (r->rt.clamp == K_CLAMP_RELU)
+                    rr[q] = _mm512_max_ps(rr[q], _mm512_setzero_ps());
+                else if (r->rt.clamp == K_CLAMP_CLIP)
+                    rr[q] = _mm512_min_ps(_mm512_set1_ps(r->rt.hi),
+                                          _mm512_max_ps(_mm512_set1_ps(r->rt.lo), rr[q]));
+            }
         for (int k = 0; k < n_runs; k++) {
             int64_t y = 4 * rty[k] + a;
             if (y >= c->oh) continue;
@@ -356,7 +369,7 @@ static FAST_AVX512 void out_plane(const WRun *r, int64_t n, int64_t oc) {
     for (int64_t t0 = 0; t0 < per_image; t0 += LANES)
         out_vec(r, oc, src + t0, (size_t)r->tiles, n * per_image + t0,
                 (int)min64(LANES, per_image - t0));
-    if (r->epi != NULL)
+    if (r->epi != NULL && !r->rt.on)
         conv_tail(r->epi, r->out, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
 }
 
@@ -491,7 +504,7 @@ static FAST_AVX512 void blk_out(const WRun *r, int64_t t0, int nb, const float *
         const float *src = m + (oc - oc0) * WN * nb;
         for (int j = 0; j < nb; j += LANES)
             out_vec(r, oc, src + j, (size_t)nb, t0 + j, (int)min64(LANES, nb - j));
-        if (r->epi == NULL) continue;
+        if (r->epi == NULL || r->rt.on) continue;
         for (int64_t row = row0; row < row1;) { /* one call per image */
             int64_t n = row / r->th, ty0 = row % r->th, ty1 = min64(r->th, ty0 + row1 - row);
             int64_t y0 = 4 * ty0, y1 = min64(c->oh, 4 * ty1);
@@ -638,6 +651,7 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
         r.wbuf = raw_floats(kc, sup_dim_mul_sat((int64_t)r.w_floats, nt));
         if (r.wbuf == NULL) return -1;
         r.epi = conv_bind_tail(kc, o, &r.out);
+        r.rt = conv_reg_tail(r.epi, o);
         k_parallel(kc, (int64_t)r.n_ranges * r.n_parts, blk_task, &r);
         kc->epi_done = r.epi != NULL;
         return 0;
@@ -665,6 +679,7 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     void *gs = bytes ? k_scratch_raw(kc, bytes) : NULL; /* kern_sgemm_run ignores its contents */
     if (bytes && gs == NULL) return -1;
     r.epi = conv_bind_tail(kc, o, &r.out);
+    r.rt = conv_reg_tail(r.epi, o);
     k_parallel(kc, c->batch * c->cin, in_task, &r);
     kern_sgemm_run(&g, kc->pool, gs);
     k_parallel(kc, c->batch * c->cout, out_task, &r);
