@@ -202,7 +202,9 @@ static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTen
 /* CLAMP_RELU, CLAMP_CLIP: one relu or clip offered as KEpilogue.clamp too, which a kernel may
  * apply as it stores into clamp_out instead of calling apply (the clip's bounds 0.1 and 0.7:
  * an output whose window is all padding is 0.1, not 0). BIAS_KB, BIAS_FIRST_KB: x + bias then a
- * clip, and bias + x alone, offered as KEpilogue.bias too (as the VM offers them). */
+ * clip, and bias + x alone, offered as KEpilogue.bias too (as the VM offers them); LANE_KB: x +
+ * bias then a clip, the bias varying along a blocked layout's lanes alone (the same for every
+ * block; a scalar on NCHW data, which no kernel takes). */
 enum {
     TAIL_NONE,
     TAIL_BIAS_CLIP,
@@ -213,11 +215,12 @@ enum {
     TAIL_CLAMP_CLIP,
     TAIL_BIAS_KB,
     TAIL_BIAS_FIRST_KB,
+    TAIL_LANE_KB,
     N_TAILS
 };
-static const char *const tail_names[N_TAILS] = {"no tail",    "bias+clip",    "relu",
-                                                "residual",   "declined",     "relu clamp",
-                                                "clip clamp", "bias+clip kb", "bias first kb"};
+static const char *const tail_names[N_TAILS] = {
+    "no tail",    "bias+clip",  "relu",         "residual",      "declined",
+    "relu clamp", "clip clamp", "bias+clip kb", "bias first kb", "lane bias kb"};
 #define CLAMP_LO 0.1f
 #define CLAMP_HI 0.7f
 
@@ -267,7 +270,8 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
     t->seen = calloc((size_t)t->total + 1, 1);
     fx_bind(t->bound, &t->prog, ops, t->res, (uint32_t)out0->ndim, out0->shape);
     if (t->epi->clamp != K_CLAMP_NONE) t->epi->clamp_out = t->res;
-    if (t->kind == TAIL_BIAS_KB || t->kind == TAIL_BIAS_FIRST_KB) { /* as vm.c's epi_bias */
+    if (t->kind == TAIL_BIAS_KB || t->kind == TAIL_BIAS_FIRST_KB ||
+        t->kind == TAIL_LANE_KB) { /* as vm.c's epi_bias */
         uint32_t mask = 0, lead = (uint32_t)(out0->ndim - t->operand->ndim);
         for (uint32_t d = 0; d < (uint32_t)t->operand->ndim; d++)
             if (t->operand->shape[d] != 1) mask |= 1u << (lead + d);
@@ -315,8 +319,10 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     static FxBound bound;
     Tail t = {.kind = tail, .bound = &bound};
     DLTensor *operand = NULL;
-    if (tail == TAIL_BIAS_CLIP || tail == TAIL_BIAS_KB || tail == TAIL_BIAS_FIRST_KB) {
-        int64_t bs[5] = {1, want->shape[1], 1, 1, nd == 5 ? want->shape[4] : 1};
+    if (tail == TAIL_BIAS_CLIP || tail == TAIL_BIAS_KB || tail == TAIL_BIAS_FIRST_KB ||
+        tail == TAIL_LANE_KB) {
+        int64_t bs[5] = {1, tail == TAIL_LANE_KB ? 1 : want->shape[1], 1, 1,
+                         nd == 5 ? want->shape[4] : 1};
         operand = tensor_rand(nd, bs);
         for (int64_t i = 0; i < k_numel(operand); i++) /* some outputs under 0, some over 6 */
             fdata(operand)[i] = 7.0f * frand();

@@ -71,6 +71,7 @@ typedef struct NcRun {
     uint8_t clamp;     /* K_CLAMP_*: the tail applied as tiles are stored (out: its result) */
     const float *bias; /* the tail's per-channel bias, added before the clamp, or NULL */
     bool bias_first;   /* bias + x (else x + bias) */
+    int64_t bias_step; /* the bias of output block j at bias + j * bias_step (b, or 0) */
     float lo, hi;      /* K_CLAMP_CLIP's bounds */
     float fill;        /* an output whose window is all padding: 0 clamped */
 } NcRun;
@@ -138,7 +139,7 @@ FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w
                 }
     }
     if (bv != NULL) _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) {
-            __m512 bj = _mm512_loadu_ps(bv + j * 16);
+            __m512 bj = _mm512_loadu_ps(bv + j * r->bias_step);
             _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p][j] =
                 nc_bias16(r, bj, acc[p][j]);
         }
@@ -301,7 +302,8 @@ INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o
                     }
                 }
         for (int64_t l = 0; l < b; l++)
-            acc[l] = nc_clamp1(r, bv == NULL ? acc[l] : nc_bias1(r, bv[j * b + l], acc[l]));
+            acc[l] =
+                nc_clamp1(r, bv == NULL ? acc[l] : nc_bias1(r, bv[j * r->bias_step + l], acc[l]));
         memcpy(o + j * r->os_ob, acc, (size_t)b * sizeof(float));
     }
 }
@@ -359,7 +361,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, con
     float *orow = o + oy * c->ow * b;
     if (ky1 <= ky0) { /* every kernel row falls in the padding */
         for (int64_t j = 0; j < nob; j++)
-            nc_fill(r, orow + j * r->os_ob + c0 * b, bv ? bv + j * b : NULL, c1 - c0);
+            nc_fill(r, orow + j * r->os_ob + c0 * b, bv ? bv + j * r->bias_step : NULL, c1 - c0);
         return;
     }
     int64_t nky = ky1 - ky0, rmax = nc_rmax[r->dw ? 0 : nob];
@@ -391,7 +393,7 @@ static void nc_row(const NcRun *r, const float *x, const float *w, float *o, con
         int64_t kx1 = ix0 > c->w - 1 ? 0 : min64(c->kw, (c->w - 1 - ix0) / c->dw + 1);
         if (kx1 <= kx0) {
             for (int64_t j = 0; j < nob; j++)
-                nc_fill(r, orow + j * r->os_ob + ox * b, bv ? bv + j * b : NULL, 1);
+                nc_fill(r, orow + j * r->os_ob + ox * b, bv ? bv + j * r->bias_step : NULL, 1);
         } else {
             nc_tile(r, xrow + (ix0 + kx0 * c->dw) * r->xb, wk + kx0 * r->ws_kx, orow + ox * b, bv,
                     nky, kx1 - kx0, nob, 1);
@@ -435,7 +437,7 @@ static void nc_task(void *ctx, int64_t t, int worker) {
         int64_t c0 = max64(p0 - oy * c->ow, 0), c1 = min64(p1 - oy * c->ow, c->ow);
         for (int64_t s0 = c0; s0 < c1; s0 += NC_PIECE) {
             int64_t s1 = min64(c1, s0 + NC_PIECE), at = oy * c->ow + s1;
-            nc_row(r, x, w, o, r->bias ? r->bias + ob0 * r->b : NULL, nob, oy, s0, s1);
+            nc_row(r, x, w, o, r->bias ? r->bias + ob0 * r->bias_step : NULL, nob, oy, s0, s1);
             if (r->epi == NULL || (at - done < NC_PIECE && at < p1)) continue;
             for (int64_t j = 0; j < nob; j++)
                 r->epi->apply(r->epi->ctx, ((n * r->ob + ob0 + j) * r->np + done) * r->b,
@@ -593,12 +595,16 @@ int kern_conv_nchwc(KCall *kc) {
             /* a relu or clip: applied in registers, the tiles stored into its result */
             r.clamp = kc->epi->clamp, r.lo = kc->epi->lo, r.hi = kc->epi->hi;
             r.out = kc->epi->clamp_out;
-        } else if (kb->b != NULL && kb->mask == (1u << 1 | 1u << 4) && kc->epi->clamp_out != NULL) {
+        } else if (kb->b != NULL && (kb->mask == (1u << 1 | 1u << 4) || kb->mask == 1u << 4) &&
+                   kc->epi->clamp_out != NULL) {
             /* a per-channel bias (varying along the blocks and their lanes: its values in channel
              * order), then maybe a relu or clip: in registers too. As the program's pass over each
              * piece of NC_PIECE positions, MobileNetV2 with nonzero biases took 7.7 ms where it
              * takes 5.0 with none (its bias spans two merged dims: the program's general path) */
             r.bias = kb->b, r.bias_first = kb->first;
+            /* one output block: the bias varies along the lanes only (mask dim 4 alone; a
+             * 16-channel projection of MobileNetV2 went through the program) */
+            r.bias_step = kb->mask & 1u << 1 ? b : 0;
             r.clamp = kb->clamp, r.lo = kb->lo, r.hi = kb->hi;
             r.out = kc->epi->clamp_out;
         } else {
