@@ -167,6 +167,12 @@ typedef struct KBias {
     float lo, hi;   /* K_CLAMP_CLIP's bounds */
     int64_t run, n; /* b varies along one dim (mask one bit): output element f's value is
                      * b[(f / run) % n] (n: that dim's extent); else both 0 */
+    /* NULL, or a residual added after the bias, before the clamp: y = clamp((x + b) + res[f])
+     * (res_first: res[f] + (x + b)), res a compact float32 tensor of output 0's shape (it may be
+     * the result's own buffer: each element read before it is written). A kernel that does not
+     * know res must not take the tail. */
+    const float *res;
+    bool res_first;
 } KBias;
 
 typedef struct KEpilogue {

@@ -715,7 +715,7 @@ static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0,
     const FxProgram *prog = e->fu->prog;
     KBias *kb = &e->epi->bias;
     uint32_t x_id = e->p->n_inputs + e->fu->anchor, n_ops = prog->n_operands;
-    if (prog->n_steps < 1 || prog->n_steps > 2 || prog->step[0].op != FX_ADD ||
+    if (prog->n_steps < 1 || prog->n_steps > 3 || prog->step[0].op != FX_ADD ||
         (uint32_t)out0->ndim != nd || memcmp(out0->shape, shape, sizeof(int64_t) * nd) != 0)
         return;
     const FxStep *s0 = &prog->step[0];
@@ -724,14 +724,32 @@ static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0,
     if (!first && e->fu->operand[s0->a] != x_id) return;
     uint16_t bi = first ? s0->a : s0->b;
     if (e->fu->operand[bi] == x_id) return;
+    /* then maybe a residual (an operand of the result's shape) added to the sum */
+    uint32_t at = 1, last = n_ops; /* the next step; the value it continues from */
+    const DLTensor *res = NULL;
+    bool res_first = false;
+    if (at < prog->n_steps && prog->step[at].op == FX_ADD) {
+        const FxStep *s1 = &prog->step[at];
+        res_first = s1->b == last;
+        if (!res_first && s1->a != last) return;
+        uint16_t ri = res_first ? s1->a : s1->b;
+        if (ri >= n_ops || ri == bi || e->fu->operand[ri] == x_id) return;
+        res = ops[ri];
+        if (res == NULL || k_dtype(res) != RLY_DTYPE_F32 || res->strides != NULL ||
+            (uint32_t)res->ndim != nd || memcmp(res->shape, shape, sizeof(int64_t) * nd) != 0 ||
+            res->data == NULL)
+            return;
+        last = n_ops + at++;
+    }
     uint8_t clamp = K_CLAMP_NONE;
     float lo = 0, hi = 0;
-    if (prog->n_steps == 2) {
-        const FxStep *s1 = &prog->step[1];
-        if (s1->a != n_ops || (s1->op != FX_RELU && s1->op != FX_CLIP)) return;
+    if (at < prog->n_steps) {
+        const FxStep *s1 = &prog->step[at++];
+        if (s1->a != last || (s1->op != FX_RELU && s1->op != FX_CLIP)) return;
         clamp = s1->op == FX_RELU ? K_CLAMP_RELU : K_CLAMP_CLIP;
         lo = s1->p0, hi = s1->p1;
     }
+    if (at != prog->n_steps) return;
     const DLTensor *b = ops[bi];
     if (b == NULL || k_dtype(b) != RLY_DTYPE_F32 || b->strides != NULL || (uint32_t)b->ndim > nd ||
         b->data == NULL)
@@ -749,7 +767,7 @@ static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0,
             for (uint32_t i = d + 1; i < nd; i++)
                 run *= shape[i];
         }
-    *kb = (KBias){k_ptr(b), mask, first, clamp, lo, hi, run, n};
+    *kb = (KBias){k_ptr(b), mask, first, clamp, lo, hi, run, n, res ? k_ptr(res) : NULL, res_first};
     e->epi->clamp_out = (float *)rt_tensor_data(e->res);
 }
 

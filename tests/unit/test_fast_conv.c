@@ -204,7 +204,8 @@ static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTen
  * an output whose window is all padding is 0.1, not 0). BIAS_KB, BIAS_FIRST_KB: x + bias then a
  * clip, and bias + x alone, offered as KEpilogue.bias too (as the VM offers them); LANE_KB: x +
  * bias then a clip, the bias varying along a blocked layout's lanes alone (the same for every
- * block; a scalar on NCHW data, which no kernel takes). */
+ * block; a scalar on NCHW data, which no kernel takes); BIAS_RES_KB: clip(residual + (x + bias)),
+ * the residual offered too (KBias.res). */
 enum {
     TAIL_NONE,
     TAIL_BIAS_CLIP,
@@ -216,11 +217,20 @@ enum {
     TAIL_BIAS_KB,
     TAIL_BIAS_FIRST_KB,
     TAIL_LANE_KB,
+    TAIL_BIAS_RES_KB,
     N_TAILS
 };
-static const char *const tail_names[N_TAILS] = {
-    "no tail",    "bias+clip",  "relu",         "residual",      "declined",
-    "relu clamp", "clip clamp", "bias+clip kb", "bias first kb", "lane bias kb"};
+static const char *const tail_names[N_TAILS] = {"no tail",
+                                                "bias+clip",
+                                                "relu",
+                                                "residual",
+                                                "declined",
+                                                "relu clamp",
+                                                "clip clamp",
+                                                "bias+clip kb",
+                                                "bias first kb",
+                                                "lane bias kb",
+                                                "bias+residual+clip kb"};
 #define CLAMP_LO 0.1f
 #define CLAMP_HI 0.7f
 
@@ -230,7 +240,8 @@ typedef struct Tail {
     int kind;
     FxProgram prog;
     FxBound *bound;
-    const DLTensor *operand; /* the bias (1, C, 1, 1) or the residual (the result's shape) */
+    const DLTensor *operand;  /* the bias (1, C, 1, 1) or the residual (the result's shape) */
+    const DLTensor *operand2; /* BIAS_RES_KB's residual, or NULL */
     float *res;
     uint8_t *seen;
     int64_t total;
@@ -253,6 +264,11 @@ static void tail_program(Tail *t) {
     } else if (t->kind == TAIL_BIAS_FIRST_KB) {
         p->n_operands = 2, p->n_steps = 1;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 1, .b = 0};
+    } else if (t->kind == TAIL_BIAS_RES_KB) { /* clip(residual + (x + bias)) */
+        p->n_operands = 3, p->n_steps = 3;
+        p->step[0] = (FxStep){.op = FX_ADD, .a = 0, .b = 1};
+        p->step[1] = (FxStep){.op = FX_ADD, .a = 2, .b = 3};
+        p->step[2] = (FxStep){.op = FX_CLIP, .a = 4, .p0 = 0.0f, .p1 = 6.0f};
     } else {
         p->n_operands = 2, p->n_steps = 2;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 0, .b = 1};
@@ -264,14 +280,14 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
     Tail *t = ctx;
     t->begun++;
     if (t->kind == TAIL_DECLINE) return -1;
-    const DLTensor *ops[2] = {out0, t->operand};
+    const DLTensor *ops[3] = {out0, t->operand, t->operand2};
     t->total = k_numel(out0);
     t->res = calloc((size_t)t->total + 1, sizeof(float));
     t->seen = calloc((size_t)t->total + 1, 1);
     fx_bind(t->bound, &t->prog, ops, t->res, (uint32_t)out0->ndim, out0->shape);
     if (t->epi->clamp != K_CLAMP_NONE) t->epi->clamp_out = t->res;
-    if (t->kind == TAIL_BIAS_KB || t->kind == TAIL_BIAS_FIRST_KB ||
-        t->kind == TAIL_LANE_KB) { /* as vm.c's epi_bias */
+    if (t->kind == TAIL_BIAS_KB || t->kind == TAIL_BIAS_FIRST_KB || t->kind == TAIL_LANE_KB ||
+        t->kind == TAIL_BIAS_RES_KB) { /* as vm.c's epi_bias */
         uint32_t mask = 0, lead = (uint32_t)(out0->ndim - t->operand->ndim);
         for (uint32_t d = 0; d < (uint32_t)t->operand->ndim; d++)
             if (t->operand->shape[d] != 1) mask |= 1u << (lead + d);
@@ -283,6 +299,7 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
                 for (uint32_t i = d + 1; i < (uint32_t)out0->ndim; i++)
                     run *= out0->shape[i];
             }
+        bool res = t->kind == TAIL_BIAS_RES_KB;
         t->epi->bias = (KBias){fdata(t->operand),
                                mask,
                                first,
@@ -290,7 +307,9 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
                                0.0f,
                                6.0f,
                                run,
-                               n};
+                               n,
+                               res ? fdata(t->operand2) : NULL,
+                               res};
         t->epi->clamp_out = t->res;
     }
     return 0;
@@ -318,9 +337,9 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
         fdata(pre)[i] = NAN;
     static FxBound bound;
     Tail t = {.kind = tail, .bound = &bound};
-    DLTensor *operand = NULL;
+    DLTensor *operand = NULL, *operand2 = NULL;
     if (tail == TAIL_BIAS_CLIP || tail == TAIL_BIAS_KB || tail == TAIL_BIAS_FIRST_KB ||
-        tail == TAIL_LANE_KB) {
+        tail == TAIL_LANE_KB || tail == TAIL_BIAS_RES_KB) {
         int64_t bs[5] = {1, tail == TAIL_LANE_KB ? 1 : want->shape[1], 1, 1,
                          nd == 5 ? want->shape[4] : 1};
         operand = tensor_rand(nd, bs);
@@ -329,7 +348,8 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     } else if (tail == TAIL_RESIDUAL) {
         operand = tensor_rand(nd, want->shape);
     }
-    t.operand = operand;
+    if (tail == TAIL_BIAS_RES_KB) operand2 = tensor_rand(nd, want->shape);
+    t.operand = operand, t.operand2 = operand2;
     tail_program(&t);
     KEpilogue epi = {tail_begin, tail_apply, NULL, &t, K_CLAMP_NONE, 0, 0, NULL, {0}};
     if (tail == TAIL_CLAMP_RELU) epi.clamp = K_CLAMP_RELU;
@@ -342,7 +362,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     CHECK(got != NULL, "%s [%s, %d thr, %s]: fast kernel failed: %s", s->what, cfg_isa, thr,
           tail_names[tail], err);
     if (got == NULL) {
-        tensor_free(pre), tensor_free(operand);
+        tensor_free(pre), tensor_free(operand), tensor_free(operand2);
         return;
     }
     int64_t bad = -1, n = k_numel(want);
@@ -356,7 +376,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     if (clamped) {
         static FxBound rb;
         ref_tail = calloc((size_t)n + 1, sizeof(float));
-        const DLTensor *ops[2] = {want, operand};
+        const DLTensor *ops[3] = {want, operand, operand2};
         fx_bind(&rb, &t.prog, ops, ref_tail, nd, want->shape);
         fx_range(&rb, 0, n);
     }
@@ -380,7 +400,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
         if (want_done && t.res != NULL && !clamped) { /* the program over the kernel's output */
             static FxBound check;
             float *exp = calloc((size_t)n + 1, sizeof(float));
-            const DLTensor *ops[2] = {got, operand};
+            const DLTensor *ops[3] = {got, operand, operand2};
             fx_bind(&check, &t.prog, ops, exp, nd, got->shape);
             fx_range(&check, 0, n);
             for (int64_t i = 0; i < n && wrong < 0; i++)
@@ -393,7 +413,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
               wrong >= 0 ? t.seen[wrong] : 0);
     }
     free(t.res), free(t.seen);
-    tensor_free(operand);
+    tensor_free(operand), tensor_free(operand2);
     if (got_out != NULL)
         *got_out = got;
     else

@@ -168,7 +168,8 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
             t->b[i] = (float)((i * 7) % 11) * 0.1f - 0.5f;
         t->epi->bias =
             (KBias){t->b,    1u << d, t->bias == 2, t->bias == 1 ? K_CLAMP_CLIP : K_CLAMP_NONE,
-                    CLIP_LO, CLIP_HI, t->run,       t->n_chan};
+                    CLIP_LO, CLIP_HI, t->run,       t->n_chan,
+                    NULL,    false};
         t->epi->clamp_out = t->res;
     }
     return 0;

@@ -21,7 +21,8 @@ typedef struct Conv {
 /* Whether e is a tail conv_tail applies itself in place: one clamp (KEpilogue.clamp), or a bias
  * along one dim (KEpilogue.bias with run set: a per-channel bias of NCHW), then maybe a clamp. */
 static inline bool conv_tail_own(const KEpilogue *e) {
-    return e->clamp_out != NULL && (e->clamp != K_CLAMP_NONE || (e->bias.b && e->bias.run > 0));
+    return e->clamp_out != NULL &&
+           (e->clamp != K_CLAMP_NONE || (e->bias.b && e->bias.run > 0 && e->bias.res == NULL));
 }
 /* The call's fused tail as a convolution kernel takes it: when kc->epi accepts (begin on out0),
  * returns it and sets *out to where the kernel writes its result: out0's data, or the tail's

@@ -72,6 +72,9 @@ typedef struct NcRun {
     const float *bias; /* the tail's per-channel bias, added before the clamp, or NULL */
     bool bias_first;   /* bias + x (else x + bias) */
     int64_t bias_step; /* the bias of output block j at bias + j * bias_step (b, or 0) */
+    const float *res;  /* the tail's residual (out's layout: element at o read at res + (o - out))
+                        * added after the bias, or NULL */
+    bool res_first;    /* res + (x + bias) (else (x + bias) + res) */
     float lo, hi;      /* K_CLAMP_CLIP's bounds */
     float fill;        /* an output whose window is all padding: 0 clamped */
 } NcRun;
@@ -106,6 +109,11 @@ FAST_AVX512 INLINE __m512 nc_clamp16(const NcRun *r, __m512 v) {
 /* The tail's bias b added to v in the program's order. */
 FAST_AVX512 INLINE __m512 nc_bias16(const NcRun *r, __m512 b, __m512 v) {
     return r->bias_first ? _mm512_add_ps(b, v) : _mm512_add_ps(v, b);
+}
+/* The tail's residual (16 floats at q) added to v in the program's order. */
+FAST_AVX512 INLINE __m512 nc_res16(const NcRun *r, const float *q, __m512 v) {
+    __m512 t = _mm512_loadu_ps(q);
+    return r->res_first ? _mm512_add_ps(t, v) : _mm512_add_ps(v, t);
 }
 
 /* R positions x NOB output blocks: x at position 0's first tap of the tile's first input block,
@@ -143,6 +151,12 @@ FAST_AVX512 INLINE void nc_tile16(const NcRun *r, const float *x, const float *w
             _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p][j] =
                 nc_bias16(r, bj, acc[p][j]);
         }
+    if (r->res != NULL) {
+        const float *rq = r->res + (o - r->out);
+        _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
+            _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] =
+                nc_res16(r, rq + j * r->os_ob + p * 16, acc[p][j]);
+    }
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _Pragma("GCC unroll 4") for (int j = 0; j < NOB; j++) acc[p][j] = nc_clamp16(r, acc[p][j]);
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
@@ -157,6 +171,9 @@ FAST_AVX512 INLINE void nc_store_dw(const NcRun *r, float *o, const float *bv, _
         __m512 b = _mm512_loadu_ps(bv);
         _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] = nc_bias16(r, b, acc[p]);
     }
+    if (r->res != NULL)
+        _Pragma("GCC unroll 14") for (int p = 0; p < R; p++) acc[p] =
+            nc_res16(r, r->res + (o - r->out) + p * 16, acc[p]);
     _Pragma("GCC unroll 14") for (int p = 0; p < R; p++)
         _mm512_storeu_ps(o + p * 16, nc_clamp16(r, acc[p]));
 }
@@ -273,6 +290,16 @@ INLINE float nc_clamp1(const NcRun *r, float v) {
 
 /* The tail's bias b added to v in the program's order. */
 INLINE float nc_bias1(const NcRun *r, float b, float v) { return r->bias_first ? b + v : v + b; }
+/* The tail's bias (*bv; bv NULL: none), then its residual (the element of out at o), added to v;
+ * then the clamp. */
+INLINE float nc_tail1(const NcRun *r, const float *bv, const float *o, float v) {
+    if (bv != NULL) v = nc_bias1(r, *bv, v);
+    if (r->res != NULL) {
+        float t = r->res[o - r->out];
+        v = r->res_first ? t + v : v + t;
+    }
+    return nc_clamp1(r, v);
+}
 
 INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o, const float *bv,
                         int64_t nky, int64_t nkx, int64_t nob) {
@@ -303,7 +330,7 @@ INLINE void nc_pos_body(const NcRun *r, const float *x, const float *w, float *o
                 }
         for (int64_t l = 0; l < b; l++)
             acc[l] =
-                nc_clamp1(r, bv == NULL ? acc[l] : nc_bias1(r, bv[j * r->bias_step + l], acc[l]));
+                nc_tail1(r, bv ? bv + j * r->bias_step + l : NULL, o + j * r->os_ob + l, acc[l]);
         memcpy(o + j * r->os_ob, acc, (size_t)b * sizeof(float));
     }
 }
@@ -347,7 +374,9 @@ static void nc_tile(const NcRun *r, const float *x, const float *w, float *o, co
 static void nc_fill(const NcRun *r, float *o, const float *bv, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         for (int64_t l = 0; l < r->b; l++)
-            o[i * r->b + l] = bv == NULL ? r->fill : nc_clamp1(r, nc_bias1(r, bv[l], 0.0f));
+            o[i * r->b + l] = bv == NULL && r->res == NULL
+                                  ? r->fill
+                                  : nc_tail1(r, bv ? bv + l : NULL, o + i * r->b + l, 0.0f);
 }
 
 /* Output row oy, columns [c0, c1), of the tile whose input starts at x (its first input block),
@@ -595,6 +624,7 @@ int kern_conv_nchwc(KCall *kc) {
     r.epi = NULL;
     r.clamp = K_CLAMP_NONE;
     r.bias = NULL;
+    r.res = NULL;
     if (kc->epi != NULL && kc->epi->begin(kc->epi->ctx, o) == 0) {
         const KBias *kb = &kc->epi->bias;
         if (kc->epi->clamp != K_CLAMP_NONE && kc->epi->clamp_out != NULL) {
@@ -611,6 +641,7 @@ int kern_conv_nchwc(KCall *kc) {
             /* one output block: the bias varies along the lanes only (mask dim 4 alone; a
              * 16-channel projection of MobileNetV2 went through the program) */
             r.bias_step = kb->mask & 1u << 1 ? b : 0;
+            r.res = kb->res, r.res_first = kb->res_first; /* same layout as the result */
             r.clamp = kb->clamp, r.lo = kb->lo, r.hi = kb->hi;
             r.out = kc->epi->clamp_out;
         } else {

@@ -1329,7 +1329,7 @@ bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e
                 out0->shape[1] == g->m * groups;
     bool cols = bias_how == SGEMM_BIAS_COLS && out0->ndim >= 1 && kb->mask == 1u << last &&
                 out0->shape[last] == g->n && g->ldc == g->n;
-    if (kb->b != NULL && kc->epi->clamp_out != NULL && (rows || cols)) {
+    if (kb->b != NULL && kb->res == NULL && kc->epi->clamp_out != NULL && (rows || cols)) {
         /* a per-channel bias (then maybe a clamp) the same way: in the AVX-512 tiles' registers,
          * else by a pass over each finished block */
         *e = (SGemmKEpi){kc->epi, g->c_bs, kb->b, cols, rows ? g->m : 0, rows ? groups : 1};
