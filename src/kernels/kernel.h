@@ -168,11 +168,13 @@ typedef struct KBias {
     int64_t run, n; /* b varies along one dim (mask one bit): output element f's value is
                      * b[(f / run) % n] (n: that dim's extent); else both 0 */
     /* NULL, or a residual added after the bias, before the clamp: y = clamp((x + b) + res[f])
-     * (res_first: res[f] + (x + b)), res a compact float32 tensor of output 0's shape (it may be
-     * the result's own buffer: each element read before it is written). A kernel that does not
-     * know res must not take the tail. */
+     * (res_first: res[f] + (x + b)), res a compact float32 tensor of output 0's shape. A kernel
+     * that does not know res must not take the tail. res_inplace: the result is res's own
+     * buffer (no other overlap is offered), so only a kernel that reads each residual element
+     * before it stores that element (in registers) may take it. */
     const float *res;
     bool res_first;
+    bool res_inplace;
 } KBias;
 
 typedef struct KEpilogue {

@@ -727,7 +727,7 @@ static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0,
     /* then maybe a residual (an operand of the result's shape) added to the sum */
     uint32_t at = 1, last = n_ops; /* the next step; the value it continues from */
     const DLTensor *res = NULL;
-    bool res_first = false;
+    bool res_first = false, res_inplace = false;
     if (at < prog->n_steps && prog->step[at].op == FX_ADD) {
         const FxStep *s1 = &prog->step[at];
         res_first = s1->b == last;
@@ -739,6 +739,14 @@ static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0,
             (uint32_t)res->ndim != nd || memcmp(res->shape, shape, sizeof(int64_t) * nd) != 0 ||
             res->data == NULL)
             return;
+        /* the result may take the residual's buffer (the plan's in-place reuse): said, since a
+         * kernel that adds the tail by a pass over each stored block would read the residual
+         * after its stores overwrote it; any other overlap: no */
+        const uint8_t *r0, *r1, *o0, *o1;
+        tensor_bytes(res, &r0, &r1);
+        tensor_bytes(&e->res->t, &o0, &o1);
+        res_inplace = r0 == o0 && r1 == o1;
+        if (r0 < o1 && o0 < r1 && !res_inplace) return;
         last = n_ops + at++;
     }
     uint8_t clamp = K_CLAMP_NONE;
@@ -767,7 +775,8 @@ static void epi_bias(VmEpi *e, const DLTensor *const *ops, const DLTensor *out0,
             for (uint32_t i = d + 1; i < nd; i++)
                 run *= shape[i];
         }
-    *kb = (KBias){k_ptr(b), mask, first, clamp, lo, hi, run, n, res ? k_ptr(res) : NULL, res_first};
+    *kb = (KBias){k_ptr(b),  mask,       first, clamp, lo, hi, run, n, res ? k_ptr(res) : NULL,
+                  res_first, res_inplace};
     e->epi->clamp_out = (float *)rt_tensor_data(e->res);
 }
 

@@ -205,7 +205,8 @@ static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTen
  * clip, and bias + x alone, offered as KEpilogue.bias too (as the VM offers them); LANE_KB: x +
  * bias then a clip, the bias varying along a blocked layout's lanes alone (the same for every
  * block; a scalar on NCHW data, which no kernel takes); BIAS_RES_KB: clip(residual + (x + bias)),
- * the residual offered too (KBias.res). */
+ * the residual offered too (KBias.res); BIAS_RES_INPLACE_KB: the same with the residual in the
+ * result's own buffer (KBias.res_inplace). */
 enum {
     TAIL_NONE,
     TAIL_BIAS_CLIP,
@@ -218,6 +219,7 @@ enum {
     TAIL_BIAS_FIRST_KB,
     TAIL_LANE_KB,
     TAIL_BIAS_RES_KB,
+    TAIL_BIAS_RES_INPLACE_KB,
     N_TAILS
 };
 static const char *const tail_names[N_TAILS] = {"no tail",
@@ -230,7 +232,8 @@ static const char *const tail_names[N_TAILS] = {"no tail",
                                                 "bias+clip kb",
                                                 "bias first kb",
                                                 "lane bias kb",
-                                                "bias+residual+clip kb"};
+                                                "bias+residual+clip kb",
+                                                "in-place residual kb"};
 #define CLAMP_LO 0.1f
 #define CLAMP_HI 0.7f
 
@@ -264,7 +267,8 @@ static void tail_program(Tail *t) {
     } else if (t->kind == TAIL_BIAS_FIRST_KB) {
         p->n_operands = 2, p->n_steps = 1;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 1, .b = 0};
-    } else if (t->kind == TAIL_BIAS_RES_KB) { /* clip(residual + (x + bias)) */
+    } else if (t->kind == TAIL_BIAS_RES_KB ||
+               t->kind == TAIL_BIAS_RES_INPLACE_KB) { /* clip(residual + (x + bias)) */
         p->n_operands = 3, p->n_steps = 3;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 0, .b = 1};
         p->step[1] = (FxStep){.op = FX_ADD, .a = 2, .b = 3};
@@ -287,7 +291,7 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
     fx_bind(t->bound, &t->prog, ops, t->res, (uint32_t)out0->ndim, out0->shape);
     if (t->epi->clamp != K_CLAMP_NONE) t->epi->clamp_out = t->res;
     if (t->kind == TAIL_BIAS_KB || t->kind == TAIL_BIAS_FIRST_KB || t->kind == TAIL_LANE_KB ||
-        t->kind == TAIL_BIAS_RES_KB) { /* as vm.c's epi_bias */
+        t->kind == TAIL_BIAS_RES_KB || t->kind == TAIL_BIAS_RES_INPLACE_KB) { /* as epi_bias */
         uint32_t mask = 0, lead = (uint32_t)(out0->ndim - t->operand->ndim);
         for (uint32_t d = 0; d < (uint32_t)t->operand->ndim; d++)
             if (t->operand->shape[d] != 1) mask |= 1u << (lead + d);
@@ -299,7 +303,10 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
                 for (uint32_t i = d + 1; i < (uint32_t)out0->ndim; i++)
                     run *= out0->shape[i];
             }
-        bool res = t->kind == TAIL_BIAS_RES_KB;
+        bool res = t->kind == TAIL_BIAS_RES_KB || t->kind == TAIL_BIAS_RES_INPLACE_KB;
+        bool inplace = t->kind == TAIL_BIAS_RES_INPLACE_KB; /* the residual in the result */
+        if (inplace)
+            memcpy(t->res, fdata(t->operand2), (size_t)k_numel(t->operand2) * sizeof(float));
         t->epi->bias = (KBias){fdata(t->operand),
                                mask,
                                first,
@@ -308,8 +315,11 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
                                6.0f,
                                run,
                                n,
-                               res ? fdata(t->operand2) : NULL,
-                               res};
+                               inplace ? t->res
+                               : res   ? fdata(t->operand2)
+                                       : NULL,
+                               res,
+                               inplace};
         t->epi->clamp_out = t->res;
     }
     return 0;
@@ -339,7 +349,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     Tail t = {.kind = tail, .bound = &bound};
     DLTensor *operand = NULL, *operand2 = NULL;
     if (tail == TAIL_BIAS_CLIP || tail == TAIL_BIAS_KB || tail == TAIL_BIAS_FIRST_KB ||
-        tail == TAIL_LANE_KB || tail == TAIL_BIAS_RES_KB) {
+        tail == TAIL_LANE_KB || tail == TAIL_BIAS_RES_KB || tail == TAIL_BIAS_RES_INPLACE_KB) {
         int64_t bs[5] = {1, tail == TAIL_LANE_KB ? 1 : want->shape[1], 1, 1,
                          nd == 5 ? want->shape[4] : 1};
         operand = tensor_rand(nd, bs);
@@ -348,7 +358,8 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     } else if (tail == TAIL_RESIDUAL) {
         operand = tensor_rand(nd, want->shape);
     }
-    if (tail == TAIL_BIAS_RES_KB) operand2 = tensor_rand(nd, want->shape);
+    if (tail == TAIL_BIAS_RES_KB || tail == TAIL_BIAS_RES_INPLACE_KB)
+        operand2 = tensor_rand(nd, want->shape);
     t.operand = operand, t.operand2 = operand2;
     tail_program(&t);
     KEpilogue epi = {tail_begin, tail_apply, NULL, &t, K_CLAMP_NONE, 0, 0, NULL, {0}};

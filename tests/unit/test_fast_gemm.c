@@ -138,7 +138,7 @@ static void attr_ints(Call *c, const char *name, uint32_t n, const int64_t *v) {
 typedef struct Tail {
     bool decline;  /* begin refuses */
     uint8_t clamp; /* K_CLAMP_* */
-    int bias;      /* 0 none; 1 clip(x + b); 2 b + x */
+    int bias;      /* 0 none; 1 clip(x + b); 2 b + x; 3 clip(r + (x + b)), r a residual */
     bool conv;     /* the call is a convolution (NCHW: channels along dim 1) */
     KEpilogue *epi;
     int begun;
@@ -146,6 +146,7 @@ typedef struct Tail {
     float *res;
     uint8_t *seen;
     float *b;            /* the bias, one per channel */
+    float *r;            /* bias 3's residual, of the output's shape */
     int64_t run, n_chan; /* element i's channel: (i / run) % n_chan */
 } Tail;
 
@@ -166,10 +167,15 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
         t->b = calloc((size_t)t->n_chan + 1, sizeof(float));
         for (int64_t i = 0; i < t->n_chan; i++)
             t->b[i] = (float)((i * 7) % 11) * 0.1f - 0.5f;
+        if (t->bias == 3) {
+            t->r = calloc((size_t)k_numel(out0) + 1, sizeof(float));
+            for (int64_t i = 0; i < k_numel(out0); i++)
+                t->r[i] = (float)((i * 13) % 17) * 0.05f - 0.4f;
+        }
         t->epi->bias =
-            (KBias){t->b,    1u << d, t->bias == 2, t->bias == 1 ? K_CLAMP_CLIP : K_CLAMP_NONE,
-                    CLIP_LO, CLIP_HI, t->run,       t->n_chan,
-                    NULL,    false};
+            (KBias){t->b,    1u << d,      t->bias == 2, t->bias == 2 ? K_CLAMP_NONE : K_CLAMP_CLIP,
+                    CLIP_LO, CLIP_HI,      t->run,       t->n_chan,
+                    t->r,    t->bias == 3, false};
         t->epi->clamp_out = t->res;
     }
     return 0;
@@ -187,6 +193,7 @@ static float tail_value(uint8_t clamp, float v) {
 static float tail_of(const Tail *t, int64_t i, float v) {
     if (t->bias == 0 || t->b == NULL) return tail_value(t->clamp, v);
     float b = t->b[i / t->run % t->n_chan];
+    if (t->bias == 3) return tail_value(K_CLAMP_CLIP, t->r[i] + (v + b));
     return t->bias == 2 ? b + v : tail_value(K_CLAMP_CLIP, v + b);
 }
 
@@ -262,8 +269,9 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
         got_n = run(kern_fast_lookup(c->op_id), c, xn, w, NULL, pool, w_const, prep, e, sizeof e);
     }
     /* decline 2: taken, by 2-D blocks (apply2); 3, 4: a relu, a clip offered as a clamp; 5, 6:
-     * the same on data with NaNs; 7, 8: a bias then a clip, a bias first, offered as a bias */
-    for (int decline = 0; decline < 9; decline++) {
+     * the same on data with NaNs; 7, 8: a bias then a clip, a bias first, offered as a bias;
+     * 9: a bias, a residual and a clip, offered as a bias with KBias.res */
+    for (int decline = 0; decline < 10; decline++) {
         bool nan_in = decline == 5 || decline == 6;
         if (nan_in && got_n == NULL) break;
         const DLTensor *xd = nan_in ? xn : x, *gd = nan_in ? got_n : got;
@@ -273,6 +281,7 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
                                                           : K_CLAMP_NONE,
                   .bias = decline == 7   ? 1
                           : decline == 8 ? 2
+                          : decline == 9 ? 3
                                          : 0,
                   .conv = strcmp(c->op, "nn.conv2d") == 0};
         KEpilogue epi = {tail_begin, tail_apply,   decline == 2 ? tail_apply2 : NULL,
@@ -304,7 +313,7 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
               "element %lld",
               c->op, what, cfg_isa, cfg_threads, cfg_const, decline, run_epi_done, t.begun,
               (long long)bad);
-        free(t.res), free(t.seen), free(t.b);
+        free(t.res), free(t.seen), free(t.b), free(t.r);
         tensor_free(o);
     }
     tensor_free(xn), tensor_free(got_n);

@@ -22,7 +22,7 @@ typedef struct Conv {
  * along one dim (KEpilogue.bias with run set: a per-channel bias of NCHW), then maybe a clamp. */
 static inline bool conv_tail_own(const KEpilogue *e) {
     return e->clamp_out != NULL &&
-           (e->clamp != K_CLAMP_NONE || (e->bias.b && e->bias.run > 0 && e->bias.res == NULL));
+           (e->clamp != K_CLAMP_NONE || (e->bias.b && e->bias.run > 0 && !e->bias.res_inplace));
 }
 /* The call's fused tail as a convolution kernel takes it: when kc->epi accepts (begin on out0),
  * returns it and sets *out to where the kernel writes its result: out0's data, or the tail's
@@ -44,15 +44,18 @@ typedef struct ConvRegTail {
     bool first;
     uint8_t clamp; /* K_CLAMP_* */
     float lo, hi;
+    const float *res; /* a residual of out0's layout (KBias.res), added after the bias, or NULL */
+    bool res_first;
 } ConvRegTail;
 static inline ConvRegTail conv_reg_tail(const KEpilogue *e, const DLTensor *out0) {
     ConvRegTail t = {0};
     if (e == NULL || !conv_tail_own(e)) return t;
     if (e->clamp != K_CLAMP_NONE) {
-        t = (ConvRegTail){true, NULL, false, e->clamp, e->lo, e->hi};
+        t = (ConvRegTail){true, NULL, false, e->clamp, e->lo, e->hi, NULL, false};
     } else if (out0->ndim == 4 && e->bias.mask == 1u << 1) {
         const KBias *kb = &e->bias;
-        t = (ConvRegTail){true, kb->b, kb->first, kb->clamp, kb->lo, kb->hi};
+        t = (ConvRegTail){true,   kb->b,  kb->first, kb->clamp,
+                          kb->lo, kb->hi, kb->res,   kb->res_first};
     }
     return t;
 }
@@ -72,7 +75,7 @@ static inline void conv_tail(const KEpilogue *e, float *out, int64_t flat, int64
             len = kb->run - f % kb->run;
             if (len > flat + n - f) len = flat + n - f;
             kern_bias_rows(out + f, len, 1, len, kb->b + f / kb->run % kb->n, NULL, kb->first,
-                           kb->clamp, kb->lo, kb->hi);
+                           kb->clamp, kb->lo, kb->hi, kb->res ? kb->res + f : NULL, kb->res_first);
         }
     }
 }

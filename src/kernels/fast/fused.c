@@ -293,12 +293,29 @@ void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t c
 }
 
 void kern_bias_rows(float *c, int64_t ld, int64_t rows, int64_t cols, const float *brow,
-                    const float *bcol, bool first, uint8_t clamp, float lo, float hi) {
-    /* the bias tail's own run loop (bias_range), row by row in place */
+                    const float *bcol, bool first, uint8_t clamp, float lo, float hi,
+                    const float *res, bool res_first) {
+    /* the bias tail's own run loop (bias_range), row by row in place; with a residual, the bias
+     * alone there, then the residual and the clamp as the program's add, relu and clip compute
+     * them (relu: NaN and -0 to 0; clip: NaN kept) */
     uint8_t fc = clamp == K_CLAMP_RELU ? FX_RELU : clamp == K_CLAMP_CLIP ? FX_CLIP : 0;
     BiasFn fn = bias_fn();
-    for (int64_t i = 0; i < rows; i++)
-        fn(c + i * ld, bcol, brow ? brow[i] : 0.0f, first, fc, lo, hi, c + i * ld, cols);
+    for (int64_t i = 0; i < rows; i++) {
+        float *y = c + i * ld;
+        fn(y, bcol, brow ? brow[i] : 0.0f, first, res ? 0 : fc, lo, hi, y, cols);
+        if (res == NULL) continue;
+        const float *r = res + i * ld;
+        for (int64_t j = 0; j < cols; j++) {
+            float v = res_first ? r[j] + y[j] : y[j] + r[j];
+            if (clamp == K_CLAMP_RELU) {
+                v = v > 0.0f ? v : 0.0f;
+            } else if (clamp == K_CLAMP_CLIP) {
+                v = lo > v ? lo : v;
+                v = hi < v ? hi : v;
+            }
+            y[j] = v;
+        }
+    }
 }
 
 /* ---- running --------------------------------------------------------------------------------- */

@@ -142,6 +142,8 @@ typedef struct TileTail {
     const float *brow; /* the bias of the tile's row 0 (one per row), or NULL */
     const float *bcol; /* the bias of its column 0 (one per column), or NULL */
     bool bfirst;       /* bias + x (else x + bias) */
+    const float *res;  /* the residual of its element (0, 0) (rows ldc apart, as C's), or NULL */
+    bool rfirst;       /* residual + (x + bias) (else (x + bias) + residual) */
 } TileTail;
 typedef void (*UKernel)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float *c, int64_t ldc, int rows, int cols, bool load, const TileTail *cl,
@@ -218,16 +220,21 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
     const __m512 vlo = _mm512_set1_ps(cl ? cl->lo : 0.0f),                                         \
                  vhi = _mm512_set1_ps(cl ? cl->hi : 0.0f);                                         \
     const float *brow = cl ? cl->brow : NULL, *bcol = cl ? cl->bcol : NULL;                        \
-    const bool bfirst = cl && cl->bfirst;                                                          \
+    const bool bfirst = cl && cl->bfirst, rfirst = cl && cl->rfirst;                               \
+    const float *rres = cl ? cl->res : NULL;                                                       \
     const __m512 bc0 = bcol ? _mm512_maskz_loadu_ps(m0, bcol) : _mm512_setzero_ps();               \
     const __m512 bc1 = bcol && W == 2 ? _mm512_maskz_loadu_ps(m1, bcol + 16) : _mm512_setzero_ps();
 #define Z_BIAS(v, bv) v = bfirst ? _mm512_add_ps(bv, v) : _mm512_add_ps(v, bv);
-#define Z_TAIL(v, i, bc)                                                                           \
+#define Z_TAIL(v, i, bc, h, m)                                                                     \
     if (brow) {                                                                                    \
         __m512 br = _mm512_set1_ps(brow[i]);                                                       \
         Z_BIAS(v, br)                                                                              \
     } else if (bcol) {                                                                             \
         Z_BIAS(v, bc)                                                                              \
+    }                                                                                              \
+    if (rres) {                                                                                    \
+        __m512 rv = _mm512_maskz_loadu_ps(m, rres + (i)*ldc + 16 * (h));                           \
+        v = rfirst ? _mm512_add_ps(rv, v) : _mm512_add_ps(v, rv);                                  \
     }                                                                                              \
     Z_CLAMP(v)
 #define Z_CLAMP(v)                                                                                 \
@@ -239,11 +246,11 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
     if (i < R) {                                                                                   \
         float *ci = c + i * ldc;                                                                   \
         if (load) c##i##0 = _mm512_add_ps(c##i##0, _mm512_maskz_loadu_ps(m0, ci));                 \
-        Z_TAIL(c##i##0, i, bc0)                                                                    \
+        Z_TAIL(c##i##0, i, bc0, 0, m0)                                                             \
         _mm512_mask_storeu_ps(ci, m0, c##i##0);                                                    \
         if (W == 2) {                                                                              \
             if (load) c##i##1 = _mm512_add_ps(c##i##1, _mm512_maskz_loadu_ps(m1, ci + 16));        \
-            Z_TAIL(c##i##1, i, bc1)                                                                \
+            Z_TAIL(c##i##1, i, bc1, 1, m1)                                                         \
             _mm512_mask_storeu_ps(ci + 16, m1, c##i##1);                                           \
         }                                                                                          \
     }
@@ -287,7 +294,7 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
     }
 FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float *a, const float *b,
                               int64_t ldb, float *c, int cols, bool load, const TileTail *cl) {
-    const int64_t aps = D ? 1 : SGEMM_MR;
+    const int64_t aps = D ? 1 : SGEMM_MR, ldc = 0; /* one row: Z_TAIL's row 0 */
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
            s30 = s00, s31 = s00;
     int64_t p = 0;
@@ -308,12 +315,12 @@ FAST_AVX512 INLINE void z_row(const int W, const bool D, int64_t kc, const float
     Z_CLAMP_SETUP
     __m512 r0 = _mm512_add_ps(_mm512_add_ps(s00, s10), _mm512_add_ps(s20, s30));
     if (load) r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(m0, c));
-    Z_TAIL(r0, 0, bc0)
+    Z_TAIL(r0, 0, bc0, 0, m0)
     _mm512_mask_storeu_ps(c, m0, r0);
     if (W == 2) {
         __m512 r1 = _mm512_add_ps(_mm512_add_ps(s01, s11), _mm512_add_ps(s21, s31));
         if (load) r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(m1, c + 16));
-        Z_TAIL(r1, 0, bc1)
+        Z_TAIL(r1, 0, bc1, 1, m1)
         _mm512_mask_storeu_ps(c + 16, m1, r1);
     }
 }
@@ -963,17 +970,19 @@ void kern_sgemv_packed(const float *a, const float *b_packed, int64_t k, int64_t
     }
 }
 
-/* The tail of the tile at (row, col) for the AVX-512 tiles (on): tt (r's clamp and bias order)
- * with the bias of its first row or column, from bt (the product's bias, NULL: none). NULL when
- * off. (Out of line and copying r's tail per tile, it was 0.9% of SqueezeNet's samples.) */
+/* The tail of the tile at (row, col), C element (0, 0) at cp, for the AVX-512 tiles (on): tt
+ * (r's clamp and bias order) with the bias of its first row or column, from bt (the product's
+ * bias, NULL: none), and its residual's element. NULL when off. (Out of line and copying r's
+ * tail per tile, it was 0.9% of SqueezeNet's samples.) */
 static inline const TileTail *tile_tail(const Run *r, bool on, TileTail *tt, const float *bt,
-                                        int64_t row, int64_t col) {
+                                        int64_t row, int64_t col, const float *cp) {
     if (!on) return NULL;
     if (bt != NULL) {
         if (r->bias->bias_cols)
             tt->bcol = bt + col;
         else
             tt->brow = bt + row;
+        if (r->bias->epi->bias.res != NULL) tt->res = r->bias->epi->bias.res + (cp - r->g->c);
     }
     return tt;
 }
@@ -1052,10 +1061,12 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                 i1 - i0 <= PANEL_FIRST_SLIVERS * SGEMM_MR) {
                 for (int64_t jr = 0; jr < nc; jr += SGEMM_NR)
                     for (int64_t ir = i0; ir < i1; ir += SGEMM_MR)
-                        r->uk(kc, pl->lda ? ap + ir * pl->lda + pc : ap + ir * k + pc * SGEMM_MR,
-                              pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, c + ir * ldc + jc + jr,
-                              ldc, (int)min64(SGEMM_MR, i1 - ir), (int)min64(SGEMM_NR, nc - jr),
-                              load, tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr), NULL);
+                        r->uk(
+                            kc, pl->lda ? ap + ir * pl->lda + pc : ap + ir * k + pc * SGEMM_MR,
+                            pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, c + ir * ldc + jc + jr,
+                            ldc, (int)min64(SGEMM_MR, i1 - ir), (int)min64(SGEMM_NR, nc - jr), load,
+                            tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr, c + ir * ldc + jc + jr),
+                            NULL);
                 if (last && g->epi && !tiles_tail)
                     for (int64_t ir = i0; ir < i1; ir += SGEMM_MR)
                         g->epi(g->epi_ctx, t, c + ir * ldc + jc, ldc, ir, jc,
@@ -1098,10 +1109,11 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                                           : NULL;
                     if (jr < full)
                         r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, cs + jr, ldc,
-                              rows, cols, load, tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr), pf);
+                              rows, cols, load,
+                              tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr, cs + jr), pf);
                     else
                         r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load,
-                              tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr), NULL);
+                              tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr, cs + jr), NULL);
                 }
                 if (last && g->epi && !tiles_tail) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
             }
@@ -1152,11 +1164,11 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
     r.tail_tiles = (g->epi == epi_clamp || g->epi == epi_bias) && r.uk == ukr_avx512;
     if (g->epi == epi_clamp) {
         const KEpilogue *e = g->epi_ctx;
-        r.tail = (TileTail){e->clamp, e->lo, e->hi, NULL, NULL, false};
+        r.tail = (TileTail){e->clamp, e->lo, e->hi, NULL, NULL, false, NULL, false};
     } else if (g->epi == epi_bias) {
         r.bias = g->epi_ctx;
         const KBias *kb = &r.bias->epi->bias;
-        r.tail = (TileTail){kb->clamp, kb->lo, kb->hi, NULL, NULL, kb->first};
+        r.tail = (TileTail){kb->clamp, kb->lo, kb->hi, NULL, NULL, kb->first, NULL, kb->res_first};
     }
     if (g->m == 1 && g->b_packed != NULL) r.backward = (gemv_calls++ & 1) != 0;
     int n_threads = sup_pool_threads(pool);
@@ -1308,7 +1320,8 @@ static void epi_bias(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, 
     const KBias *kb = &e->epi->bias;
     const float *b = e->bias + item(t, e->bias_mod) * e->bias_bs;
     kern_bias_rows(c, ldc, rows, cols, e->bias_cols ? NULL : b + row0,
-                   e->bias_cols ? b + col0 : NULL, kb->first, kb->clamp, kb->lo, kb->hi);
+                   e->bias_cols ? b + col0 : NULL, kb->first, kb->clamp, kb->lo, kb->hi,
+                   kb->res ? kb->res + t * e->c_bs + row0 * ldc + col0 : NULL, kb->res_first);
 }
 
 bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e, int bias_how,
@@ -1329,7 +1342,7 @@ bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e
                 out0->shape[1] == g->m * groups;
     bool cols = bias_how == SGEMM_BIAS_COLS && out0->ndim >= 1 && kb->mask == 1u << last &&
                 out0->shape[last] == g->n && g->ldc == g->n;
-    if (kb->b != NULL && kb->res == NULL && kc->epi->clamp_out != NULL && (rows || cols)) {
+    if (kb->b != NULL && !kb->res_inplace && kc->epi->clamp_out != NULL && (rows || cols)) {
         /* a per-channel bias (then maybe a clamp) the same way: in the AVX-512 tiles' registers,
          * else by a pass over each finished block */
         *e = (SGemmKEpi){kc->epi, g->c_bs, kb->b, cols, rows ? g->m : 0, rows ? groups : 1};

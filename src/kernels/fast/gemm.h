@@ -117,9 +117,11 @@ void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t c
                      float hi);
 /* A bias tail in place over rows runs of cols floats ld apart: c = clamp(c + b) (b + c when
  * first), b brow[i] for row i (brow set) or bcol[j] for column j, by the fused program's own bias
- * loop (fused.c). */
+ * loop (fused.c); with res (rows ld apart like c's), c = clamp((c + b) + res) (res + (c + b)
+ * when res_first). */
 void kern_bias_rows(float *c, int64_t ld, int64_t rows, int64_t cols, const float *brow,
-                    const float *bcol, bool first, uint8_t clamp, float lo, float hi);
+                    const float *bcol, bool first, uint8_t clamp, float lo, float hi,
+                    const float *res, bool res_first);
 
 /* One row of A (k floats) times B: c[j] = sum_p a[p] B(p, j) for the whole panels that hold
  * columns [j0, j1) (never past n), with B pre-packed (kern_sgemm_pack_b of k x n); on the
