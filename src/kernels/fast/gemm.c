@@ -204,7 +204,7 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
         if (W == 2) c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                                    \
     }
 #define Z_PREFETCH(i)                                                                              \
-    if (i < R) {                                                                                   \
+    if (i < R && load) {                                                                           \
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);                                    \
         if (W == 2) _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);                   \
     }
