@@ -536,11 +536,12 @@ static double now_seconds(void) {
 
 /* A duration with a unit that keeps 3-4 significant digits. */
 static const char *fmt_time(double s, char *buf, size_t cap) {
-    if (s < 1e-6)
+    /* the unit after rounding to 3 digits: 999.6 us is "1 ms", not "1e+03 us" */
+    if (s < 0.9995e-6)
         snprintf(buf, cap, "%.0f ns", s * 1e9);
-    else if (s < 1e-3)
+    else if (s < 0.9995e-3)
         snprintf(buf, cap, "%.3g us", s * 1e6);
-    else if (s < 1)
+    else if (s < 0.9995)
         snprintf(buf, cap, "%.3g ms", s * 1e3);
     else
         snprintf(buf, cap, "%.3g s", s);
