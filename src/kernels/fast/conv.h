@@ -18,6 +18,14 @@ typedef struct Conv {
     const float *x;
 } Conv;
 
+/* kern_clamp1 on 16 floats (x86's max and min: the same operand order). */
+static inline FAST_AVX512 __m512 conv_clamp16(uint8_t clamp, float lo, float hi, __m512 v) {
+    if (clamp == K_CLAMP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
+    if (clamp == K_CLAMP_CLIP)
+        return _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
+    return v;
+}
+
 /* Whether e is a tail conv_tail applies itself in place: one clamp (KEpilogue.clamp), or a bias
  * along one dim (KEpilogue.bias with run set: a per-channel bias of NCHW), then maybe a clamp. */
 static inline bool conv_tail_own(const KEpilogue *e) {

@@ -100,10 +100,7 @@ typedef struct NcRun {
 /* The tail's clamp of v (r->clamp), as the fused program's relu and clip compute it: x86's
  * max(a, b) is a > b ? a : b, so relu sends NaN to 0 and clip keeps it. */
 FAST_AVX512 INLINE __m512 nc_clamp16(const NcRun *r, __m512 v) {
-    if (r->clamp == K_CLAMP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
-    if (r->clamp == K_CLAMP_CLIP)
-        return _mm512_min_ps(_mm512_set1_ps(r->hi), _mm512_max_ps(_mm512_set1_ps(r->lo), v));
-    return v;
+    return conv_clamp16(r->clamp, r->lo, r->hi, v);
 }
 
 /* The tail's bias b added to v in the program's order. */
@@ -279,14 +276,7 @@ static const DwRunFn dwr16_fns[2][NC_R_MAX] = {{R14(DWR_PTR, 1)}, {R14(DWR_PTR, 
 /* ---- portable tiles (other levels, other blocks) -------------------------------------------- */
 
 /* nc_clamp16 for one value. */
-INLINE float nc_clamp1(const NcRun *r, float v) {
-    if (r->clamp == K_CLAMP_RELU) return v > 0.0f ? v : 0.0f;
-    if (r->clamp == K_CLAMP_CLIP) {
-        v = r->lo > v ? r->lo : v;
-        return r->hi < v ? r->hi : v;
-    }
-    return v;
-}
+INLINE float nc_clamp1(const NcRun *r, float v) { return kern_clamp1(r->clamp, r->lo, r->hi, v); }
 
 /* The tail's bias b added to v in the program's order. */
 INLINE float nc_bias1(const NcRun *r, float b, float v) { return r->bias_first ? b + v : v + b; }

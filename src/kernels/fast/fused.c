@@ -306,14 +306,7 @@ void kern_bias_rows(float *c, int64_t ld, int64_t rows, int64_t cols, const floa
         if (res == NULL) continue;
         const float *r = res + i * ld;
         for (int64_t j = 0; j < cols; j++) {
-            float v = res_first ? r[j] + y[j] : y[j] + r[j];
-            if (clamp == K_CLAMP_RELU) {
-                v = v > 0.0f ? v : 0.0f;
-            } else if (clamp == K_CLAMP_CLIP) {
-                v = lo > v ? lo : v;
-                v = hi < v ? hi : v;
-            }
-            y[j] = v;
+            y[j] = kern_clamp1(clamp, lo, hi, res_first ? r[j] + y[j] : y[j] + r[j]);
         }
     }
 }

@@ -115,6 +115,15 @@ bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e
  * as bind_epi binds it) writes into KEpilogue.clamp_out and clamps each block once it is final. */
 void kern_clamp_rows(float *c, int64_t ld, int64_t rows, int64_t cols, uint8_t clamp, float lo,
                      float hi);
+/* That clamp of one value, as the program's relu or clip step computes it. */
+static inline float kern_clamp1(uint8_t clamp, float lo, float hi, float v) {
+    if (clamp == K_CLAMP_RELU) return v > 0.0f ? v : 0.0f;
+    if (clamp == K_CLAMP_CLIP) {
+        v = lo > v ? lo : v;
+        return hi < v ? hi : v;
+    }
+    return v;
+}
 /* A bias tail in place over rows runs of cols floats ld apart: c = clamp(c + b) (b + c when
  * first), b brow[i] for row i (brow set) or bcol[j] for column j, by the fused program's own bias
  * loop (fused.c); with res (rows ld apart like c's), c = clamp((c + b) + res) (res + (c + b)

@@ -270,14 +270,6 @@ static void in_task(void *ctx, int64_t task, int worker) {
         o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8), s34, s12), m[5]);                  \
     } while (0)
 
-/* The tail's clamp of v (as the program's relu or clip step). */
-static FAST_AVX512 inline __m512 w_clamp(const ConvRegTail *t, __m512 v) {
-    if (t->clamp == K_CLAMP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
-    if (t->clamp == K_CLAMP_CLIP)
-        return _mm512_min_ps(_mm512_set1_ps(t->hi), _mm512_max_ps(_mm512_set1_ps(t->lo), v));
-    return v;
-}
-
 /* Output channel oc of the nl tiles t0 .. t0 + nl - 1 of the batch (row-major tile order, so a
  * vector may span tile rows and images: a 13x13 output has 4 tiles a row, and one vector serves 4
  * rows where it served one), from their 36 products at src + alpha * mstride. Each 4x4 result row
@@ -348,7 +340,7 @@ static FAST_AVX512 inline void out_vec(const WRun *r, int64_t oc, const float *s
                     __m512 b = _mm512_set1_ps(r->rt.bias[oc]);
                     rr[q] = r->rt.first ? _mm512_add_ps(b, rr[q]) : _mm512_add_ps(rr[q], b);
                 }
-                if (r->rt.res == NULL) rr[q] = w_clamp(&r->rt, rr[q]);
+                if (r->rt.res == NULL) rr[q] = conv_clamp16(r->rt.clamp, r->rt.lo, r->rt.hi, rr[q]);
             }
         for (int k = 0; k < n_runs; k++) {
             int64_t y = 4 * rty[k] + a;
@@ -365,8 +357,8 @@ static FAST_AVX512 inline void out_vec(const WRun *r, int64_t oc, const float *s
                 if (r->rt.on && r->rt.res != NULL) { /* the residual's lanes stored here */
                     __m512 t =
                         _mm512_maskz_loadu_ps((__mmask16)m, r->rt.res + (dst + 16 * q - r->out));
-                    v = w_clamp(&r->rt,
-                                r->rt.res_first ? _mm512_add_ps(t, v) : _mm512_add_ps(v, t));
+                    v = conv_clamp16(r->rt.clamp, r->rt.lo, r->rt.hi,
+                                     r->rt.res_first ? _mm512_add_ps(t, v) : _mm512_add_ps(v, t));
                 }
                 _mm512_mask_storeu_ps(dst + 16 * q, (__mmask16)m, v);
             }
