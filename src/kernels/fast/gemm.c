@@ -26,6 +26,7 @@
  * Which tile an element falls in depends on m alone, never on the thread split, so results do not
  * depend on the thread count. */
 #include "kernels/fast/gemm.h"
+#include "kernels/fast/conv.h" /* conv_transpose16 */
 
 #include <immintrin.h>
 #include <string.h>
@@ -65,9 +66,34 @@ size_t kern_sgemm_packed_b_floats(int64_t k, int64_t n) {
     return (size_t)(cdiv(n, SGEMM_NR) * SGEMM_NR * k);
 }
 
+/* A full panel of row-major A (12 rows rs apart) at AVX-512: 16 columns at a time, the 12 row
+ * pieces transposed in registers (4 zero rows make the 16 x 16 square) and each column's 12
+ * values stored as one masked vector. The scalar loop below stores one float per instruction:
+ * packing A was 4% of SGEMM 1024^3's samples, and the 1024^3 product with A packed before
+ * ran 5-10% faster than with A packed per call (Intel Xeon, 1 thread). Returns the columns
+ * done (a multiple of 16). */
+static FAST_AVX512 int64_t pack_a_rows_avx512(const float *a, int64_t rs, int64_t k, float *dst) {
+    int64_t p0 = 0;
+    for (; p0 + 16 <= k; p0 += 16) {
+        __m512 r[16];
+        for (int i = 0; i < SGEMM_MR; i++)
+            r[i] = _mm512_loadu_ps(a + i * rs + p0);
+        for (int i = SGEMM_MR; i < 16; i++)
+            r[i] = _mm512_setzero_ps();
+        conv_transpose16(r);
+        for (int p = 0; p < 16; p++)
+            _mm512_mask_storeu_ps(dst + (p0 + p) * SGEMM_MR, (__mmask16)0x0fff, r[p]);
+    }
+    return p0;
+}
+
 /* One A panel: rows (<= MR) rows starting at a, k columns, into dst[p * MR + i]. */
 static void pack_a_panel(const float *a, int64_t rs, int64_t cs, int64_t rows, int64_t k,
                          float *dst) {
+    if (rows == SGEMM_MR && cs == 1 && rs != 1 && sup_isa() == SUP_ISA_AVX512) {
+        int64_t done = pack_a_rows_avx512(a, rs, k, dst);
+        a += done, k -= done, dst += done * SGEMM_MR;
+    }
     if (rows < SGEMM_MR)
         for (int64_t p = 0; p < k; p++)
             memset(dst + p * SGEMM_MR + rows, 0, (size_t)(SGEMM_MR - rows) * sizeof(float));
