@@ -129,8 +129,20 @@ static const Shape shapes[] = {
     {"vgg fc6 1x4096x25088 rows", 1, 4096, 25088, false, false, true},
 };
 
+/* Operands, packed copies and scratch come from sup_alloc_data, as the runtime's tensors, packed
+ * weights and kernel scratch do (2 MiB ones in transparent huge pages: RLY_HUGEPAGES=0 turns
+ * that off, as for the runtime). */
+static void *data_alloc(size_t bytes) {
+    void *p = sup_alloc_data(64, (bytes + 63) / 64 * 64);
+    if (p == NULL) {
+        fprintf(stderr, "bench_gemm: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
 static float *rand_floats(int64_t n, unsigned seed) {
-    float *p = malloc((size_t)n * sizeof(float));
+    float *p = data_alloc((size_t)n * sizeof(float));
     for (int64_t i = 0; i < n; i++) {
         seed = seed * 1103515245u + 12345u;
         p[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
@@ -142,7 +154,7 @@ static float *rand_floats(int64_t n, unsigned seed) {
  * elements against a double dot product (first run). */
 static double run_shape(const Shape *s, SupPool *pool, int reps, double *err) {
     float *a = rand_floats(s->m * s->k, 1), *b = rand_floats(s->k * s->n, 2);
-    float *c = malloc((size_t)(s->m * s->n) * sizeof(float)), *bp = NULL, *ap = NULL;
+    float *c = data_alloc((size_t)(s->m * s->n) * sizeof(float)), *bp = NULL, *ap = NULL;
     SGemm g = {.m = s->m,
                .n = s->n,
                .k = s->k,
@@ -156,19 +168,17 @@ static double run_shape(const Shape *s, SupPool *pool, int reps, double *err) {
                .c = c,
                .ldc = s->n};
     if (s->pre) {
-        bp = aligned_alloc(64,
-                           (kern_sgemm_packed_b_floats(s->k, s->n) * sizeof(float) + 63) / 64 * 64);
+        bp = data_alloc(kern_sgemm_packed_b_floats(s->k, s->n) * sizeof(float));
         kern_sgemm_pack_b(b, s->n, 1, s->k, s->n, bp);
         g.b_packed = bp;
     }
     if (s->pre_a) {
-        ap = aligned_alloc(64,
-                           (kern_sgemm_packed_a_floats(s->m, s->k) * sizeof(float) + 63) / 64 * 64);
+        ap = data_alloc(kern_sgemm_packed_a_floats(s->m, s->k) * sizeof(float));
         kern_sgemm_pack_a(a, s->k, 1, s->m, s->k, ap);
         g.a_packed = ap;
     }
     size_t bytes = kern_sgemm_scratch_bytes(&g, sup_pool_threads(pool));
-    void *scratch = bytes ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    void *scratch = bytes ? data_alloc(bytes) : NULL;
     double best = 1e30, flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
     int inner = flops < 1e8 ? (int)(1e8 / flops) : 1; /* time >= ~1 ms per sample */
     for (int r = 0; r < reps + 1; r++) {
@@ -256,7 +266,7 @@ static int alloc_out(KCall *kc, uint32_t i, rly_dtype dt, uint32_t ndim, const i
     memcpy(t->shape, shape, ndim * sizeof(int64_t));
     t->ndim = (int32_t)ndim;
     t->dtype = k_dl_dtype(dt);
-    t->data = aligned_alloc(64, ((size_t)k_shape_numel(ndim, shape) * 4 + 63) / 64 * 64);
+    t->data = data_alloc((size_t)k_shape_numel(ndim, shape) * 4);
     kc->out[i] = t;
     return 0;
 }
@@ -330,7 +340,7 @@ static double time_conv(KernelFn fn, const Layer *l, const DLTensor *x, const DL
         if (kc.scratch_need > ws_cap) {
             free(ws);
             ws_cap = (kc.scratch_need + 63) / 64 * 64;
-            ws = aligned_alloc(64, ws_cap);
+            ws = data_alloc(ws_cap);
         }
         if (rc != 0) {
             printf("conv failed: %s\n", err);

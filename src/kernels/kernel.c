@@ -106,7 +106,7 @@ static void *scratch(KCall *kc, size_t bytes, bool zero) {
         return p;
     }
     /* a block: one aligned header holding the list link, then the scratch */
-    uint8_t *blk = aligned_alloc(K_SCRATCH_ALIGN, K_SCRATCH_ALIGN + n);
+    uint8_t *blk = sup_alloc_data(K_SCRATCH_ALIGN, K_SCRATCH_ALIGN + n);
     if (blk == NULL) {
         k_error(kc, "out of memory (scratch of %zu bytes)", bytes);
         return NULL;

@@ -154,7 +154,7 @@ const void *k_prepared(KCall *kc, uint32_t in, uint64_t key, size_t bytes, KPrep
     if (blob == NULL) {
         size_t cap = (bytes + 63) / 64 * 64;
         e = malloc(sizeof *e);
-        blob = aligned_alloc(64, cap);
+        blob = sup_alloc_data(64, cap);
         if (e == NULL || blob == NULL) {
             free(e);
             free(blob);

@@ -76,7 +76,7 @@ void rt_storage_release(RtStorage *st) { storage_release(st); }
 RtStorage *rt_storage_new(size_t nbytes) {
     size_t alloc = (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
     if (alloc == 0) alloc = RT_ALIGN;
-    void *data = aligned_alloc(RT_ALIGN, alloc);
+    void *data = sup_alloc_data(RT_ALIGN, alloc);
     if (data == NULL) return NULL;
     memset(data, 0, alloc);
     rt_mem_charge(nbytes);
@@ -186,7 +186,7 @@ RtTensor *rt_tensor_new(rly_dtype dt, uint32_t ndim, const int64_t *shape, char 
     }
     size_t alloc = (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
     if (alloc == 0) alloc = RT_ALIGN;
-    void *data = aligned_alloc(RT_ALIGN, alloc);
+    void *data = sup_alloc_data(RT_ALIGN, alloc);
     if (data == NULL) {
         snprintf(err, errlen, "out of memory allocating a tensor of %zu bytes", nbytes);
         return NULL;

@@ -444,7 +444,7 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, R
     if (epi_done != NULL) *epi_done = rc == 0 && kc.epi_done;
     k_call_release(&kc);
     if (kc.scratch_need > vm->ws_cap) { /* grow for the next call; on failure keep falling back */
-        uint8_t *ws = aligned_alloc(64, kc.scratch_need);
+        uint8_t *ws = sup_alloc_data(64, kc.scratch_need);
         if (ws != NULL) { /* charged to the run's account like any value */
             free(vm->ws);
             rt_mem_credit(vm->ws_cap);

@@ -1,9 +1,12 @@
 /* alloc.c - allocation with one out-of-memory path, fault injection, panics, and arenas.
  * Allocation failure longjmps to the innermost OomHandler of this thread (installed by each
  * public entry point), or aborts when there is none. */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE (sup_alloc_data) */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "support/support.h"
 
@@ -53,6 +56,37 @@ void *sup_calloc(size_t count, size_t size) {
     size_t n = sup_mul(count, size);
     void *p = injected_failure() ? NULL : calloc(n ? n : 1, 1);
     if (p == NULL) sup_oom();
+    return p;
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static bool huge_on = true;
+static pthread_once_t huge_once = PTHREAD_ONCE_INIT;
+static void huge_init(void) {
+    const char *e = getenv("RLY_HUGEPAGES");
+    huge_on = e == NULL || strcmp(e, "0") != 0;
+}
+
+void *sup_alloc_data(size_t align, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    bool huge = false;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE_PAGE) {
+        pthread_once(&huge_once, huge_init);
+        huge = huge_on;
+    }
+#endif
+    if (huge) { /* whole huge pages: the last one's tail (a GEMM's B block) too */
+        if (align < HUGE_PAGE) align = HUGE_PAGE;
+        if (bytes <= SIZE_MAX - HUGE_PAGE) bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, align, bytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    /* advice only: where it is refused the buffer keeps small pages */
+    if (huge) (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
     return p;
 }
 

@@ -1,5 +1,5 @@
 /* test_support.c - unit tests of the support layer: arena, string buffer, maps, interning,
- * diagnostics (line/col and rendering), dtypes and half-precision conversions. */
+ * diagnostics (line/col and rendering), dtypes and half-precision conversions, data buffers. */
 #define _XOPEN_SOURCE 700 /* symlink, mkfifo */
 #include <dirent.h>
 #include <fcntl.h>
@@ -262,13 +262,70 @@ static void test_write_hostile(void **state) {
     rmdir(dir);
 }
 
+/* The "THPeligible" value of the mapping holding p in /proc/self/smaps: 1 when it may take
+ * transparent huge pages, 0 when not, -1 when unknown (no such file or field). */
+static int thp_eligible(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (f == NULL) return -1;
+    char line[512];
+    bool in = false;
+    int v = -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+            continue;
+        }
+        if (in && sscanf(line, "THPeligible: %d", &v) == 1) break;
+    }
+    fclose(f);
+    return v;
+}
+
+/* The system's THP mode allows madvise'd regions ("always" or "madvise" selected). */
+static bool thp_madvise_allowed(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f == NULL) return false;
+    char line[128] = "";
+    bool ok = fgets(line, sizeof line, f) != NULL && strstr(line, "[never]") == NULL;
+    fclose(f);
+    return ok;
+}
+
+/* sup_alloc_data: aligned, usable to its last byte; 2 MiB buffers on 2 MiB boundaries, advised
+ * for huge pages where the system allows them (RLY_HUGEPAGES=0 in the environment: neither). */
+static void test_alloc_data(void **state) {
+    (void)state;
+    const char *e = getenv("RLY_HUGEPAGES");
+    bool huge = e == NULL || strcmp(e, "0") != 0;
+    size_t mib = (size_t)1 << 20, sizes[] = {0, 1, 100, 4096, 2 * mib - 1, 2 * mib, 3 * mib + 5};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        unsigned char *p = sup_alloc_data(64, n);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % 64, 0);
+        memset(p, 0xab, n ? n : 1);
+        assert_int_equal(p[n ? n - 1 : 0], 0xab);
+        if (n >= 2 * mib && huge) {
+            assert_int_equal((uintptr_t)p % (2 * mib), 0);
+            int v = thp_eligible(p);
+            if (v >= 0 && thp_madvise_allowed()) assert_int_equal(v, 1);
+        }
+        free(p);
+    }
+    void *q = sup_alloc_data(4096, 10); /* a larger alignment kept */
+    assert_non_null(q);
+    assert_int_equal((uintptr_t)q % 4096, 0);
+    free(q);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena),         cmocka_unit_test(test_strbuf),
-        cmocka_unit_test(test_ptrmap),        cmocka_unit_test(test_strmap_intern),
-        cmocka_unit_test(test_diag_render),   cmocka_unit_test(test_dtypes),
-        cmocka_unit_test(test_half),          cmocka_unit_test(test_files),
-        cmocka_unit_test(test_write_hostile),
+        cmocka_unit_test(test_alloc_data),    cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_strbuf),        cmocka_unit_test(test_ptrmap),
+        cmocka_unit_test(test_strmap_intern), cmocka_unit_test(test_diag_render),
+        cmocka_unit_test(test_dtypes),        cmocka_unit_test(test_half),
+        cmocka_unit_test(test_files),         cmocka_unit_test(test_write_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
