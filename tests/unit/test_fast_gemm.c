@@ -821,6 +821,10 @@ static void small_m_tests(SupPool *pool) {
                        .epi = v % 2 == 1};
         free(gemm_case(&gc, pool, true));
     }
+    /* tall, B packed per call: at 2 threads each thread takes a range of rows (gemm.c,
+     * ROWS_EACH) and packs all of B */
+    GemmCase tall = {.m = 1030, .n = 400, .k = 520, .batch = 1, .tb = true, .epi = true};
+    free(gemm_case(&tall, pool, true));
     for (int v = 0; v < 6; v++) { /* narrow and deep: K blocks split over the threads */
         GemmCase gc = {.m = v % 3 == 0   ? 64
                             : v % 3 == 1 ? 13
@@ -853,6 +857,10 @@ static void thread_independence(SupPool *pool, SupPool *pool3) {
         if (i == 7 || i == 8) /* one row times B^T in place (rowdot), a partial group of rows */
             gc.m = 1, gc.n = i == 7 ? 1001 : 4099, gc.k = i == 7 ? 259 : 70, gc.tb = true,
             gc.ta = false, gc.pre_b = false, gc.batch = 1, gc.epi = i == 8;
+        if (i == 9) /* tall, B packed per call: one range of rows a thread at 2 threads (each
+                     * packs all of B), columns at 3; two column blocks, two K blocks */
+            gc.m = 1030, gc.n = 400, gc.k = 520, gc.batch = 1, gc.b_mod = gc.a_mod = 0,
+            gc.pre_a = gc.pre_b = false, gc.acc = false, gc.epi = true;
         if (i >= 10) /* narrow and deep (K blocks over the threads: 4 blocks on 3 threads too) */
             gc.m = i == 10   ? 48
                    : i == 11 ? 64
