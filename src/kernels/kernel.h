@@ -191,6 +191,9 @@ typedef struct KEpilogue {
 } KEpilogue;
 
 typedef int (*KernelFn)(KCall *kc);
+/* What a kernel the VM calls on its own (not an operator's: kern_fast_conv_maxpool) returns when
+ * it does not take the call, having written nothing: the VM then runs the calls it stands for. */
+#define K_DECLINED 1
 
 /* ---- threads and prepared constants (prep.c) ------------------------------------------------ */
 

@@ -43,6 +43,8 @@
     X(INVOKE_TAIL) \
     X(INVOKE_CLOSURE) \
     X(INVOKE_PACKED) \
+    X(INVOKE_PAIR) \
+    X(INVOKE_PAIRED) \
     X(ALLOC_ADT) \
     X(ALLOC_TUPLE) \
     X(ALLOC_CLOSURE) \
@@ -147,7 +149,8 @@ typedef struct FnInfo {
     uint16_t *xop;   /* n_code extended opcodes */
     uint32_t *vregs; /* the VALUE registers */
     uint32_t n_vregs;
-    FnPlan *plan; /* NULL: the function has no plan */
+    FnPlan *plan;   /* NULL: the function has no plan */
+    VmPair **pairs; /* vm_pair_analyze's (X_INVOKE_PAIR at pc i, X_INVOKE_PAIRED at its j) */
 } FnInfo;
 
 /* A packed function's plan: after node k, release the values rel[rel_start[k] ..
@@ -209,6 +212,11 @@ struct Vm {
     RtProfile *prof;
     bool check_numerics;
     StrBuf probe_sb[2]; /* probe_record's scratch */
+    /* the pool call at pair_pc of the function whose code is pair_code was computed by its pair
+     * (X_INVOKE_PAIR): X_INVOKE_PAIRED steps over it */
+    const VmInstr *pair_code;
+    uint32_t pair_pc;
+    bool pair_declined; /* run_pair's NOT_FUSED came from the kernel */
 };
 
 static uint64_t now_ns(void) {
@@ -382,6 +390,11 @@ static const DLTensor pad_tensor = {.data = pad_data,
 
 /* Run one operator node on vals; the result (owned) or NULL with the error written. pre:
  * NULL, or a planned buffer (or NULL) for each output. */
+/* What run_fused (a program that does not fit) and run_call (a kernel that declines,
+ * K_DECLINED) return when they did nothing. */
+static Value not_fused_tag;
+#define NOT_FUSED (&not_fused_tag)
+
 static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, RtTensor *const *pre,
                        const KEpilogue *epi, bool *epi_done) {
     const char *op = sup_op_name(n->op_id);
@@ -443,6 +456,11 @@ static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, R
     int rc = k_call_result(&kc, n->fn(&kc));
     if (epi_done != NULL) *epi_done = rc == 0 && kc.epi_done;
     k_call_release(&kc);
+    if (rc == K_DECLINED) { /* nothing written: the caller runs what it stands for */
+        for (uint32_t i = 0; i < n_out; i++)
+            rt_release(vm->k_outv[i] ? &vm->k_outv[i]->hdr : NULL);
+        return NOT_FUSED;
+    }
     if (kc.scratch_need > vm->ws_cap) { /* grow for the next call; on failure keep falling back */
         uint8_t *ws = sup_alloc_data(64, kc.scratch_need);
         if (ws != NULL) { /* charged to the run's account like any value */
@@ -477,7 +495,6 @@ free_outs:
  * computed): the result (owned), NULL with an error, or NOT_FUSED when a tensor does not fit
  * the program (another dtype, a broadcast it does not do), leaving everything as it was. slot:
  * the planned buffers of the calls from start on (NULL: none). */
-static Value not_fused_tag;
 
 /* The value of operand id of a fused program: a computed value, a constant, or a field of a
  * tuple computed before the run (vm_fuse.c early_field; the run leaves its fields unset). */
@@ -640,7 +657,6 @@ static bool result_buffer_ok(const RtTensor *b, const DLTensor *const *ops, uint
     }
     return true;
 }
-#define NOT_FUSED (&not_fused_tag)
 static Value *run_fused(Vm *vm, const VmPacked *p, const VmFuse *fu, Value **vals,
                         const uint32_t *slot, const FnPlan *fp, const char *loc) {
     const FxProgram *prog = fu->prog;
@@ -897,6 +913,37 @@ static Value *run_cell(Vm *vm, const VmCell *cell, Value **vals, const uint32_t 
                    .out_tuple = run || !cell->gru,
                    .n_out = n_out};
     return run_call(vm, &call, vals, loc, pre, NULL, NULL);
+}
+
+/* Pair pr (vm_pair.c) on its convolution call's argument registers: the pool call's result
+ * (owned), in that call's planned buffer when it has one; NULL with an error; NOT_FUSED when the
+ * kernel declines or the planned buffer lies over the input (the plan lets the pool's result
+ * reuse memory the convolution has finished reading, which the pair still reads). */
+static Value *run_pair(Vm *vm, const VmPair *pr, const VmReg *R, const uint32_t *args,
+                       const char *loc, const VmFunction *f, const FnPlan *fp) {
+    Value **vals = vm->pvals;
+    vm->pair_declined = false;
+    for (uint32_t i = 0; i < 3; i++)
+        vals[i] = R[args[i]].v;
+    RtTensor **pre = NULL;
+    if (fp != NULL && fp->active && fp->site_at[pr->j] != UINT32_MAX) {
+        uint32_t b = f->plan->slots[fp->site_at[pr->j]];
+        if (b != VM_PLAN_NONE) {
+            const uint8_t *o0, *o1, *a0, *a1;
+            tensor_bytes(&fp->buf[b]->t, &o0, &o1);
+            for (uint32_t i = 0; i < 3; i++) {
+                const Value *v = vals[i];
+                if (v == NULL || v->kind != VAL_TENSOR) continue;
+                tensor_bytes(&RT_TENSOR(v)->t, &a0, &a1);
+                if (a0 < o1 && o0 < a1) return NOT_FUSED;
+            }
+            pre = vm->k_pre;
+            pre[0] = fp->buf[b];
+        }
+    }
+    Value *v = run_call(vm, &pr->node, vals, loc, pre, NULL, NULL);
+    vm->pair_declined = v == NOT_FUSED; /* by the kernel (not the plan's buffer) */
+    return v;
 }
 
 /* Run packed function p on the argument registers; the result (owned) or NULL (error
@@ -1678,7 +1725,37 @@ dispatch:
             R[fr.dst] = v;
         NEXT();
     }
+    CASE(INVOKE_PAIR) { /* a convolution's call and its max pool's as one kernel (vm_pair.c) */
+        in = &code[pc];
+        VmPair *pr = fi->pairs[pc];
+        if (RLY_UNLIKELY(vm->prof || vm->check_numerics) || pr->declined)
+            goto invoke_packed; /* as compiled */
+        const uint32_t *args = pool + in->args;
+        for (uint32_t i = 0; i < in->n; i++)
+            NEED_V(args[i], "argument");
+        Value *v = run_pair(vm, pr, R, args, loc_of(vm, f, pr->j), f, fi->plan);
+        if (v == NULL) goto fail;
+        if (v == NOT_FUSED) {
+            pr->declined = vm->pair_declined;
+            goto invoke_packed;
+        }
+        TICK();
+        set_v(R, code[pr->j].dst, v);
+        vm->pair_code = code;
+        vm->pair_pc = pr->j;
+        pc++;
+        NEXT();
+    }
+    CASE(INVOKE_PAIRED) { /* the pool's call of a pair: done when its pair ran */
+        if (vm->pair_code == code && vm->pair_pc == pc) {
+            vm->pair_code = NULL;
+            pc++;
+            NEXT();
+        }
+        goto invoke_packed;
+    }
     CASE(INVOKE_PACKED) {
+    invoke_packed:
         in = &code[pc];
         TICK();
         const uint32_t *args = pool + in->args;
@@ -1870,6 +1947,12 @@ Vm *vm_new(const VmExec *exe) {
         for (uint32_t r = 0; r < f->n_regs; r++)
             if (f->reg_kind[r] == VM_RK_VALUE) fi->vregs[fi->n_vregs++] = r;
         if (f->n_params > max_params) max_params = f->n_params;
+        fi->pairs = vm_pair_analyze(exe, f);
+        for (uint32_t pc = 0; fi->pairs != NULL && pc < f->n_code; pc++)
+            if (fi->pairs[pc] != NULL) {
+                fi->xop[pc] = X_INVOKE_PAIR;
+                fi->xop[fi->pairs[pc]->j] = X_INVOKE_PAIRED;
+            }
         if (f->plan != NULL) {
             const VmPlan *pl = f->plan;
             FnPlan *fp = sup_calloc(1, sizeof *fp);
@@ -1916,6 +1999,7 @@ void vm_free(Vm *vm) {
     for (uint32_t i = 0; i < vm->exe->n_funcs; i++) {
         free(vm->fi[i].xop);
         free(vm->fi[i].vregs);
+        vm_pair_free(vm->fi[i].pairs, vm->exe->funcs[i].n_code);
         FnPlan *fp = vm->fi[i].plan;
         if (fp == NULL) continue;
         /* a buffer still held elsewhere keeps its bytes (its storage holds the arena's) */

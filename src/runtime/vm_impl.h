@@ -97,4 +97,21 @@ typedef struct VmCell {
  * Z, R, N: the GRU cell kernel. */
 VmCell *vm_cell_analyze(const VmExec *exe, const VmPacked *p);
 
+/* A convolution's packed call at pc i whose result only the max pool's call at pc j reads, run
+ * as one kernel (vm_pair.c): node calls kern_fast_conv_maxpool on the convolution call's inputs
+ * args (x, w, b) with both calls' attributes. */
+typedef struct VmPair {
+    uint32_t j;       /* the pool's call */
+    VmNode node;      /* kern_fast_conv_maxpool(vals[args[0..2]]) */
+    uint32_t args[3]; /* node's arguments: inputs of the convolution's call */
+    KAttr *attrs;     /* node's attributes (owned), and the pool's renamed ones' names */
+    char *names;
+    bool declined; /* the kernel declined once: the two calls run as compiled from then on (a
+                    * function's shapes are its types', fixed but for `?` dims) */
+} VmPair;
+/* Function f's pairs: an array of f->n_code entries (the pair whose first call is at pc, or
+ * NULL), or NULL when f has none (or the fast kernels are off). */
+VmPair **vm_pair_analyze(const VmExec *exe, const VmFunction *f);
+void vm_pair_free(VmPair **pairs, uint32_t n_code);
+
 #endif /* RLY_RUNTIME_VM_IMPL_H */

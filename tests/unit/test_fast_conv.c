@@ -503,6 +503,261 @@ static Shape plain(Shape s, int64_t b) {
     return s;
 }
 
+/* ---- a convolution, bias, relu and a max pool as one kernel (kern_fast_conv_maxpool) --------- */
+
+typedef struct PoolSpec {
+    int64_t k, s, pad;
+    bool ceil;
+} PoolSpec;
+
+/* The pool's attributes, with prefix (the pair's "pool." or none) */
+typedef struct PoolAttrs {
+    KAttr a[7];
+    int64_t k[2], s[2], d[2], p[4];
+    double kf[2], sf[2], df[2], pf[4];
+    char names[7][24];
+} PoolAttrs;
+
+static void pool_attrs(const PoolSpec *ps, const char *prefix, PoolAttrs *pa) {
+    static const char *const nm[7] = {"pool_size", "strides",    "dilation", "padding",
+                                      "layout",    "out_layout", "ceil_mode"};
+    for (int i = 0; i < 7; i++)
+        snprintf(pa->names[i], sizeof pa->names[i], "%s%s", prefix, nm[i]);
+    for (int i = 0; i < 2; i++) {
+        pa->k[i] = ps->k, pa->s[i] = ps->s, pa->d[i] = 1;
+        pa->kf[i] = (double)ps->k, pa->sf[i] = (double)ps->s, pa->df[i] = 1;
+    }
+    for (int i = 0; i < 4; i++)
+        pa->p[i] = ps->pad, pa->pf[i] = (double)ps->pad;
+    KAttr a[7] = {
+        {.name = pa->names[0], .kind = KA_INTS, .n = 2, .ints = pa->k, .floats = pa->kf},
+        {.name = pa->names[1], .kind = KA_INTS, .n = 2, .ints = pa->s, .floats = pa->sf},
+        {.name = pa->names[2], .kind = KA_INTS, .n = 2, .ints = pa->d, .floats = pa->df},
+        {.name = pa->names[3], .kind = KA_INTS, .n = 4, .ints = pa->p, .floats = pa->pf},
+        {.name = pa->names[4], .kind = KA_STR, .s = "NCHW"},
+        {.name = pa->names[5], .kind = KA_STR, .s = ""},
+        {.name = pa->names[6], .kind = KA_INT, .i = ps->ceil, .f = ps->ceil},
+    };
+    memcpy(pa->a, a, sizeof a);
+}
+
+/* kern_fast_conv_maxpool on (x, w, b): the result, NULL with *declined when it declined (and
+ * nothing was allocated), NULL with an error otherwise */
+static DLTensor *run_pair(const Shape *s, const PoolSpec *ps, bool first, const DLTensor *x,
+                          const DLTensor *w, const DLTensor *b, SupPool *pool, KPrepCache *prep,
+                          bool *declined, char *err, size_t cap) {
+    Attrs at;
+    attrs_of(s, &at);
+    PoolAttrs pa;
+    pool_attrs(ps, "pool.", &pa);
+    KAttr a[18];
+    memcpy(a, at.a, sizeof at.a);
+    a[10] = (KAttr){.name = "bias_first", .kind = KA_INT, .i = first, .f = first};
+    memcpy(a + 11, pa.a, sizeof pa.a);
+    uint32_t arg_start[3] = {0, 1, 2}, arg_len[3] = {1, 1, 1};
+    uint8_t arg_tuple[3] = {0, 0, 0}, in_const[3] = {0, 1, 1};
+    const DLTensor *in[3] = {x, w, b};
+    DLTensor *o = NULL;
+    KCall kc = {.op = "nn.conv2d",
+                .attrs = a,
+                .n_attrs = 18,
+                .n_args = 3,
+                .arg_start = arg_start,
+                .arg_len = arg_len,
+                .arg_tuple = arg_tuple,
+                .in = in,
+                .n_in = 3,
+                .out = &o,
+                .n_out = 1,
+                .alloc = alloc_out,
+                .err = err,
+                .err_cap = cap,
+                .pool = pool,
+                .in_const = prep ? in_const : NULL,
+                .prep = prep};
+    err[0] = '\0';
+    int rc = kern_fast_conv_maxpool(&kc);
+    k_call_release(&kc);
+    *declined = rc == K_DECLINED;
+    if (rc != 0) {
+        CHECK(!*declined || o == NULL, "%s: declined after allocating its result", s->what);
+        tensor_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* One pair: at AVX-512 it must take `take` (and decline the rest, writing nothing), and give
+ * the bits of the separate calls the VM would make: the fast convolution, x + b (or b + x),
+ * relu (max(v, 0): 0 for NaN), then the reference max pool; on 1 and 2 threads, weights constant
+ * or not. Other levels decline. */
+static void check_pair(const Shape *s, const PoolSpec *ps, bool first, bool take, SupPool *pool2) {
+    int64_t xs[5], ws[6], bs[3] = {s->w0, 1, 1};
+    uint32_t xn, wn;
+    shapes_of(s, xs, &xn, ws, &wn);
+    DLTensor *x = tensor_rand(xn, xs), *w = tensor_rand(wn, ws), *b = tensor_rand(3, bs);
+    if (k_numel(x) > 3) fdata(x)[k_numel(x) / 3] = NAN; /* a NaN through relu and the pool */
+    char err[256];
+    for (int level = SUP_ISA_SCALAR; level <= (int)sup_isa_detected(); level++) {
+        cfg_isa = sup_isa_name(sup_isa_force((SupIsa)level));
+        DLTensor *cv =
+            run(kern_fast_conv2d, s, x, w, NULL, NULL, NULL, NULL, NULL, err, sizeof err);
+        CHECK(cv != NULL, "%s [%s]: the convolution failed: %s", s->what, cfg_isa, err);
+        if (cv == NULL) continue;
+        int64_t plane = cv->shape[2] * cv->shape[3];
+        for (int64_t i = 0; i < k_numel(cv); i++) {
+            float bv = fdata(b)[i / plane % s->w0], v = fdata(cv)[i];
+            v = first ? bv + v : v + bv;
+            fdata(cv)[i] = v > 0 ? v : 0.0f;
+        }
+        PoolAttrs pa;
+        pool_attrs(ps, "", &pa);
+        uint32_t arg_start[1] = {0}, arg_len[1] = {1};
+        uint8_t arg_tuple[1] = {0};
+        const DLTensor *in[1] = {cv};
+        DLTensor *want = NULL;
+        KCall kc = {.op = "nn.max_pool2d",
+                    .attrs = pa.a,
+                    .n_attrs = 7,
+                    .n_args = 1,
+                    .arg_start = arg_start,
+                    .arg_len = arg_len,
+                    .arg_tuple = arg_tuple,
+                    .in = in,
+                    .n_in = 1,
+                    .out = &want,
+                    .n_out = 1,
+                    .alloc = alloc_out,
+                    .err = err,
+                    .err_cap = sizeof err};
+        int rc = kern_ref_lookup(OP_ID_NN_MAX_POOL2D)(&kc);
+        k_call_release(&kc);
+        CHECK(rc == 0 && want != NULL, "%s: the reference pool failed: %s", s->what, err);
+        KPrepCache *prep = k_prep_cache_new();
+        for (int v = 0; want != NULL && v < 4; v++) {
+            bool declined = false;
+            DLTensor *got = run_pair(s, ps, first, x, w, b, v % 2 ? pool2 : NULL,
+                                     v >= 2 ? prep : NULL, &declined, err, sizeof err);
+            bool avx512 = level == SUP_ISA_AVX512;
+            CHECK(declined == !(take && avx512), "%s [%s]: %s", s->what, cfg_isa,
+                  declined ? "declined" : "taken");
+            CHECK(got != NULL || declined, "%s [%s]: failed: %s", s->what, cfg_isa, err);
+            if (got == NULL) continue;
+            bool same = k_numel(got) == k_numel(want);
+            for (int64_t i = 0; same && i < k_numel(got); i++) {
+                float g = fdata(got)[i], e = fdata(want)[i];
+                same = g == e || (isnan(g) && isnan(e));
+            }
+            CHECK(same, "%s [%s, %d thread(s)%s]: not the separate calls' bits", s->what, cfg_isa,
+                  v % 2 ? 2 : 1, v >= 2 ? ", weights constant" : "");
+            tensor_free(got);
+        }
+        k_prep_cache_free(prep);
+        tensor_free(want);
+        tensor_free(cv);
+    }
+    sup_isa_force(sup_isa_detected());
+    tensor_free(x), tensor_free(w), tensor_free(b);
+}
+
+static void pair_tests(SupPool *pool2) {
+    const PoolSpec sq = {3, 2, 0, true}, floor3 = {3, 2, 0, false};
+    const PoolSpec padded = {3, 2, 1, false}, two = {2, 2, 0, false};
+    /* SqueezeNet's first layer and pool (111 -> 55) */
+    check_pair(&(Shape){"pair squeezenet 3->64 224",
+                        1,
+                        3,
+                        224,
+                        224,
+                        64,
+                        3,
+                        3,
+                        3,
+                        2,
+                        2,
+                        1,
+                        1,
+                        1,
+                        {0, 0, 0, 0},
+                        0,
+                        false},
+               &sq, false, true, pool2);
+    /* odd sizes, two images, b + x, ceil_mode adding no window (29 x 29 -> 14 x 14) */
+    check_pair(&(Shape){"pair 3->40 59x59 n2",
+                        2,
+                        3,
+                        59,
+                        59,
+                        40,
+                        3,
+                        3,
+                        3,
+                        2,
+                        2,
+                        1,
+                        1,
+                        1,
+                        {0, 0, 0, 0},
+                        0,
+                        false},
+               &sq, true, true, pool2);
+    /* a padded 5x5/2 convolution, floor mode, channels not a multiple of 12 */
+    check_pair(&(Shape){"pair 5x5/2 pad 2 3->13",
+                        1,
+                        3,
+                        30,
+                        33,
+                        13,
+                        3,
+                        5,
+                        5,
+                        2,
+                        2,
+                        1,
+                        1,
+                        1,
+                        {2, 2, 2, 2},
+                        0,
+                        false},
+               &floor3, false, true, pool2);
+    /* ceil_mode with a last window past the plane (28 rows): declined */
+    check_pair(&(Shape){"pair ceil past the plane",
+                        1,
+                        3,
+                        57,
+                        61,
+                        16,
+                        3,
+                        3,
+                        3,
+                        2,
+                        2,
+                        1,
+                        1,
+                        1,
+                        {0, 0, 0, 0},
+                        0,
+                        false},
+               &sq, false, false, pool2);
+    /* pools it does not take: padded (ResNet's), 2x2 */
+    check_pair(
+        &(Shape){
+            "pair padded pool", 1, 3, 40, 40, 16, 3, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, 0, false},
+        &padded, false, false, pool2);
+    check_pair(
+        &(Shape){"pair 2x2 pool", 1, 3, 40, 40, 16, 3, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, 0, false},
+        &two, false, false, pool2);
+    /* convolutions other kernels compute: direct (32 channels of 27 taps), 1x1 in place */
+    check_pair(
+        &(Shape){
+            "pair direct 3->32", 1, 3, 33, 31, 32, 3, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, 0, false},
+        &floor3, false, false, pool2);
+    check_pair(
+        &(Shape){
+            "pair 1x1 24->40", 1, 24, 23, 29, 40, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, 0, false},
+        &floor3, false, false, pool2);
+}
+
 int main(int argc, char **argv) {
     const char *seed_env = getenv("RLY_SEED");
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : 20261126;
@@ -573,6 +828,7 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         check_shape(&fixed[i], pool2);
+    pair_tests(pool2);
 
     /* blocked layouts (conv_nchwc.c): NCHW16c at AVX-512 by the register tiles (every output
      * block count per tile, rows of more positions than a tile, window edges, windows wholly in

@@ -11,6 +11,7 @@
 
 #include "../check.h"
 #include "backend/backend.h"
+#include "kernels/fast/gemm.h" /* kern_conv_maxpool_taken */
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "types/types.h"
@@ -436,6 +437,39 @@ static void test_cnn_text(int level) {
     vm_exec_free(exe);
 }
 
+/* A convolution's group whose result only a max pool reads runs as one kernel (vm_pair.c,
+ * kern_fast_conv_maxpool) at AVX-512: taken on the parameter's chain, the same bits as the two
+ * calls (RLY_VM_PAIRS=0), planned or not; on the chain whose input is a planned buffer the pool's
+ * result lies over it, and the pair then runs as the two calls (17 pool rows: two bands, the
+ * second reading input rows the first band's result would have overwritten). */
+static void test_conv_pool_pair(void) {
+    VmExec *exe = compile_text(
+        HDR "def @main(%x: Tensor[(2, 3, 71, 71), float32], %w: Tensor[(48, 3, 3, 3), float32],\n"
+            "          %b: Tensor[(48, 1, 1), float32]) {\n"
+            "  %0 = nn.relu(add(nn.conv2d(%x, %w, strides=[2, 2]), %b));\n"
+            "  %1 = nn.max_pool2d(%0, pool_size=[3, 3], strides=[2, 2], ceil_mode=True);\n"
+            "  %2 = nn.relu(add(%b, nn.conv2d(nn.relu(%x), %w, strides=[2, 2])));\n"
+            "  %3 = nn.max_pool2d(%2, pool_size=[3, 3], strides=[2, 2]);\n"
+            "  (%1, %3)\n"
+            "}\n",
+        3);
+    if (exe == NULL) return;
+    uint64_t n0 = kern_conv_maxpool_taken();
+    char *a = run_text(exe, 2, false, NULL), *b = run_text(exe, 1, true, NULL);
+    if (sup_isa() == SUP_ISA_AVX512 && getenv("RLY_KERNELS") == NULL)
+        CHECK(kern_conv_maxpool_taken() >= n0 + 3, "the pair ran %llu times in 3 runs",
+              (unsigned long long)(kern_conv_maxpool_taken() - n0));
+    setenv("RLY_VM_PAIRS", "0", 1);
+    uint64_t n1 = kern_conv_maxpool_taken();
+    char *c = run_text(exe, 1, false, NULL);
+    CHECK(kern_conv_maxpool_taken() == n1, "RLY_VM_PAIRS=0: the pair ran");
+    unsetenv("RLY_VM_PAIRS");
+    CHECK(strcmp(a, b) == 0, "the pair planned and not differ:\n%.300s\n%.300s", a, b);
+    CHECK(strcmp(a, c) == 0, "the pair and the two calls differ:\n%.300s\n%.300s", a, c);
+    free(a), free(b), free(c);
+    vm_exec_free(exe);
+}
+
 /* k_scratch itself: from the workspace while it fits, 64-byte aligned and zeroed; past it, a
  * counted malloc; marks give scratch back; scratch_need is the peak. */
 static void test_scratch_api(void) {
@@ -586,6 +620,7 @@ int main(int argc, char **argv) {
     test_cnn();
     test_cnn_text(0);
     test_cnn_text(3);
+    test_conv_pool_pair();
     test_scratch_api();
     test_scratch_dense();
     test_attr_positions();

@@ -25,9 +25,11 @@
 #include "kernels/fast/conv.h"
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <string.h>
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* An attribute of 1 or 2 values (h, w), each at least lo. */
@@ -81,11 +83,11 @@ bool kern_conv_extents(const KCall *kc, Conv *c) {
 
 /* The call's geometry, or false when this kernel does not cover it (the reference kernel
  * decides: it computes it or writes the error). */
-static bool conv_geometry(const KCall *kc, Conv *c) {
+static bool conv_geometry_n(const KCall *kc, Conv *c, uint32_t n_in) {
     const DLTensor *x = k_arg(kc, 0), *wt = k_arg(kc, 1);
     int64_t odt = k_int(kc, "out_dtype");
     const char *ol = k_str(kc, "out_layout");
-    if (kc->n_in != 2 || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
+    if (kc->n_in != n_in || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
         (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != 4 || wt->ndim != 4 ||
         strcmp(k_str(kc, "data_layout"), "NCHW") != 0 ||
         strcmp(k_str(kc, "kernel_layout"), "OIHW") != 0 || (ol[0] && strcmp(ol, "NCHW") != 0) ||
@@ -107,6 +109,7 @@ static bool conv_geometry(const KCall *kc, Conv *c) {
     c->x = k_ptr(x);
     return true;
 }
+static bool conv_geometry(const KCall *kc, Conv *c) { return conv_geometry_n(kc, c, 2); }
 
 /* ---- GEMM over im2col columns ---------------------------------------------------------------
  */
@@ -315,6 +318,142 @@ static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
     bool tail = kern_sgemm_bind_epi(kc, o, &g, &e, SGEMM_BIAS_ROWS, c->groups);
     if (kern_sgemm(kc, &g) != 0) return -1;
     kc->epi_done = tail;
+    return 0;
+}
+
+/* ---- a convolution, its bias and relu, then a max pool: one kernel (the VM's pairs) ---------
+ *
+ * SqueezeNet's first layer writes 64 planes of 111 x 111 (3.15 MB) and its max pool reads them
+ * back: both went to L3 and back. Here each task computes a band of the convolution's rows (the
+ * pool's rows [p0, p1) read rows 2 p0 .. 2 p1 of it: the row between two bands is computed by
+ * both) into a buffer of its own, with the bias and relu in the product's tiles as the separate
+ * call applies them, and pools the band from there (L2): the same values, in the same order,
+ * as the two calls. */
+
+#define CP_BAND 16 /* pool rows a band, at most: 33 rows of a 111-wide, 64-channel layer, 0.9 MB   \
+                    */
+
+typedef struct CpRun {
+    const Conv *c;
+    SGemm g;             /* the product's template: A prepared, B the im2col of the band */
+    const float *bias;   /* one per output channel */
+    bool bias_first;     /* b + x */
+    float *out;          /* the pool's result */
+    int64_t hout, wout;  /* the pool's output plane */
+    int64_t band, bands; /* pool rows per band, bands per image */
+    float *bufs;         /* worker w's band at bufs + w * buf_floats, then its product scratch */
+    size_t buf_floats, band_floats;
+} CpRun;
+
+typedef struct CpBand {
+    const Conv *c;
+    int64_t col0; /* the band's first output position */
+} CpBand;
+
+/* SGemmPackB of a band: its columns are the convolution's output positions from col0 on */
+static void pack_band(const void *ctx, int64_t t, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                      float *dst) {
+    const CpBand *b = ctx;
+    pack_im2col(b->c, t, k0, kc, b->col0 + n0, nc, dst);
+}
+
+static void cp_task(void *ctx, int64_t task, int worker) {
+    const CpRun *r = ctx;
+    const Conv *c = r->c;
+    int64_t img = task / r->bands, p0 = task % r->bands * r->band;
+    int64_t p1 = min64(r->hout, p0 + r->band), y0 = 2 * p0, rows = 2 * (p1 - p0) + 1;
+    float *cb = r->bufs + (size_t)worker * r->buf_floats;
+    Conv ci = *c; /* the image's input (pack_im2col's product 0) */
+    ci.x = c->x + img * c->cin * c->h * c->w;
+    CpBand band = {&ci, y0 * c->ow};
+    SGemm g = r->g;
+    g.n = rows * c->ow;
+    g.c = cb;
+    g.ldc = g.n;
+    g.c_bs = c->cout * g.n;
+    g.pack_b = pack_band;
+    g.b_ctx = &band;
+    g.batch = 1;
+    g.a_mod = 0;
+    SGemmKEpi e;
+    KEpilogue ke;
+    kern_sgemm_bias_rows(&g, &e, &ke, r->bias, r->bias_first, K_CLAMP_RELU);
+    kern_sgemm_run(&g, NULL, cb + r->band_floats);
+    float *o = r->out + img * c->cout * r->hout * r->wout;
+    for (int64_t oc = 0; oc < c->cout; oc++)
+        kern_max3s2_rows(cb + oc * g.n, rows, c->ow, o + (oc * r->hout + p0) * r->wout, r->wout, 0,
+                         p1 - p0);
+}
+
+static _Atomic uint64_t n_conv_maxpool;
+uint64_t kern_conv_maxpool_taken(void) { return n_conv_maxpool; }
+
+int kern_fast_conv_maxpool(KCall *kc) {
+    Conv c;
+    if (sup_isa() != SUP_ISA_AVX512 || !conv_geometry_n(kc, &c, 3) || c.groups != 1 ||
+        (c.cin_g == 1 && c.cout_g < 4) || kern_conv_winograd_fits(&c) ||
+        kern_conv_direct_fits(&c) || gemm_reads_input(&c) || c.oh < 3 || c.ow < 3)
+        return K_DECLINED; /* not the im2col product */
+    const DLTensor *b = k_arg(kc, 2);
+    if (k_dtype(b) != RLY_DTYPE_F32 || k_numel(b) != c.cout ||
+        !(b->ndim == 1 || (b->ndim == 3 && b->shape[1] == 1 && b->shape[2] == 1)))
+        return K_DECLINED;
+    const int64_t *ps, *st, *dl, *pd;
+    uint32_t n_ps = k_ints(kc, "pool.pool_size", &ps), n_st = k_ints(kc, "pool.strides", &st);
+    uint32_t n_dl = k_ints(kc, "pool.dilation", &dl), n_pd = k_ints(kc, "pool.padding", &pd);
+    bool ok = n_ps >= 1 && n_ps <= 2 && n_st >= 1 && n_st <= 2 && n_dl >= 1 && n_dl <= 2 &&
+              n_pd >= 1 && n_pd <= 4 && strcmp(k_str(kc, "pool.layout"), "NCHW") == 0 &&
+              k_str(kc, "pool.out_layout")[0] == '\0';
+    for (uint32_t i = 0; ok && i < 2; i++)
+        ok = ps[i % n_ps] == 3 && st[i % n_st] == 2 && dl[i % n_dl] == 1;
+    for (uint32_t i = 0; ok && i < n_pd; i++)
+        ok = pd[i] == 0;
+    if (!ok || kc->bad_attr != NULL) {
+        kc->bad_attr = NULL; /* a missing attribute: not this kernel's call */
+        return K_DECLINED;
+    }
+    /* no padding and stride 2: with ceil_mode a last window would start at 2 (hout - 1) and
+     * must lie inside */
+    bool ceil = k_bool(kc, "pool.ceil_mode");
+    int64_t hout = (c.oh - 3) / 2 + 1 + (ceil && (c.oh - 3) % 2 != 0);
+    int64_t wout = (c.ow - 3) / 2 + 1 + (ceil && (c.ow - 3) % 2 != 0);
+    if (2 * (hout - 1) + 3 > c.oh || 2 * (wout - 1) + 3 > c.ow) return K_DECLINED;
+    int64_t shape[4] = {c.batch, c.cout, hout, wout};
+    DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape); /* every element written */
+    if (o == NULL) return -1;
+    int64_t kk = c.cin * c.kh * c.kw;
+    CpRun r = {.c = &c,
+               .bias = k_ptr(b),
+               .bias_first = k_bool(kc, "bias_first"),
+               .out = k_ptr(o),
+               .hout = hout,
+               .wout = wout};
+    r.g = (SGemm){.m = c.cout,
+                  .n = c.oh * c.ow,
+                  .k = kk,
+                  .batch = 1,
+                  .a = k_ptr(k_arg(kc, 1)),
+                  .a_rs = kk,
+                  .a_cs = 1,
+                  .pack_b = pack_im2col,
+                  .b_ctx = &c};
+    kern_sgemm_prepare(kc, &r.g, true, 1, 1); /* the weights packed once, as conv_gemm's */
+    /* bands of at most CP_BAND pool rows, a multiple of the threads in number */
+    int nt = k_threads(kc);
+    r.bands = cdiv(hout, CP_BAND);
+    r.bands = cdiv(r.bands, nt) * nt;
+    if (r.bands > hout) r.bands = hout;
+    r.band = cdiv(hout, r.bands);
+    r.bands = cdiv(hout, r.band);
+    SGemm gb = r.g;
+    gb.n = (2 * r.band + 1) * c.ow;
+    r.band_floats = (size_t)(c.cout * gb.n + 15) / 16 * 16;
+    size_t gs = kern_sgemm_scratch_bytes(&gb, 1);
+    r.buf_floats = r.band_floats + (gs / sizeof(float) + 15) / 16 * 16;
+    r.bufs = k_scratch_raw(kc, sizeof(float) * r.buf_floats * (size_t)nt);
+    if (r.bufs == NULL) return -1;
+    k_parallel(kc, c.batch * r.bands, cp_task, &r);
+    n_conv_maxpool++;
     return 0;
 }
 

@@ -116,6 +116,11 @@ bool kern_conv_direct_fits(const Conv *c);
  * call's fused tail. 0, or -1 with the call's error set (out of memory). */
 int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o);
 
+/* Rows [oh0, oh1) of a 3x3 max pool of stride 2 with every window inside, of one h x w plane x
+ * into y (wout outputs a row), at AVX-512 (nn.c; its bits are the reference's). */
+void kern_max3s2_rows(const float *x, int64_t h, int64_t w, float *y, int64_t wout, int64_t oh0,
+                      int64_t oh1);
+
 /* ---- register transposes (conv.c's channel-lane depthwise, conv_direct.c's tile) ----------- */
 
 /* r[0..15] rows of 16 floats -> r[j] = column j. */

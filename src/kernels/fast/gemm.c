@@ -1389,6 +1389,14 @@ static void epi_bias(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, 
                    kb->res ? kb->res + t * e->c_bs + row0 * ldc + col0 : NULL, kb->res_first);
 }
 
+void kern_sgemm_bias_rows(SGemm *g, SGemmKEpi *e, KEpilogue *ke, const float *b, bool first,
+                          uint8_t clamp) {
+    *ke = (KEpilogue){.bias = {.b = b, .mask = 1u << 1, .first = first, .clamp = clamp}};
+    *e = (SGemmKEpi){ke, g->c_bs, b, false, g->m, 1};
+    g->epi = epi_bias;
+    g->epi_ctx = e;
+}
+
 bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e, int bias_how,
                          int64_t groups) {
     if (kc->epi == NULL || g->c != k_ptr(out0) || kc->epi->begin(kc->epi->ctx, out0) != 0)

@@ -109,6 +109,12 @@ typedef struct SGemmKEpi {
 enum { SGEMM_BIAS_NONE, SGEMM_BIAS_ROWS, SGEMM_BIAS_COLS };
 bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e, int bias_how,
                          int64_t groups);
+/* g's C gets a per-row bias b (one value per row of each product; first: b + x) and then clamp
+ * (K_CLAMP_NONE or K_CLAMP_RELU) on its final values, as a convolution's fused tail (in the
+ * AVX-512 tiles' registers, else a pass per block). e and ke are filled and must outlive the
+ * product. */
+void kern_sgemm_bias_rows(SGemm *g, SGemmKEpi *e, KEpilogue *ke, const float *b, bool first,
+                          uint8_t clamp);
 /* A tail that is one clamp (KEpilogue.clamp: K_CLAMP_RELU, or K_CLAMP_CLIP with lo, hi), applied
  * in place to rows runs of cols floats ld apart by the fused program's own relu or clip step
  * (fused.c; relu(NaN) is 0, clip keeps NaN). A kernel that takes a tail's clamp (the product above,
@@ -151,6 +157,15 @@ int kern_fast_batch_matmul(KCall *kc);
 int kern_fast_conv2d(KCall *kc);
 /* One LSTM step (rnn.c): the VM's kernel for a FuseRNNCell function (runtime/vm_cell.c). */
 int kern_fast_lstm_cell(KCall *kc);
+/* nn.conv2d of input 0 by weight 1, plus the per-channel bias input 2 (bias_first: b + x; the
+ * attribute "bias_first"), then relu, then nn.max_pool2d (its attributes named "pool.<name>")
+ * of that, as one kernel: the VM's pairs of calls (vm_pair.c). The convolution runs in bands of
+ * rows that stay in the core's L2 and are pooled there. K_DECLINED (nothing written) unless it
+ * is a convolution the fast kernels compute by the im2col product, at AVX-512, and a 3x3 pool of
+ * stride 2 with every window inside (conv.c). */
+int kern_fast_conv_maxpool(KCall *kc);
+/* Calls kern_fast_conv_maxpool took (did not decline), process-wide (tests). */
+uint64_t kern_conv_maxpool_taken(void);
 /* One GRU step (rnn.c, linear_before_reset): the VM's kernel for a FuseRNNCell GRU function. */
 int kern_fast_gru_cell(KCall *kc);
 /* A run of LSTM steps (rnn.c): h0, R, c0, xp_1 .. xp_n -> (h_1, c_1, ..., h_n, c_n); attributes

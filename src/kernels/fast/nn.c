@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "fast.h"
+#include "kernels/fast/conv.h" /* kern_max3s2_rows */
 
 #define NN_BLOCK 16384 /* elements per task, at least, past one task per thread */
 /* Fewer elements run in one task. From here up, at least one task per thread: at 2 threads a
@@ -657,6 +658,24 @@ static FAST_AVX512 void pool_max3s2_avx512(const PoolGeom *g, const float *x, fl
             }
         }
     }
+}
+
+void kern_max3s2_rows(const float *x, int64_t h, int64_t w, float *y, int64_t wout, int64_t oh0,
+                      int64_t oh1) {
+    PoolGeom g = {.is_max = true,
+                  .h = h,
+                  .w = w,
+                  .hout = oh1,
+                  .wout = wout,
+                  .kh = 3,
+                  .kw = 3,
+                  .sh = 2,
+                  .sw = 2,
+                  .dh = 1,
+                  .dw = 1,
+                  .ow_hi = wout};
+    RLY_ASSERT(max3s2_fits(&g));
+    pool_max3s2_avx512(&g, x, y, oh0, oh1);
 }
 
 static void pool_task(void *ctx, int64_t t, int worker) {
