@@ -330,8 +330,9 @@ static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
  * call applies them, and pools the band from there (L2): the same values, in the same order,
  * as the two calls. */
 
-#define CP_BAND 16 /* pool rows a band, at most: 33 rows of a 111-wide, 64-channel layer, 0.9 MB   \
-                    */
+#define CP_BAND                                                                                    \
+    16 /* pool rows a band, at most: 33 rows of a 111-wide, 64-channel layer, 0.9 MB               \
+        */
 
 typedef struct CpRun {
     const Conv *c;
@@ -365,6 +366,7 @@ static void cp_task(void *ctx, int64_t task, int worker) {
     float *cb = r->bufs + (size_t)worker * r->buf_floats;
     Conv ci = *c; /* the image's input (pack_im2col's product 0) */
     ci.x = c->x + img * c->cin * c->h * c->w;
+    ci.batch = 1; /* the packer reads plainly only inside [x, x + batch images) */
     CpBand band = {&ci, y0 * c->ow};
     SGemm g = r->g;
     g.n = rows * c->ow;
