@@ -1728,12 +1728,15 @@ dispatch:
     CASE(INVOKE_PAIR) { /* a convolution's call and its max pool's as one kernel (vm_pair.c) */
         in = &code[pc];
         VmPair *pr = fi->pairs[pc];
-        if (RLY_UNLIKELY(vm->prof || vm->check_numerics) || pr->declined)
-            goto invoke_packed; /* as compiled */
+        if (RLY_UNLIKELY(vm->check_numerics) || pr->declined) goto invoke_packed; /* as compiled */
         const uint32_t *args = pool + in->args;
         for (uint32_t i = 0; i < in->n; i++)
             NEED_V(args[i], "argument");
+        uint64_t t0 = RLY_UNLIKELY(vm->prof != NULL) ? rt_profile_now() : 0;
         Value *v = run_pair(vm, pr, R, args, loc_of(vm, f, pr->j), f, fi->plan);
+        if (RLY_UNLIKELY(vm->prof != NULL) && v != NULL && v != NOT_FUSED)
+            probe_record(vm, &pr->packed, NULL, R, args, loc_of(vm, f, pc), v, t0,
+                         rt_profile_now());
         if (v == NULL) goto fail;
         if (v == NOT_FUSED) {
             pr->declined = vm->pair_declined;

@@ -106,8 +106,9 @@ typedef struct VmPair {
     uint32_t args[3]; /* node's arguments: inputs of the convolution's call */
     KAttr *attrs;     /* node's attributes (owned), and the pool's renamed ones' names */
     char *names;
-    bool declined; /* the kernel declined once: the two calls run as compiled from then on (a
-                    * function's shapes are its types', fixed but for `?` dims) */
+    VmPacked packed; /* for profiles: the convolution's function named "CONV+POOL" */
+    bool declined;   /* the kernel declined once: the two calls run as compiled from then on (a
+                      * function's shapes are its types', fixed but for `?` dims) */
 } VmPair;
 /* Function f's pairs: an array of f->n_code entries (the pair whose first call is at pc, or
  * NULL), or NULL when f has none (or the fast kernels are off). */

@@ -7,7 +7,8 @@
  * At pc i the VM calls kern_fast_conv_maxpool on (x, w, b) with both calls' attributes (the
  * pool's named "pool.<name>") and writes rY; pc j then only steps on. The kernel declines
  * (K_DECLINED) what it does not compute, and the two calls run as compiled (RLY_VM_PAIRS=0: never
- * paired). Found by what the
+ * paired; --check-numerics checks the two calls; a profile shows a pair as one event, named
+ * "CONV+POOL" after the two functions). Found by what the
  * packed functions compute, never by their names. SqueezeNet's first layer and its pool: the
  * 3.15 MB between them stayed in L3 and was read back; computed and pooled in bands it stays
  * in L2 (docs/kernels.md, "A convolution and its max pool"). */
@@ -44,15 +45,17 @@ static bool pool_group(const VmPacked *p) {
            n->n_args == 1 && n->args[0] == 0;
 }
 
-static VmPair *make_pair(const VmNode *conv, const VmNode *pool, const uint32_t args[3],
+static VmPair *make_pair(const VmPacked *cp, const VmPacked *pp, const uint32_t args[3],
                          bool bias_first, uint32_t j) {
+    const VmNode *conv = &cp->nodes[0], *pool = &pp->nodes[0];
+    const char *cn = cp->name ? cp->name : "packed", *pn = pp->name ? pp->name : "packed";
     VmPair *pr = calloc(1, sizeof *pr);
     uint32_t n = conv->n_attrs + 1 + pool->n_attrs;
-    size_t names = 0;
+    size_t names = strlen(cn) + 1 + strlen(pn) + 1;
     for (uint32_t k = 0; k < pool->n_attrs; k++)
         names += strlen("pool.") + strlen(pool->attrs[k].name) + 1;
     KAttr *at = calloc(n, sizeof *at);
-    char *s = malloc(names ? names : 1);
+    char *s = malloc(names);
     if (pr == NULL || at == NULL || s == NULL) {
         free(pr), free(at), free(s);
         return NULL;
@@ -73,6 +76,12 @@ static VmPair *make_pair(const VmNode *conv, const VmNode *pool, const uint32_t 
     }
     memcpy(pr->args, args, sizeof pr->args);
     pr->j = j;
+    pr->packed = *cp; /* the profile's event: "CONV+POOL" on the convolution's inputs */
+    pr->packed.name = s;
+    size_t cl = strlen(cn);
+    memcpy(s, cn, cl);
+    s[cl] = '+';
+    memcpy(s + cl + 1, pn, strlen(pn) + 1);
     pr->node = (VmNode){.kind = VM_NODE_CALL,
                         .op_id = UINT32_MAX,
                         .n_args = 3,
@@ -114,8 +123,7 @@ VmPair **vm_pair_analyze(const VmExec *exe, const VmFunction *f) {
             ok = ok && cargs[k] != cj->dst;
         if (!ok) continue;
         if (pairs == NULL && (pairs = calloc(f->n_code, sizeof *pairs)) == NULL) return NULL;
-        pairs[i] =
-            make_pair(&exe->packed[ci->a].nodes[0], &exe->packed[cj->a].nodes[0], args, first, j);
+        pairs[i] = make_pair(&exe->packed[ci->a], &exe->packed[cj->a], args, first, j);
         i = j; /* the next pair starts after it */
     }
     return pairs;
