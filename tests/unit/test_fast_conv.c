@@ -156,27 +156,24 @@ static void attrs_of(const Shape *s, Attrs *at) {
     memcpy(at->a, a, sizeof a);
 }
 
-/* Run fn on (x, w) into out (preallocated) or a new tensor; the result or NULL with err set.
- * *epi_done receives KCall.epi_done. */
-static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTensor *w,
-                     DLTensor *out, SupPool *pool, KPrepCache *prep, const KEpilogue *epi,
-                     bool *epi_done, char *err, size_t cap) {
-    Attrs at;
-    attrs_of(s, &at);
-    uint32_t arg_start[2] = {0, 1}, arg_len[2] = {1, 1};
-    uint8_t arg_tuple[2] = {0, 0}, in_const[2] = {0, 1};
-    const DLTensor *in[2] = {x, w};
-    DLTensor *o = out;
-    KCall kc = {.op = "nn.conv2d",
-                .attrs = at.a,
-                .n_attrs = 10,
-                .n_args = 2,
+/* fn called on the n_in (<= 3) tensors in, one argument each (all but the first constant when
+ * prep is given), with attrs; its result into *o (preallocated, or left NULL for a new tensor).
+ * fn's return value; *epi_done receives KCall.epi_done. */
+static int call(KernelFn fn, const char *op, const KAttr *attrs, uint32_t n_attrs,
+                const DLTensor *const *in, uint32_t n_in, DLTensor **o, SupPool *pool,
+                KPrepCache *prep, const KEpilogue *epi, bool *epi_done, char *err, size_t cap) {
+    uint32_t arg_start[3] = {0, 1, 2}, arg_len[3] = {1, 1, 1};
+    uint8_t arg_tuple[3] = {0, 0, 0}, in_const[3] = {0, 1, 1};
+    KCall kc = {.op = op,
+                .attrs = attrs,
+                .n_attrs = n_attrs,
+                .n_args = n_in,
                 .arg_start = arg_start,
                 .arg_len = arg_len,
                 .arg_tuple = arg_tuple,
                 .in = in,
-                .n_in = 2,
-                .out = &o,
+                .n_in = n_in,
+                .out = o,
                 .n_out = 1,
                 .alloc = alloc_out,
                 .err = err,
@@ -189,6 +186,19 @@ static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTen
     int rc = fn(&kc);
     if (epi_done) *epi_done = kc.epi_done;
     k_call_release(&kc);
+    return rc;
+}
+
+/* Run fn on (x, w) into out (preallocated) or a new tensor; the result or NULL with err set.
+ * *epi_done receives KCall.epi_done. */
+static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTensor *w,
+                     DLTensor *out, SupPool *pool, KPrepCache *prep, const KEpilogue *epi,
+                     bool *epi_done, char *err, size_t cap) {
+    Attrs at;
+    attrs_of(s, &at);
+    const DLTensor *in[2] = {x, w};
+    DLTensor *o = out;
+    int rc = call(fn, "nn.conv2d", at.a, 10, in, 2, &o, pool, prep, epi, epi_done, err, cap);
     if (rc != 0) {
         if (o != out) tensor_free(o);
         return NULL;
@@ -554,30 +564,10 @@ static DLTensor *run_pair(const Shape *s, const PoolSpec *ps, bool first, const 
     memcpy(a, at.a, sizeof at.a);
     a[10] = (KAttr){.name = "bias_first", .kind = KA_INT, .i = first, .f = first};
     memcpy(a + 11, pa.a, sizeof pa.a);
-    uint32_t arg_start[3] = {0, 1, 2}, arg_len[3] = {1, 1, 1};
-    uint8_t arg_tuple[3] = {0, 0, 0}, in_const[3] = {0, 1, 1};
     const DLTensor *in[3] = {x, w, b};
     DLTensor *o = NULL;
-    KCall kc = {.op = "nn.conv2d",
-                .attrs = a,
-                .n_attrs = 18,
-                .n_args = 3,
-                .arg_start = arg_start,
-                .arg_len = arg_len,
-                .arg_tuple = arg_tuple,
-                .in = in,
-                .n_in = 3,
-                .out = &o,
-                .n_out = 1,
-                .alloc = alloc_out,
-                .err = err,
-                .err_cap = cap,
-                .pool = pool,
-                .in_const = prep ? in_const : NULL,
-                .prep = prep};
-    err[0] = '\0';
-    int rc = kern_fast_conv_maxpool(&kc);
-    k_call_release(&kc);
+    int rc = call(kern_fast_conv_maxpool, "nn.conv2d", a, 18, in, 3, &o, pool, prep, NULL, NULL,
+                  err, cap);
     *declined = rc == K_DECLINED;
     if (rc != 0) {
         CHECK(!*declined || o == NULL, "%s: declined after allocating its result", s->what);
@@ -612,26 +602,10 @@ static void check_pair(const Shape *s, const PoolSpec *ps, bool first, bool take
         }
         PoolAttrs pa;
         pool_attrs(ps, "", &pa);
-        uint32_t arg_start[1] = {0}, arg_len[1] = {1};
-        uint8_t arg_tuple[1] = {0};
         const DLTensor *in[1] = {cv};
         DLTensor *want = NULL;
-        KCall kc = {.op = "nn.max_pool2d",
-                    .attrs = pa.a,
-                    .n_attrs = 7,
-                    .n_args = 1,
-                    .arg_start = arg_start,
-                    .arg_len = arg_len,
-                    .arg_tuple = arg_tuple,
-                    .in = in,
-                    .n_in = 1,
-                    .out = &want,
-                    .n_out = 1,
-                    .alloc = alloc_out,
-                    .err = err,
-                    .err_cap = sizeof err};
-        int rc = kern_ref_lookup(OP_ID_NN_MAX_POOL2D)(&kc);
-        k_call_release(&kc);
+        int rc = call(kern_ref_lookup(OP_ID_NN_MAX_POOL2D), "nn.max_pool2d", pa.a, 7, in, 1, &want,
+                      NULL, NULL, NULL, NULL, err, sizeof err);
         CHECK(rc == 0 && want != NULL, "%s: the reference pool failed: %s", s->what, err);
         KPrepCache *prep = k_prep_cache_new();
         for (int v = 0; want != NULL && v < 4; v++) {
@@ -663,99 +637,32 @@ static void check_pair(const Shape *s, const PoolSpec *ps, bool first, bool take
 static void pair_tests(SupPool *pool2) {
     const PoolSpec sq = {3, 2, 0, true}, floor3 = {3, 2, 0, false};
     const PoolSpec padded = {3, 2, 1, false}, two = {2, 2, 0, false};
-    /* SqueezeNet's first layer and pool (111 -> 55) */
-    check_pair(&(Shape){"pair squeezenet 3->64 224",
-                        1,
-                        3,
-                        224,
-                        224,
-                        64,
-                        3,
-                        3,
-                        3,
-                        2,
-                        2,
-                        1,
-                        1,
-                        1,
-                        {0, 0, 0, 0},
-                        0,
-                        false},
-               &sq, false, true, pool2);
-    /* odd sizes, two images, b + x, ceil_mode adding no window (29 x 29 -> 14 x 14) */
-    check_pair(&(Shape){"pair 3->40 59x59 n2",
-                        2,
-                        3,
-                        59,
-                        59,
-                        40,
-                        3,
-                        3,
-                        3,
-                        2,
-                        2,
-                        1,
-                        1,
-                        1,
-                        {0, 0, 0, 0},
-                        0,
-                        false},
-               &sq, true, true, pool2);
-    /* a padded 5x5/2 convolution, floor mode, channels not a multiple of 12 */
-    check_pair(&(Shape){"pair 5x5/2 pad 2 3->13",
-                        1,
-                        3,
-                        30,
-                        33,
-                        13,
-                        3,
-                        5,
-                        5,
-                        2,
-                        2,
-                        1,
-                        1,
-                        1,
-                        {2, 2, 2, 2},
-                        0,
-                        false},
-               &floor3, false, true, pool2);
-    /* ceil_mode with a last window past the plane (28 rows): declined */
-    check_pair(&(Shape){"pair ceil past the plane",
-                        1,
-                        3,
-                        57,
-                        61,
-                        16,
-                        3,
-                        3,
-                        3,
-                        2,
-                        2,
-                        1,
-                        1,
-                        1,
-                        {0, 0, 0, 0},
-                        0,
-                        false},
-               &sq, false, false, pool2);
-    /* pools it does not take: padded (ResNet's), 2x2 */
-    check_pair(
-        &(Shape){
-            "pair padded pool", 1, 3, 40, 40, 16, 3, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, 0, false},
-        &padded, false, false, pool2);
-    check_pair(
-        &(Shape){"pair 2x2 pool", 1, 3, 40, 40, 16, 3, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, 0, false},
-        &two, false, false, pool2);
-    /* convolutions other kernels compute: direct (32 channels of 27 taps), 1x1 in place */
-    check_pair(
-        &(Shape){
-            "pair direct 3->32", 1, 3, 33, 31, 32, 3, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, 0, false},
-        &floor3, false, false, pool2);
-    check_pair(
-        &(Shape){
-            "pair 1x1 24->40", 1, 24, 23, 29, 40, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, 0, false},
-        &floor3, false, false, pool2);
+    const struct {
+        Shape s;
+        const PoolSpec *pool;
+        bool first, take;
+    } cases[] = {
+        /* SqueezeNet's first layer and pool (111 -> 55) */
+        {dense_conv("pair squeezenet 3->64 224", 1, 3, 224, 224, 64, 1, 3, 3, 2, 1, 0), &sq, false,
+         true},
+        /* odd sizes, two images, b + x, ceil_mode adding no window (29 x 29 -> 14 x 14) */
+        {dense_conv("pair 3->40 59x59 n2", 2, 3, 59, 59, 40, 1, 3, 3, 2, 1, 0), &sq, true, true},
+        /* a padded 5x5/2 convolution, floor mode, channels not a multiple of 12 */
+        {dense_conv("pair 5x5/2 pad 2 3->13", 1, 3, 30, 33, 13, 1, 5, 5, 2, 1, 2), &floor3, false,
+         true},
+        /* declined: ceil_mode with a last window past the plane (28 rows); pools it does not
+         * take (padded, as ResNet's; 2x2); convolutions other kernels compute (direct: 32
+         * channels of 27 taps; a 1x1 read in place) */
+        {dense_conv("pair ceil past the plane", 1, 3, 57, 61, 48, 1, 3, 3, 2, 1, 0), &sq, false,
+         false},
+        {dense_conv("pair padded pool", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &padded, false, false},
+        {dense_conv("pair 2x2 pool", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &two, false, false},
+        {dense_conv("pair direct 3->32", 1, 3, 33, 31, 32, 1, 3, 3, 2, 1, 1), &floor3, false,
+         false},
+        {dense_conv("pair 1x1 24->40", 1, 24, 23, 29, 40, 1, 1, 1, 1, 1, 0), &floor3, false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_pair(&cases[i].s, cases[i].pool, cases[i].first, cases[i].take, pool2);
 }
 
 int main(int argc, char **argv) {
