@@ -663,6 +663,15 @@ static void pair_tests(SupPool *pool2) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_pair(&cases[i].s, cases[i].pool, cases[i].first, cases[i].take, pool2);
+    /* a bias of shape (C) broadcasts along W (here as wide as C): declined */
+    Shape s = dense_conv("pair 1-D bias", 1, 3, 97, 97, 48, 1, 3, 3, 2, 1, 0);
+    int64_t xs[4] = {1, 3, 97, 97}, ws[4] = {48, 3, 3, 3}, bs[1] = {48};
+    DLTensor *x = tensor_rand(4, xs), *w = tensor_rand(4, ws), *b = tensor_rand(1, bs);
+    char err[256];
+    bool declined = false;
+    DLTensor *got = run_pair(&s, &sq, false, x, w, b, NULL, NULL, &declined, err, sizeof err);
+    CHECK(got == NULL && declined, "a 1-D bias taken as per channel");
+    tensor_free(got), tensor_free(x), tensor_free(w), tensor_free(b);
 }
 
 int main(int argc, char **argv) {

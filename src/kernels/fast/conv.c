@@ -330,9 +330,8 @@ static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
  * call applies them, and pools the band from there (L2): the same values, in the same order,
  * as the two calls. */
 
-#define CP_BAND                                                                                    \
-    16 /* pool rows a band, at most: 33 rows of a 111-wide, 64-channel layer, 0.9 MB               \
-        */
+/* pool rows a band, at most: 33 rows of a 111-wide, 64-channel layer, 0.9 MB */
+#define CP_BAND 16
 
 typedef struct CpRun {
     const Conv *c;
@@ -396,9 +395,10 @@ int kern_fast_conv_maxpool(KCall *kc) {
         (c.cin_g == 1 && c.cout_g < 4) || kern_conv_winograd_fits(&c) ||
         kern_conv_direct_fits(&c) || gemm_reads_input(&c) || c.oh < 3 || c.ow < 3)
         return K_DECLINED; /* not the im2col product */
+    /* a bias per channel: (C, 1, 1) or (1, C, 1, 1); a (C) one would broadcast along W */
     const DLTensor *b = k_arg(kc, 2);
-    if (k_dtype(b) != RLY_DTYPE_F32 || k_numel(b) != c.cout ||
-        !(b->ndim == 1 || (b->ndim == 3 && b->shape[1] == 1 && b->shape[2] == 1)))
+    if (k_dtype(b) != RLY_DTYPE_F32 || k_numel(b) != c.cout || b->ndim < 3 || b->ndim > 4 ||
+        b->shape[b->ndim - 3] != c.cout)
         return K_DECLINED;
     const int64_t *ps, *st, *dl, *pd;
     uint32_t n_ps = k_ints(kc, "pool.pool_size", &ps), n_st = k_ints(kc, "pool.strides", &st);
