@@ -388,13 +388,13 @@ static const DLTensor pad_tensor = {.data = pad_data,
                                     .dtype = {kDLFloat, 32, 1},
                                     .shape = pad_dims};
 
-/* Run one operator node on vals; the result (owned) or NULL with the error written. pre:
- * NULL, or a planned buffer (or NULL) for each output. */
 /* What run_fused (a program that does not fit) and run_call (a kernel that declines,
  * K_DECLINED) return when they did nothing. */
 static Value not_fused_tag;
 #define NOT_FUSED (&not_fused_tag)
 
+/* Run one operator node on vals; the result (owned) or NULL with the error written. pre:
+ * NULL, or a planned buffer (or NULL) for each output. NOT_FUSED when its kernel declines. */
 static Value *run_call(Vm *vm, const VmNode *n, Value **vals, const char *loc, RtTensor *const *pre,
                        const KEpilogue *epi, bool *epi_done) {
     const char *op = sup_op_name(n->op_id);
@@ -490,11 +490,6 @@ free_outs:
         rt_release(vm->k_outv[i] ? &vm->k_outv[i]->hdr : NULL);
     return NULL;
 }
-
-/* The calls of p from fuse->start on, as one fused program over vals (the values before start
- * computed): the result (owned), NULL with an error, or NOT_FUSED when a tensor does not fit
- * the program (another dtype, a broadcast it does not do), leaving everything as it was. slot:
- * the planned buffers of the calls from start on (NULL: none). */
 
 /* The value of operand id of a fused program: a computed value, a constant, or a field of a
  * tuple computed before the run (vm_fuse.c early_field; the run leaves its fields unset). */
@@ -657,6 +652,11 @@ static bool result_buffer_ok(const RtTensor *b, const DLTensor *const *ops, uint
     }
     return true;
 }
+
+/* The calls of p from fuse->start on, as one fused program over vals (the values before start
+ * computed): the result (owned), NULL with an error, or NOT_FUSED when a tensor does not fit
+ * the program (another dtype, a broadcast it does not do), leaving everything as it was. slot:
+ * the planned buffers of the calls from start on (NULL: none). */
 static Value *run_fused(Vm *vm, const VmPacked *p, const VmFuse *fu, Value **vals,
                         const uint32_t *slot, const FnPlan *fp, const char *loc) {
     const FxProgram *prog = fu->prog;
@@ -708,17 +708,22 @@ typedef struct VmEpi {
  * the epilogue writes the result, so b may not overlap any of them, not even exactly. (The plan
  * does not see the epilogue: an argument whose last reader is the anchor may lie under the
  * result's buffer.) */
-static bool anchor_reads(const VmEpi *e, const RtTensor *b) {
-    const VmNode *n = &e->p->nodes[e->fu->anchor];
+/* Whether buffer b overlaps a tensor among vals[ids[0 .. n)]. */
+static bool lies_under(const RtTensor *b, Value *const *vals, const uint32_t *ids, uint32_t n) {
     const uint8_t *o0, *o1, *a0, *a1;
     tensor_bytes(&b->t, &o0, &o1);
-    for (uint32_t a = 0; a < n->n_args; a++) {
-        const Value *v = e->vals[n->args[a]];
+    for (uint32_t a = 0; a < n; a++) {
+        const Value *v = vals[ids[a]];
         if (v == NULL || v->kind != VAL_TENSOR) continue;
         tensor_bytes(&RT_TENSOR(v)->t, &a0, &a1);
         if (a0 < o1 && o0 < a1) return true;
     }
     return false;
+}
+
+static bool anchor_reads(const VmEpi *e, const RtTensor *b) {
+    const VmNode *n = &e->p->nodes[e->fu->anchor];
+    return lies_under(b, e->vals, n->args, n->n_args);
 }
 
 /* A tail that is x + b (or b + x), then maybe one relu or clip, x the anchor's result and b a
@@ -929,14 +934,7 @@ static Value *run_pair(Vm *vm, const VmPair *pr, const VmReg *R, const uint32_t 
     if (fp != NULL && fp->active && fp->site_at[pr->j] != UINT32_MAX) {
         uint32_t b = f->plan->slots[fp->site_at[pr->j]];
         if (b != VM_PLAN_NONE) {
-            const uint8_t *o0, *o1, *a0, *a1;
-            tensor_bytes(&fp->buf[b]->t, &o0, &o1);
-            for (uint32_t i = 0; i < 3; i++) {
-                const Value *v = vals[i];
-                if (v == NULL || v->kind != VAL_TENSOR) continue;
-                tensor_bytes(&RT_TENSOR(v)->t, &a0, &a1);
-                if (a0 < o1 && o0 < a1) return NOT_FUSED;
-            }
+            if (lies_under(fp->buf[b], vals, pr->args, 3)) return NOT_FUSED;
             pre = vm->k_pre;
             pre[0] = fp->buf[b];
         }

@@ -1389,12 +1389,18 @@ static void epi_bias(void *ctx, int64_t t, float *c, int64_t ldc, int64_t row0, 
                    kb->res ? kb->res + t * e->c_bs + row0 * ldc + col0 : NULL, kb->res_first);
 }
 
+/* g's epilogue: tail ke's bias b, per column or per row of each of `groups` products */
+static void bind_bias(SGemm *g, SGemmKEpi *e, const KEpilogue *ke, const float *b, bool cols,
+                      int64_t groups) {
+    *e = (SGemmKEpi){ke, g->c_bs, b, cols, cols ? 0 : g->m, cols ? 1 : groups};
+    g->epi = epi_bias;
+    g->epi_ctx = e;
+}
+
 void kern_sgemm_bias_rows(SGemm *g, SGemmKEpi *e, KEpilogue *ke, const float *b, bool first,
                           uint8_t clamp) {
     *ke = (KEpilogue){.bias = {.b = b, .mask = 1u << 1, .first = first, .clamp = clamp}};
-    *e = (SGemmKEpi){ke, g->c_bs, b, false, g->m, 1};
-    g->epi = epi_bias;
-    g->epi_ctx = e;
+    bind_bias(g, e, ke, b, false, 1);
 }
 
 bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e, int bias_how,
@@ -1418,10 +1424,8 @@ bool kern_sgemm_bind_epi(KCall *kc, const DLTensor *out0, SGemm *g, SGemmKEpi *e
     if (kb->b != NULL && !kb->res_inplace && kc->epi->clamp_out != NULL && (rows || cols)) {
         /* a per-channel bias (then maybe a clamp) the same way: in the AVX-512 tiles' registers,
          * else by a pass over each finished block */
-        *e = (SGemmKEpi){kc->epi, g->c_bs, kb->b, cols, rows ? g->m : 0, rows ? groups : 1};
         g->c = kc->epi->clamp_out;
-        g->epi = epi_bias;
-        g->epi_ctx = e;
+        bind_bias(g, e, kc->epi, kb->b, cols, groups);
         return true;
     }
     *e = (SGemmKEpi){kc->epi, g->c_bs, NULL, false, 0, 0};

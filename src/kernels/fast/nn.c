@@ -606,6 +606,15 @@ static FAST_AVX512 inline __m512 hmax3s2(const float *p, int64_t avail, __m512i 
     return _mm512_max_ps(c2, _mm512_max_ps(c1, _mm512_max_ps(c0, init)));
 }
 
+/* One output row's vector at j0 (n of its lanes stored): the maxima of the rows r1 - w (prev,
+ * their 3-column maxima), r1 and r1 + w; returns r1 + w's, the next output row's first. */
+static FAST_AVX512 inline __m512 vmax3s2(const float *r1, int64_t w, int64_t avail, __m512 prev,
+                                         float *y, __mmask16 m, __m512i even, __m512 init) {
+    __m512 h1 = hmax3s2(r1, avail, even, init), h2 = hmax3s2(r1 + w, avail, even, init);
+    _mm512_mask_storeu_ps(y, m, _mm512_max_ps(h2, _mm512_max_ps(h1, prev)));
+    return h2;
+}
+
 /* Output rows [oh0, oh1) of one plane of a max3s2_fits pool, separably: each input row's
  * 3-column maxima 16 outputs at a time, then the 3 rows' (the last row's reused as the next
  * output row's first). The reference takes the window's taps row by row with v > acc ? v : acc
@@ -624,14 +633,9 @@ static FAST_AVX512 void pool_max3s2_avx512(const PoolGeom *g, const float *x, fl
             __mmask16 m = (__mmask16)(n == 16 ? 0xffff : (1u << n) - 1);
             const float *col = x + 2 * j0;
             __m512 prev = hmax3s2(col + 2 * oh0 * g->w, avail, even, init);
-            for (int64_t oh = oh0; oh < oh1; oh++) {
-                const float *r1 = col + (2 * oh + 1) * g->w;
-                __m512 h1 = hmax3s2(r1, avail, even, init);
-                __m512 h2 = hmax3s2(r1 + g->w, avail, even, init);
-                _mm512_mask_storeu_ps(y + oh * g->wout + j0, m,
-                                      _mm512_max_ps(h2, _mm512_max_ps(h1, prev)));
-                prev = h2;
-            }
+            for (int64_t oh = oh0; oh < oh1; oh++)
+                prev = vmax3s2(col + (2 * oh + 1) * g->w, g->w, avail, prev, y + oh * g->wout + j0,
+                               m, even, init);
         }
         return;
     }
@@ -649,12 +653,8 @@ static FAST_AVX512 void pool_max3s2_avx512(const PoolGeom *g, const float *x, fl
             float *yr = y + oh * g->wout;
             for (int v = 0; v < nv; v++) {
                 int64_t j0 = g0 + 16 * v, n = g->wout - j0 < 16 ? g->wout - j0 : 16;
-                int64_t avail = g->w - 2 * j0;
-                __m512 h1 = hmax3s2(r1 + 2 * j0, avail, even, init);
-                __m512 h2 = hmax3s2(r1 + g->w + 2 * j0, avail, even, init);
-                _mm512_mask_storeu_ps(yr + j0, (__mmask16)(n == 16 ? 0xffff : (1u << n) - 1),
-                                      _mm512_max_ps(h2, _mm512_max_ps(h1, prev[v])));
-                prev[v] = h2;
+                prev[v] = vmax3s2(r1 + 2 * j0, g->w, g->w - 2 * j0, prev[v], yr + j0,
+                                  (__mmask16)(n == 16 ? 0xffff : (1u << n) - 1), even, init);
             }
         }
     }
