@@ -650,14 +650,39 @@ static void pair_tests(SupPool *pool2) {
         /* a padded 5x5/2 convolution, floor mode, channels not a multiple of 12 */
         {dense_conv("pair 5x5/2 pad 2 3->13", 1, 3, 30, 33, 13, 1, 5, 5, 2, 1, 2), &floor3, false,
          true},
+        /* the phase product (3 -> 32, padded; stride (2, 1), two images), the im2col product
+         * (6 input channels) */
+        {dense_conv("pair phase 3->32 pad 1", 1, 3, 33, 31, 32, 1, 3, 3, 2, 1, 1), &floor3, false,
+         true},
+        {{"pair phase s(2,1) 2->20 n2",
+          2,
+          2,
+          37,
+          19,
+          20,
+          2,
+          3,
+          2,
+          2,
+          1,
+          1,
+          1,
+          1,
+          {1, 0, 0, 1},
+          0,
+          false},
+         &floor3,
+         true,
+         true},
+        {dense_conv("pair im2col 6->48", 1, 6, 41, 39, 48, 1, 3, 3, 2, 1, 0), &floor3, false, true},
         /* declined: ceil_mode with a last window past the plane (28 rows); pools it does not
          * take (padded, as ResNet's; 2x2); convolutions other kernels compute (direct: 32
-         * channels of 27 taps; a 1x1 read in place) */
+         * channels of 72 taps; a 1x1 read in place) */
         {dense_conv("pair ceil past the plane", 1, 3, 57, 61, 48, 1, 3, 3, 2, 1, 0), &sq, false,
          false},
         {dense_conv("pair padded pool", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &padded, false, false},
         {dense_conv("pair 2x2 pool", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &two, false, false},
-        {dense_conv("pair direct 3->32", 1, 3, 33, 31, 32, 1, 3, 3, 2, 1, 1), &floor3, false,
+        {dense_conv("pair direct 8->32", 1, 8, 33, 31, 32, 1, 3, 3, 2, 1, 1), &floor3, false,
          false},
         {dense_conv("pair 1x1 24->40", 1, 24, 23, 29, 40, 1, 1, 1, 1, 1, 0), &floor3, false, false},
     };
@@ -672,6 +697,96 @@ static void pair_tests(SupPool *pool2) {
     DLTensor *got = run_pair(&s, &sq, false, x, w, b, NULL, NULL, &declined, err, sizeof err);
     CHECK(got == NULL && declined, "a 1-D bias taken as per channel");
     tensor_free(got), tensor_free(x), tensor_free(w), tensor_free(b);
+}
+
+/* ---- the phase product (conv_phase.c): few input channels, a stride ----------------------- */
+
+/* s through check_shape; at AVX-512 the phase product must have computed it */
+static void check_phase(const Shape *s, SupPool *pool2) {
+    uint64_t n0 = kern_conv_phase_taken();
+    check_shape(s, pool2);
+    if (sup_isa_detected() == SUP_ISA_AVX512)
+        CHECK(kern_conv_phase_taken() > n0, "%s: not computed by the phase product", s->what);
+}
+
+static void phase_tests(SupPool *pool2) {
+    const Shape fixed[] = {
+        /* SqueezeNet's first layer (smaller), ResNet's stem, MobileNetV2's first layer */
+        dense_conv("phase 3x3/2 3->64 57x61", 1, 3, 57, 61, 64, 1, 3, 3, 2, 1, 0),
+        dense_conv("phase 7x7/2 3->64 pad 3", 1, 3, 45, 40, 64, 1, 7, 7, 2, 1, 3),
+        dense_conv("phase 3x3/2 3->32 pad 1 n2", 2, 3, 33, 35, 32, 1, 3, 3, 2, 1, 1),
+        /* a grid exactly 16 wide (vectors on whole rows); 21 wide (vectors across two rows);
+         * one output row */
+        dense_conv("phase 3x3/2 1->16 grid 16", 1, 1, 20, 32, 16, 1, 3, 3, 2, 1, 0),
+        dense_conv("phase 5x5/2 4->29 grid 21", 1, 4, 30, 42, 29, 1, 5, 5, 2, 1, 0),
+        dense_conv("phase 3x3/2 2->70 one row", 1, 2, 3, 64, 70, 1, 3, 3, 2, 1, 0),
+        /* dilation; strides (2, 1), (3, 2), (1, 2); asymmetric padding */
+        dense_conv("phase 3x3/2 dil 2 3->24 pad 2", 1, 3, 31, 37, 24, 1, 3, 3, 2, 2, 2),
+        {"phase 3x2 s(2,1) 2->20 pad 1,0,0,1",
+         2,
+         2,
+         23,
+         19,
+         20,
+         2,
+         3,
+         2,
+         2,
+         1,
+         1,
+         1,
+         1,
+         {1, 0, 0, 1},
+         0,
+         false},
+        {"phase 4x4 s(3,2) 1->17 pad 0,2,1,3",
+         1,
+         1,
+         26,
+         40,
+         17,
+         1,
+         4,
+         4,
+         3,
+         2,
+         1,
+         1,
+         1,
+         {0, 2, 1, 3},
+         0,
+         false},
+        {"phase 2x3 s(1,2) dil (2,1) 3->36",
+         1,
+         3,
+         12,
+         50,
+         36,
+         3,
+         2,
+         3,
+         1,
+         2,
+         2,
+         1,
+         1,
+         {1, 1, 1, 1},
+         0,
+         false},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        check_phase(&fixed[i], pool2);
+    for (int i = 0; i < 10; i++) { /* random: 1-4 channels, strides, kernels, padding, dilation */
+        int64_t sh = 1 + rnd(3), sw = sh == 1 ? 2 : 1 + rnd(2), kh = 2 + rnd(5), kw = 2 + rnd(5);
+        int64_t dh = rnd(4) == 0 ? 2 : 1, dw = rnd(4) == 0 ? 2 : 1, cin = 1 + rnd(4);
+        int64_t cout = 16 + rnd(60), h = (kh - 1) * dh + 1 + rnd(30), w = 32 * sw + rnd(40);
+        int64_t p[4] = {rnd(kh), rnd(kw), rnd(kh), rnd(kw)};
+        if (cout * kh * kw < 32 * sh * sw) cout = 32 * sh * sw / (kh * kw) + 16;
+        Shape s = {
+            "random phase",           1 + rnd(2), cin,  h, w, cout, cin, kh, kw, sh, sw, dh, dw, 1,
+            {p[0], p[1], p[2], p[3]}, 0,          false};
+        check_phase(&s, pool2);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -745,6 +860,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         check_shape(&fixed[i], pool2);
     pair_tests(pool2);
+    phase_tests(pool2);
 
     /* blocked layouts (conv_nchwc.c): NCHW16c at AVX-512 by the register tiles (every output
      * block count per tile, rows of more positions than a tile, window edges, windows wholly in
@@ -889,7 +1005,7 @@ int main(int argc, char **argv) {
     /* random depthwise shapes: the 3x3 paths on odd planes and channel counts */
     for (int i = 0; i < n_random; i++) {
         int64_t s = 1 + rnd(2), c = 1 + rnd(40), h = 1 + rnd(30), w = 1 + rnd(30);
-        int64_t m = rnd(4) == 0 ? 2 : 1, p = rnd(3), k = rnd(5) == 0 ? 1 + rnd(5) : 3;
+        int64_t m = rnd(4) == 0 && c > 1 ? 2 : 1, p = rnd(3), k = rnd(5) == 0 ? 1 + rnd(5) : 3;
         int64_t d = k > 1 && rnd(5) == 0 ? 2 : 1;
         if ((k - 1) * d + 1 > h + 2 * p || (k - 1) * d + 1 > w + 2 * p) continue;
         Shape sh = depthwise("random depthwise", 1 + rnd(2), c, h, w, m, k, s, d, p);

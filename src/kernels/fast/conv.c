@@ -391,10 +391,14 @@ uint64_t kern_conv_maxpool_taken(void) { return n_conv_maxpool; }
 
 int kern_fast_conv_maxpool(KCall *kc) {
     Conv c;
-    if (sup_isa() != SUP_ISA_AVX512 || !conv_geometry_n(kc, &c, 3) || c.groups != 1 ||
-        (c.cin_g == 1 && c.cout_g < 4) || kern_conv_winograd_fits(&c) ||
-        kern_conv_direct_fits(&c) || gemm_reads_input(&c) || c.oh < 3 || c.ow < 3)
-        return K_DECLINED; /* not the im2col product */
+    if (sup_isa() != SUP_ISA_AVX512 || !conv_geometry_n(kc, &c, 3) || c.groups != 1 || c.oh < 3 ||
+        c.ow < 3)
+        return K_DECLINED;
+    /* the phase product (conv_phase.c), or the im2col product */
+    bool phase = kern_conv_phase_fits(&c);
+    if (!phase && ((c.cin_g == 1 && c.cout_g < 4) || kern_conv_winograd_fits(&c) ||
+                   kern_conv_direct_fits(&c) || gemm_reads_input(&c)))
+        return K_DECLINED;
     /* a bias per channel: (C, 1, 1) or (1, C, 1, 1); a (C) one would broadcast along W */
     const DLTensor *b = k_arg(kc, 2);
     if (k_dtype(b) != RLY_DTYPE_F32 || k_numel(b) != c.cout || b->ndim < 3 || b->ndim > 4 ||
@@ -423,6 +427,13 @@ int kern_fast_conv_maxpool(KCall *kc) {
     int64_t shape[4] = {c.batch, c.cout, hout, wout};
     DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape); /* every element written */
     if (o == NULL) return -1;
+    if (phase) {
+        if (kern_conv_phase_maxpool(kc, &c, k_ptr(b), k_bool(kc, "bias_first"), k_ptr(o), hout,
+                                    wout) != 0)
+            return -1;
+        n_conv_maxpool++;
+        return 0;
+    }
     int64_t kk = c.cin * c.kh * c.kw;
     CpRun r = {.c = &c,
                .bias = k_ptr(b),
@@ -1148,6 +1159,7 @@ int kern_fast_conv2d(KCall *kc) {
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
     if (c.cin_g == 1 && c.cout_g < 4) return conv_depthwise(kc, &c, o);
     if (kern_conv_winograd_fits(&c)) return kern_conv_winograd(kc, &c, o);
+    if (kern_conv_phase_fits(&c)) return kern_conv_phase(kc, &c, o);
     if (kern_conv_direct_fits(&c) && (!gemm_reads_input(&c) || direct_1x1_pays(&c)))
         return kern_conv_direct(kc, &c, o);
     return conv_gemm(kc, &c, o);

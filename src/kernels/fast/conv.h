@@ -116,6 +116,20 @@ bool kern_conv_direct_fits(const Conv *c);
  * call's fused tail. 0, or -1 with the call's error set (out of memory). */
 int kern_conv_direct(KCall *kc, const Conv *c, const DLTensor *o);
 
+/* Whether conv_phase takes c (AVX-512, one group, at most 4 input channels, a stride, not 1x1,
+ * 16+ output channels, grids 16+ wide, enough work per input float). */
+bool kern_conv_phase_fits(const Conv *c);
+/* c as a product read from the input's phase planes (conv_phase.c) into output o (argument 1
+ * of kc the OIHW weight, packed once through k_prepared when constant), with the call's fused
+ * tail. 0, or -1 with the call's error set (out of memory). */
+int kern_conv_phase(KCall *kc, const Conv *c, const DLTensor *o);
+
+/* c (conv_phase_fits), its per-channel bias (bias_first: b + x) and relu, then a 3x3 max pool of
+ * stride 2 with every window inside, into out (hout x wout planes), band by band of the
+ * convolution's rows in cache (conv.c's pair). 0, or -1 with the call's error set. */
+int kern_conv_phase_maxpool(KCall *kc, const Conv *c, const float *bias, bool bias_first,
+                            float *out, int64_t hout, int64_t wout);
+
 /* Rows [oh0, oh1) of a 3x3 max pool of stride 2 with every window inside, of one h x w plane x
  * into y (wout outputs a row), at AVX-512 (nn.c; its bits are the reference's). */
 void kern_max3s2_rows(const float *x, int64_t h, int64_t w, float *y, int64_t wout, int64_t oh0,

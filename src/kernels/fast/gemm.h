@@ -161,11 +161,14 @@ int kern_fast_lstm_cell(KCall *kc);
  * attribute "bias_first"), then relu, then nn.max_pool2d (its attributes named "pool.<name>")
  * of that, as one kernel: the VM's pairs of calls (vm_pair.c). The convolution runs in bands of
  * rows that stay in the core's L2 and are pooled there. K_DECLINED (nothing written) unless it
- * is a convolution the fast kernels compute by the im2col product, at AVX-512, and a 3x3 pool of
- * stride 2 with every window inside (conv.c). */
+ * is a convolution the fast kernels compute by the im2col product or the phase product, at
+ * AVX-512, and a 3x3 pool of stride 2 with every window inside (conv.c). */
 int kern_fast_conv_maxpool(KCall *kc);
 /* Calls kern_fast_conv_maxpool took (did not decline), process-wide (tests). */
 uint64_t kern_conv_maxpool_taken(void);
+/* Convolutions the phase product (conv_phase.c) computed, alone or with their pool, process-wide
+ * (tests). */
+uint64_t kern_conv_phase_taken(void);
 /* One GRU step (rnn.c, linear_before_reset): the VM's kernel for a FuseRNNCell GRU function. */
 int kern_fast_gru_cell(KCall *kc);
 /* A run of LSTM steps (rnn.c): h0, R, c0, xp_1 .. xp_n -> (h_1, c_1, ..., h_n, c_n); attributes
