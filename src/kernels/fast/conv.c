@@ -4,7 +4,7 @@
  * (C, M, kh, kw) as (C * M, 1, kh, kw)). Other layouts and dtypes, and calls the reference kernel
  * would reject (it writes the error), go to the reference kernel.
  *
- * Four schemes (docs/kernels.md has the measurements behind the choice):
+ * Five schemes (docs/kernels.md has the measurements behind the choice):
  *   - one input channel per group and fewer than 4 output channels per group (depthwise): 3x3,
  *     stride 1 or 2, one output channel per group (AVX-512; AVX2 at stride 2, or stride 1 onto
  *     rows of at most 8) puts 16 (8) channels on the vector lanes, transposing strips of their
@@ -15,6 +15,9 @@
  *     flattened output grid;
  *   - 3x3, stride 1, one group, enough channels and outputs, AVX-512: Winograd F(4x4, 3x3)
  *     (winograd.c);
+ *   - AVX-512, one group of at most 4 input channels, a stride (at most 2 across), not 1x1, 16+
+ *     output channels (a network's first layer): the product read straight from the input's
+ *     phase planes (conv_phase.c), no im2col;
  *   - AVX-512 or AVX2, 16+ output channels and 64+ taps per group (16+ with at most 32 output
  *     channels), not 1x1 stride 1 unpadded (but on small planes at AVX-512), not 1x1 at AVX2: a
  *     direct convolution with output channels on the vector lanes (conv_direct.c), no im2col;
