@@ -637,6 +637,7 @@ static void check_pair(const Shape *s, const PoolSpec *ps, bool first, bool take
 static void pair_tests(SupPool *pool2) {
     const PoolSpec sq = {3, 2, 0, true}, floor3 = {3, 2, 0, false};
     const PoolSpec padded = {3, 2, 1, false}, two = {2, 2, 0, false};
+    const PoolSpec padded2 = {3, 2, 2, false}, padded_ceil = {3, 2, 1, true};
     const struct {
         Shape s;
         const PoolSpec *pool;
@@ -675,13 +676,26 @@ static void pair_tests(SupPool *pool2) {
          true,
          true},
         {dense_conv("pair im2col 6->48", 1, 6, 41, 39, 48, 1, 3, 3, 2, 1, 0), &floor3, false, true},
-        /* declined: ceil_mode with a last window past the plane (28 rows); pools it does not
-         * take (padded, as ResNet's; 2x2); convolutions other kernels compute (direct: 32
-         * channels of 72 taps; a 1x1 read in place) */
+        /* padded pools with the phase product: ResNet's stem and pool (smaller), padding 2,
+         * ceil_mode adding nothing (38 + 2 - 3 even) */
+        {dense_conv("pair stem 7x7/2 3->64 pool pad 1", 1, 3, 45, 40, 64, 1, 7, 7, 2, 1, 3),
+         &padded, false, true},
+        {dense_conv("pair padded pool", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &padded, false, true},
+        {dense_conv("pair pool pad 2 n2", 2, 3, 31, 36, 20, 1, 3, 3, 2, 1, 0), &padded2, true,
+         true},
+        {dense_conv("pair pool pad 1 ceil even", 1, 2, 77, 77, 24, 1, 3, 3, 2, 1, 1), &padded_ceil,
+         false, true},
+        /* declined: ceil_mode with a last window past the plane (28 rows); 2x2 pools;
+         * convolutions other kernels compute (direct: 32 channels of 72 taps; a 1x1 read in
+         * place) */
         {dense_conv("pair ceil past the plane", 1, 3, 57, 61, 48, 1, 3, 3, 2, 1, 0), &sq, false,
          false},
-        {dense_conv("pair padded pool", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &padded, false, false},
         {dense_conv("pair 2x2 pool", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &two, false, false},
+        /* declined: a padded pool after the im2col product; ceil_mode past the padding */
+        {dense_conv("pair im2col padded pool", 1, 6, 41, 39, 48, 1, 3, 3, 2, 1, 0), &padded, false,
+         false},
+        {dense_conv("pair pool pad 1 ceil odd", 1, 3, 40, 40, 48, 1, 3, 3, 2, 1, 1), &padded_ceil,
+         false, false},
         {dense_conv("pair direct 8->32", 1, 8, 33, 31, 32, 1, 3, 3, 2, 1, 1), &floor3, false,
          false},
         {dense_conv("pair 1x1 24->40", 1, 24, 23, 29, 40, 1, 1, 1, 1, 1, 0), &floor3, false, false},

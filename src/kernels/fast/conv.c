@@ -415,24 +415,35 @@ int kern_fast_conv_maxpool(KCall *kc) {
               k_str(kc, "pool.out_layout")[0] == '\0';
     for (uint32_t i = 0; ok && i < 2; i++)
         ok = ps[i % n_ps] == 3 && st[i % n_st] == 2 && dl[i % n_dl] == 1;
-    for (uint32_t i = 0; ok && i < n_pd; i++)
-        ok = pd[i] == 0;
+    /* the pool's padding (top, left, bottom, right): 1, 2 (h, w) or 4 values, each at most 2
+     * (a window keeps a tap inside), and only with the phase product (its band buffer has room
+     * for the padding) */
+    int64_t pp[4] = {0, 0, 0, 0};
+    ok = ok && n_pd != 3;
+    for (uint32_t i = 0; ok && i < 4; i++) {
+        pp[i] = n_pd == 4 ? pd[i] : n_pd == 2 ? pd[i % 2] : pd[0];
+        ok = pp[i] == 0 || (phase && pp[i] > 0 && pp[i] <= 2);
+    }
     if (!ok || kc->bad_attr != NULL) {
         kc->bad_attr = NULL; /* a missing attribute: not this kernel's call */
         return K_DECLINED;
     }
-    /* no padding and stride 2: with ceil_mode a last window would start at 2 (hout - 1) and
-     * must lie inside */
+    /* stride 2: with ceil_mode a last window would start at 2 (hout - 1) and must lie inside
+     * (unpadded), or the padded output must be the floor's (the reference's rule for a window
+     * past the padding is not this kernel's) */
     bool ceil = k_bool(kc, "pool.ceil_mode");
-    int64_t hout = (c.oh - 3) / 2 + 1 + (ceil && (c.oh - 3) % 2 != 0);
-    int64_t wout = (c.ow - 3) / 2 + 1 + (ceil && (c.ow - 3) % 2 != 0);
-    if (2 * (hout - 1) + 3 > c.oh || 2 * (wout - 1) + 3 > c.ow) return K_DECLINED;
+    int64_t eh = c.oh + pp[0] + pp[2] - 3, ew = c.ow + pp[1] + pp[3] - 3;
+    if (eh < 0 || ew < 0) return K_DECLINED;
+    bool padded = pp[0] || pp[1] || pp[2] || pp[3];
+    if (padded && ceil && (eh % 2 != 0 || ew % 2 != 0)) return K_DECLINED;
+    int64_t hout = eh / 2 + 1 + (ceil && eh % 2 != 0), wout = ew / 2 + 1 + (ceil && ew % 2 != 0);
+    if (!padded && (2 * (hout - 1) + 3 > c.oh || 2 * (wout - 1) + 3 > c.ow)) return K_DECLINED;
     int64_t shape[4] = {c.batch, c.cout, hout, wout};
     DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape); /* every element written */
     if (o == NULL) return -1;
     if (phase) {
-        if (kern_conv_phase_maxpool(kc, &c, k_ptr(b), k_bool(kc, "bias_first"), k_ptr(o), hout,
-                                    wout) != 0)
+        if (kern_conv_phase_maxpool(kc, &c, k_ptr(b), k_bool(kc, "bias_first"), pp[0], pp[1],
+                                    k_ptr(o), hout, wout) != 0)
             return -1;
         n_conv_maxpool++;
         return 0;

@@ -125,10 +125,11 @@ bool kern_conv_phase_fits(const Conv *c);
 int kern_conv_phase(KCall *kc, const Conv *c, const DLTensor *o);
 
 /* c (conv_phase_fits), its per-channel bias (bias_first: b + x) and relu, then a 3x3 max pool of
- * stride 2 with every window inside, into out (hout x wout planes), band by band of the
- * convolution's rows in cache (conv.c's pair). 0, or -1 with the call's error set. */
+ * stride 2 padded by pt rows above and pl columns left (hout x wout planes into out: every
+ * window with a tap inside), band by band of the convolution's rows in cache (conv.c's pair).
+ * 0, or -1 with the call's error set. */
 int kern_conv_phase_maxpool(KCall *kc, const Conv *c, const float *bias, bool bias_first,
-                            float *out, int64_t hout, int64_t wout);
+                            int64_t pt, int64_t pl, float *out, int64_t hout, int64_t wout);
 
 /* Rows [oh0, oh1) of a 3x3 max pool of stride 2 with every window inside, of one h x w plane x
  * into y (wout outputs a row), at AVX-512 (nn.c; its bits are the reference's). */

@@ -22,6 +22,7 @@
  * whatever the thread split. docs/kernels.md has the measurements behind the rule. */
 #include "kernels/fast/conv.h"
 
+#include <float.h>
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -56,6 +57,7 @@ bool kern_conv_phase_fits(const Conv *c) {
 
 typedef struct PRun {
     const Conv *c;
+    int64_t ldr;            /* output rows' pitch: ow, or a band buffer's */
     int64_t band;           /* output rows a band (the last may have fewer) */
     int64_t ph, pws, plane; /* a band's phase plane rows, their pitch, floats (ph * pws) */
     size_t buf_floats;      /* floats of a worker's buffer: its planes, slack, then its band */
@@ -150,7 +152,7 @@ typedef struct PhOut {
 } PhOut;
 
 /* Grid positions [q0, q0 + 32), valid below qend and in columns below ow, to output index
- * oy * ow + ox - base (base: the first output row's index, for a band). */
+ * oy * ldr + ox - base (oy the row in the band). */
 static void ph_out(const PRun *r, int64_t q0, int64_t qend, int64_t base, PhOut *po) {
     const Conv *c = r->c;
     for (int h = 0; h < 2; h++) {
@@ -165,7 +167,7 @@ static void ph_out(const PRun *r, int64_t q0, int64_t qend, int64_t base, PhOut 
                 int s = po->ns[h]++;
                 int lo = (int)(q - q0 - 16 * h), hi = (int)(stop - q0 - 16 * h);
                 po->m[h][s] = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-                po->idx[h][s] = oy * c->ow + ox - lo - base;
+                po->idx[h][s] = oy * r->ldr + ox - lo - base;
             }
             q = (oy + 1) * r->pws;
         }
@@ -391,7 +393,7 @@ static _Atomic uint64_t n_conv_phase;
 uint64_t kern_conv_phase_taken(void) { return n_conv_phase; }
 
 int kern_conv_phase(KCall *kc, const Conv *c, const DLTensor *o) {
-    PRun r = {.c = c, .out = k_ptr(o)};
+    PRun r = {.c = c, .ldr = c->ow, .out = k_ptr(o)};
     /* bands whose planes stay in L2 (~PH_BAND_BYTES), at least two a thread when the output
      * has the rows */
     int64_t row_bytes = c->cin * c->sh * c->sw * cdiv(c->w + c->pl + c->pr, c->sw) * 4;
@@ -412,15 +414,28 @@ int kern_conv_phase(KCall *kc, const Conv *c, const DLTensor *o) {
 
 #define PP_BAND 16 /* pool rows a band, at most (as the im2col pair's) */
 
+/* p[0 .. n) = -FLT_MAX */
+static FAST_AVX512 void fill_lowest(float *p, int64_t n) {
+    const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(p + i, lowest);
+    if (i < n) _mm512_mask_storeu_ps(p + i, (__mmask16)((1u << (n - i)) - 1), lowest);
+}
+
 typedef struct PPool {
     PRun r;
     float *out;         /* the pool's result */
     int64_t hout, wout; /* its plane */
+    int64_t pt, pl;     /* its padding above and left */
     int64_t pband;      /* pool rows a band (its convolution rows: 2 pband + 1) */
+    int64_t pitch;      /* floats a row of the band buffer: pl, ow, then the right padding */
 } PPool;
 
-/* Image n, pool rows [p0, p1): convolution rows 2 p0 .. 2 p1 into the worker's buffer (after its
- * planes), pooled from there */
+/* Image n, pool rows [p0, p1): padded convolution rows 2 p0 .. 2 p1 (those inside computed, the
+ * padding -FLT_MAX: the pool's initial value, which no value is above, so the windows' results
+ * are the reference's, which skips the padding) into the worker's buffer after its planes,
+ * pooled from there */
 static void pp_task(void *ctx, int64_t task, int worker) {
     const PPool *pp = ctx;
     const PRun *r = &pp->r;
@@ -428,17 +443,28 @@ static void pp_task(void *ctx, int64_t task, int worker) {
     int64_t bands = cdiv(pp->hout, pp->pband);
     int64_t n = task / bands, p0 = task % bands * pp->pband;
     int64_t p1 = min64(pp->hout, p0 + pp->pband), rows = 2 * (p1 - p0) + 1;
+    int64_t y0 = 2 * p0 - pp->pt, ya = y0 > 0 ? y0 : 0, yb = min64(c->oh, y0 + rows);
     float *cb = r->bufs + (size_t)worker * r->buf_floats + r->used + r->slack;
-    ph_band(r, n, 2 * p0, rows, worker, cb, rows * c->ow, 0);
+    int64_t plane = rows * pp->pitch;
+    if (ya < yb) ph_band(r, n, ya, yb - ya, worker, cb, plane, -((ya - y0) * pp->pitch + pp->pl));
     float *o = pp->out + n * c->cout * pp->hout * pp->wout;
-    for (int64_t oc = 0; oc < c->cout; oc++)
-        kern_max3s2_rows(cb + oc * rows * c->ow, rows, c->ow, o + (oc * pp->hout + p0) * pp->wout,
-                         pp->wout, 0, p1 - p0);
+    for (int64_t oc = 0; oc < c->cout; oc++) {
+        float *pl = cb + oc * plane;
+        for (int64_t y = 0; y < rows; y++) { /* the padding */
+            float *row = pl + y * pp->pitch;
+            bool inside = y0 + y >= ya && y0 + y < yb;
+            int64_t a = inside ? pp->pl : pp->pitch, b = inside ? pp->pl + c->ow : pp->pitch;
+            fill_lowest(row, a);
+            fill_lowest(row + b, pp->pitch - b);
+        }
+        kern_max3s2_rows(pl, rows, pp->pitch, o + (oc * pp->hout + p0) * pp->wout, pp->wout, 0,
+                         p1 - p0);
+    }
 }
 
 int kern_conv_phase_maxpool(KCall *kc, const Conv *c, const float *bias, bool bias_first,
-                            float *out, int64_t hout, int64_t wout) {
-    PPool pp = {.r = {.c = c}, .out = out, .hout = hout, .wout = wout};
+                            int64_t pt, int64_t pl, float *out, int64_t hout, int64_t wout) {
+    PPool pp = {.r = {.c = c}, .out = out, .hout = hout, .wout = wout, .pt = pt, .pl = pl};
     PRun *r = &pp.r;
     /* bands of at most PP_BAND pool rows, a multiple of the threads in number */
     int nt = k_threads(kc);
@@ -446,8 +472,10 @@ int kern_conv_phase_maxpool(KCall *kc, const Conv *c, const float *bias, bool bi
     bands = cdiv(bands, nt) * nt;
     if (bands > hout) bands = hout;
     pp.pband = cdiv(hout, bands);
-    int64_t rows = 2 * pp.pband + 1;
-    if (!ph_setup(kc, c, r, rows, c->cout * rows * c->ow)) return -1;
+    int64_t rows = 2 * pp.pband + 1, reach = 2 * (wout - 1) + 3;
+    pp.pitch = pl + c->ow > reach ? pl + c->ow : reach;
+    r->ldr = pp.pitch;
+    if (!ph_setup(kc, c, r, rows, c->cout * rows * pp.pitch)) return -1;
     r->rt = (ConvRegTail){true, bias, bias_first, K_CLAMP_RELU, 0.0f, 0.0f, NULL, false};
     k_parallel(kc, c->batch * cdiv(hout, pp.pband), pp_task, &pp);
     n_conv_phase++;
