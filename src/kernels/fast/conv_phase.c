@@ -295,8 +295,8 @@ static const PhTile ph_tiles[SGEMM_MR] = {ph_tile_1, ph_tile_2,  ph_tile_3,  ph_
                                           ph_tile_9, ph_tile_10, ph_tile_11, ph_tile_12};
 
 /* Grid positions [qa, qb) of a band (its planes pl), every output channel, in tiles from qa:
- * into dst (output channel oc at dst + oc * ldo, output index oy * ow + ox - base, oy the row in
- * the band). PH_RUN tiles at a time, each run panel by panel: a panel's 12 output channels are
+ * into dst (output channel oc at dst + oc * ldo, output index oy * ldr + ox - base, oy the row
+ * in the band). PH_RUN tiles at a time, each run panel by panel: a panel's 12 output channels are
  * then 12 store streams (tiles outer made every output channel one, 64 streams of 128 bytes a
  * tile). */
 static void ph_range(const PRun *r, const float *pl, int64_t qa, int64_t qb, float *dst,

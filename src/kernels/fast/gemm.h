@@ -162,7 +162,8 @@ int kern_fast_lstm_cell(KCall *kc);
  * of that, as one kernel: the VM's pairs of calls (vm_pair.c). The convolution runs in bands of
  * rows that stay in the core's L2 and are pooled there. K_DECLINED (nothing written) unless it
  * is a convolution the fast kernels compute by the im2col product or the phase product, at
- * AVX-512, and a 3x3 pool of stride 2 with every window inside (conv.c). */
+ * AVX-512, and a 3x3 pool of stride 2 with every window inside (after the phase product, also
+ * padded by up to 2) (conv.c). */
 int kern_fast_conv_maxpool(KCall *kc);
 /* Calls kern_fast_conv_maxpool took (did not decline), process-wide (tests). */
 uint64_t kern_conv_maxpool_taken(void);
