@@ -216,7 +216,8 @@ static DLTensor *run(KernelFn fn, const Shape *s, const DLTensor *x, const DLTen
  * bias then a clip, the bias varying along a blocked layout's lanes alone (the same for every
  * block; a scalar on NCHW data, which no kernel takes); BIAS_RES_KB: clip(residual + (x + bias)),
  * the residual offered too (KBias.res); BIAS_RES_INPLACE_KB: the same with the residual in the
- * result's own buffer (KBias.res_inplace). */
+ * result's own buffer (KBias.res_inplace); BIAS_RES2_KB: clip((x + bias) + residual), the
+ * residual second (KBias.res_first false). */
 enum {
     TAIL_NONE,
     TAIL_BIAS_CLIP,
@@ -230,6 +231,7 @@ enum {
     TAIL_LANE_KB,
     TAIL_BIAS_RES_KB,
     TAIL_BIAS_RES_INPLACE_KB,
+    TAIL_BIAS_RES2_KB,
     N_TAILS
 };
 static const char *const tail_names[N_TAILS] = {"no tail",
@@ -243,7 +245,8 @@ static const char *const tail_names[N_TAILS] = {"no tail",
                                                 "bias first kb",
                                                 "lane bias kb",
                                                 "bias+residual+clip kb",
-                                                "in-place residual kb"};
+                                                "in-place residual kb",
+                                                "bias+clip, residual second kb"};
 #define CLAMP_LO 0.1f
 #define CLAMP_HI 0.7f
 
@@ -277,11 +280,12 @@ static void tail_program(Tail *t) {
     } else if (t->kind == TAIL_BIAS_FIRST_KB) {
         p->n_operands = 2, p->n_steps = 1;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 1, .b = 0};
-    } else if (t->kind == TAIL_BIAS_RES_KB ||
-               t->kind == TAIL_BIAS_RES_INPLACE_KB) { /* clip(residual + (x + bias)) */
+    } else if (t->kind == TAIL_BIAS_RES_KB || t->kind == TAIL_BIAS_RES_INPLACE_KB ||
+               t->kind == TAIL_BIAS_RES2_KB) { /* clip(residual + (x + bias)), or + second */
+        bool second = t->kind == TAIL_BIAS_RES2_KB;
         p->n_operands = 3, p->n_steps = 3;
         p->step[0] = (FxStep){.op = FX_ADD, .a = 0, .b = 1};
-        p->step[1] = (FxStep){.op = FX_ADD, .a = 2, .b = 3};
+        p->step[1] = (FxStep){.op = FX_ADD, .a = second ? 3 : 2, .b = second ? 2 : 3};
         p->step[2] = (FxStep){.op = FX_CLIP, .a = 4, .p0 = 0.0f, .p1 = 6.0f};
     } else {
         p->n_operands = 2, p->n_steps = 2;
@@ -301,7 +305,8 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
     fx_bind(t->bound, &t->prog, ops, t->res, (uint32_t)out0->ndim, out0->shape);
     if (t->epi->clamp != K_CLAMP_NONE) t->epi->clamp_out = t->res;
     if (t->kind == TAIL_BIAS_KB || t->kind == TAIL_BIAS_FIRST_KB || t->kind == TAIL_LANE_KB ||
-        t->kind == TAIL_BIAS_RES_KB || t->kind == TAIL_BIAS_RES_INPLACE_KB) { /* as epi_bias */
+        t->kind == TAIL_BIAS_RES_KB || t->kind == TAIL_BIAS_RES_INPLACE_KB ||
+        t->kind == TAIL_BIAS_RES2_KB) { /* as epi_bias */
         uint32_t mask = 0, lead = (uint32_t)(out0->ndim - t->operand->ndim);
         for (uint32_t d = 0; d < (uint32_t)t->operand->ndim; d++)
             if (t->operand->shape[d] != 1) mask |= 1u << (lead + d);
@@ -313,7 +318,8 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
                 for (uint32_t i = d + 1; i < (uint32_t)out0->ndim; i++)
                     run *= out0->shape[i];
             }
-        bool res = t->kind == TAIL_BIAS_RES_KB || t->kind == TAIL_BIAS_RES_INPLACE_KB;
+        bool res = t->kind == TAIL_BIAS_RES_KB || t->kind == TAIL_BIAS_RES_INPLACE_KB ||
+                   t->kind == TAIL_BIAS_RES2_KB;
         bool inplace = t->kind == TAIL_BIAS_RES_INPLACE_KB; /* the residual in the result */
         if (inplace)
             memcpy(t->res, fdata(t->operand2), (size_t)k_numel(t->operand2) * sizeof(float));
@@ -328,7 +334,7 @@ static int tail_begin(void *ctx, const DLTensor *out0) {
                                inplace ? t->res
                                : res   ? fdata(t->operand2)
                                        : NULL,
-                               res,
+                               res && t->kind != TAIL_BIAS_RES2_KB,
                                inplace};
         t->epi->clamp_out = t->res;
     }
@@ -359,7 +365,8 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     Tail t = {.kind = tail, .bound = &bound};
     DLTensor *operand = NULL, *operand2 = NULL;
     if (tail == TAIL_BIAS_CLIP || tail == TAIL_BIAS_KB || tail == TAIL_BIAS_FIRST_KB ||
-        tail == TAIL_LANE_KB || tail == TAIL_BIAS_RES_KB || tail == TAIL_BIAS_RES_INPLACE_KB) {
+        tail == TAIL_LANE_KB || tail == TAIL_BIAS_RES_KB || tail == TAIL_BIAS_RES_INPLACE_KB ||
+        tail == TAIL_BIAS_RES2_KB) {
         int64_t bs[5] = {1, tail == TAIL_LANE_KB ? 1 : want->shape[1], 1, 1,
                          nd == 5 ? want->shape[4] : 1};
         operand = tensor_rand(nd, bs);
@@ -368,7 +375,7 @@ static void compare(const Shape *s, const DLTensor *x, const DLTensor *w, const 
     } else if (tail == TAIL_RESIDUAL) {
         operand = tensor_rand(nd, want->shape);
     }
-    if (tail == TAIL_BIAS_RES_KB || tail == TAIL_BIAS_RES_INPLACE_KB)
+    if (tail == TAIL_BIAS_RES_KB || tail == TAIL_BIAS_RES_INPLACE_KB || tail == TAIL_BIAS_RES2_KB)
         operand2 = tensor_rand(nd, want->shape);
     t.operand = operand, t.operand2 = operand2;
     tail_program(&t);
