@@ -36,23 +36,20 @@
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* the phase planes' extents: rows ph, pitch pws */
-static void ph_extents(const Conv *c, int64_t *ph, int64_t *pws) {
-    *ph = cdiv(c->h + c->pt + c->pb, c->sh);
-    *pws = cdiv(c->w + c->pl + c->pr, c->sw);
-}
+/* the phase planes' pitch: the padded width over the stride */
+static int64_t ph_pitch(const Conv *c) { return cdiv(c->w + c->pl + c->pr, c->sw); }
 
 bool kern_conv_phase_fits(const Conv *c) {
     if (sup_isa() != SUP_ISA_AVX512 || c->groups != 1 || c->cin > PH_CIN_MAX ||
         (c->sh == 1 && c->sw == 1) || c->sw > 2 || c->kh * c->kw < 2 || c->cout < 16)
         return false;
-    int64_t ph, pws;
-    ph_extents(c, &ph, &pws);
+    int64_t pws = ph_pitch(c);
     /* grids at least 16 wide (a vector reaches two output rows at most); enough multiply-adds
      * per copied float (about cout kh kw / (sh sw)) to repay the copy; extents whose offsets
      * stay far from overflow */
-    return pws >= 16 && c->cout * c->kh * c->kw >= PH_MIN_RATIO * c->sh * c->sw && ph < (1 << 24) &&
-           pws < (1 << 24) && c->kh * c->kw < (1 << 16) && c->sh < 64 && c->sw < 64;
+    return pws >= 16 && c->cout * c->kh * c->kw >= PH_MIN_RATIO * c->sh * c->sw &&
+           c->h + c->pt + c->pb < (1 << 24) && pws < (1 << 24) && c->kh * c->kw < (1 << 16) &&
+           c->sh < 64 && c->sw < 64;
 }
 
 typedef struct PRun {
@@ -144,7 +141,7 @@ static void band_planes(const PRun *r, int64_t n, int64_t oy0, float *pl) {
 /* ---- the tile ------------------------------------------------------------------------------- */
 
 /* Where a tile's two vectors go: vector h's lanes in mask m[h][s] go to dst index idx[h][s] +
- * lane (s: the output rows it reaches, ns[h] of them). */
+ * lane (s: the output rows it reaches, ns[h] of them; unused segments have mask 0, index 0). */
 typedef struct PhOut {
     int ns[2];
     __mmask16 m[2][2];
@@ -260,10 +257,9 @@ FAST_AVX512 INLINE void ph_tile(const int R, const PRun *r, const float *a, cons
     const bool first = rt->first;
     const __m512 vlo = _mm512_set1_ps(rt->lo), vhi = _mm512_set1_ps(rt->hi);
     const bool two0 = po->ns[0] > 1, two1 = po->ns[1] > 1;
-    const __mmask16 m00 = po->ns[0] ? po->m[0][0] : 0, m01 = po->m[0][1];
-    const __mmask16 m10 = po->ns[1] ? po->m[1][0] : 0, m11 = po->m[1][1];
-    const int64_t i00 = po->ns[0] ? po->idx[0][0] : 0, i01 = po->idx[0][1];
-    const int64_t i10 = po->ns[1] ? po->idx[1][0] : 0, i11 = po->idx[1][1];
+    const __mmask16 m00 = po->m[0][0], m01 = po->m[0][1], m10 = po->m[1][0], m11 = po->m[1][1];
+    const int64_t i00 = po->idx[0][0], i01 = po->idx[0][1], i10 = po->idx[1][0];
+    const int64_t i11 = po->idx[1][1];
     switch (rt->on ? rt->clamp : K_CLAMP_NONE) {
     case K_CLAMP_RELU: ROWS12(P_STORE_RELU) break;
     case K_CLAMP_CLIP: ROWS12(P_STORE_CLIP) break;
@@ -339,7 +335,7 @@ static void ph_task(void *ctx, int64_t task, int worker) {
  * buffer with `extra` floats after its planes; false with the call's error set. */
 static bool ph_setup(KCall *kc, const Conv *c, PRun *r, int64_t band, int64_t extra) {
     r->band = band;
-    r->pws = cdiv(c->w + c->pl + c->pr, c->sw);
+    r->pws = ph_pitch(c);
     /* a band's rows read plane rows up to (band - 1) + (kh - 1) dh / sh of each phase */
     r->ph = band + (c->kh - 1) * c->dh / c->sh;
     r->plane = r->ph * r->pws;
@@ -396,7 +392,7 @@ int kern_conv_phase(KCall *kc, const Conv *c, const DLTensor *o) {
     PRun r = {.c = c, .ldr = c->ow, .out = k_ptr(o)};
     /* bands whose planes stay in L2 (~PH_BAND_BYTES), at least two a thread when the output
      * has the rows */
-    int64_t row_bytes = c->cin * c->sh * c->sw * cdiv(c->w + c->pl + c->pr, c->sw) * 4;
+    int64_t row_bytes = c->cin * c->sh * c->sw * ph_pitch(c) * 4;
     int64_t band = PH_BAND_BYTES / (row_bytes > 0 ? row_bytes : 1);
     int64_t want = cdiv(2 * (int64_t)k_threads(kc), c->batch);
     band = min64(band, cdiv(c->oh, want));

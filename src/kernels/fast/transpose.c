@@ -148,29 +148,20 @@ FAST_AVX512 static void t16_task(void *ctx, int64_t task, int worker) {
             int64_t p = q * 16, n = t->len - p < 16 ? t->len - p : 16;
             __mmask16 m = (__mmask16)((1u << n) - 1u);
             __m512 r[16];
-            if (t->to_blocked && n == 16) {
+            /* unrolled, with masks for a partial tile (its missing rows zero, its missing
+             * columns not stored, their addresses kept inside the tile): the rows stay in
+             * registers (a loop that zero-filled them kept them on the stack) */
+            if (t->to_blocked) {
                 _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) r[c] =
-                    _mm512_loadu_ps(src + c * t->len + p);
+                    _mm512_maskz_loadu_ps(m, src + c * t->len + p);
                 conv_transpose16(r);
-                _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++)
-                    _mm512_storeu_ps(dst + (p + j) * 16, r[j]);
-            } else if (t->to_blocked) {
-                for (int c = 0; c < 16; c++)
-                    r[c] = _mm512_maskz_loadu_ps(m, src + c * t->len + p);
-                conv_transpose16(r);
-                for (int64_t j = 0; j < n; j++)
-                    _mm512_storeu_ps(dst + (p + j) * 16, r[j]);
-            } else if (n == 16) { /* whole tiles: the rows stay in registers */
+                _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(
+                    dst + (p + (j < n ? j : 0)) * 16, j < n ? 0xffff : 0, r[j]);
+            } else {
                 _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) r[j] =
-                    _mm512_loadu_ps(src + (p + j) * 16);
+                    _mm512_maskz_loadu_ps(j < n ? 0xffff : 0, src + (p + (j < n ? j : 0)) * 16);
                 conv_transpose16(r);
                 _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++)
-                    _mm512_storeu_ps(dst + c * t->len + p, r[c]);
-            } else {
-                for (int j = 0; j < 16; j++)
-                    r[j] = j < n ? _mm512_loadu_ps(src + (p + j) * 16) : _mm512_setzero_ps();
-                conv_transpose16(r);
-                for (int c = 0; c < 16; c++)
                     _mm512_mask_storeu_ps(dst + c * t->len + p, m, r[c]);
             }
         }
