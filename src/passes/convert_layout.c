@@ -432,6 +432,15 @@ static bool attr_i(const OpDef *def, const Attrs *a, const char *key, int64_t *o
     return true;
 }
 
+/* Every item of list attribute key is the integer v. */
+static bool attr_all(const OpDef *def, const Attrs *a, const char *key, int64_t v) {
+    const AttrValue *l = attr_of(def, a, key);
+    if (l == NULL || l->kind != ATTR_LIST) return false;
+    for (uint32_t i = 0; i < l->list.n; i++)
+        if (l->list.items[i]->kind != ATTR_INT || l->list.items[i]->i != v) return false;
+    return true;
+}
+
 /* a with keys[i] set to vals[i] (replaced in place, or appended in order). */
 static const Attrs *attrs_set(CL *cl, const Attrs *a, uint32_t n, const char *const *keys,
                               AttrValue *const *vals) {
@@ -586,13 +595,28 @@ static void decide_conv(CL *cl, Call *c, const OpDef *def, bool transposed, cons
     d->want[0] = layout_state(cl, dl, want->data);
     d->want[1] = layout_state(cl, kl, kd);
     if (take(cl, c, d, layout_state(cl, dl, want->data))) return;
-    /* Input channels that x does not divide (a first layer's 3): the data stays NCHW and the
-     * result comes out in NCHW{x}c (out_layout), the weight in OIHW1i{x}o, as onnxruntime's
-     * NCHW-to-NCHWc convolution does; one group only. */
     int64_t x;
     if (transposed || want->kernel != NULL || groups != 1 || strcmp(dl, "NCHW") != 0 ||
         strcmp(kl, "OIHW") != 0 || !is_nchwxc(want->data, &x))
         return;
+    /* Output channels that x does not divide (MobileNetV2's 24-channel projections) of input
+     * that arrives in NCHW{x}c: a 1x1, stride-1, unpadded convolution reads it as it is and
+     * writes its result in NCHW (out_layout), the weight staying OIHW; the fast kernel (conv.c)
+     * packs the product's B from the blocks, and the layout_transform back to NCHW before it is
+     * gone. */
+    LState *in = state_of(cl, c->args[0]);
+    if (in->kind == LS_LAYOUT && in->cur == intern_s(cl, want->data) &&
+        in->orig == intern_s(cl, dl) && kdims[2] == 1 && kdims[3] == 1 &&
+        attr_all(def, c->attrs, "strides", 1) && attr_all(def, c->attrs, "padding", 0)) {
+        AttrValue *bv[3] = {a_str(cl, want->data), a_str(cl, kl), a_str(cl, dl)};
+        d = new_decision(cl, def->name, 2, attrs_set(cl, c->attrs, 3, keys, bv));
+        d->want[0] = in;
+        d->want[1] = NONE;
+        if (take(cl, c, d, NONE)) return;
+    }
+    /* Input channels that x does not divide (a first layer's 3): the data stays NCHW and the
+     * result comes out in NCHW{x}c (out_layout), the weight in OIHW1i{x}o, as onnxruntime's
+     * NCHW-to-NCHWc convolution does; one group only. */
     char buf[64];
     snprintf(buf, sizeof buf, "OIHW1i%lldo", (long long)x);
     AttrValue *pv[3] = {a_str(cl, dl), a_str(cl, intern_s(cl, buf)), a_str(cl, want->data)};

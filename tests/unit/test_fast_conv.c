@@ -93,6 +93,7 @@ typedef struct Shape {
     int64_t pad[4];
     int64_t block;
     bool plain; /* with block: data NCHW, the result in out_layout NCHW{b}c, weights OIHW1i{b}o */
+    bool to_plain; /* with block: data NCHW{b}c, the result in out_layout NCHW, weights OIHW */
 } Shape;
 
 typedef struct Attrs {
@@ -111,6 +112,12 @@ static void shapes_of(const Shape *s, int64_t xs[5], uint32_t *xn, int64_t ws[6]
         *xn = *wn = 4;
         return;
     }
+    if (s->to_plain) {
+        int64_t x5[5] = {s->n, s->cin / b, s->h, s->w, b}, w4[4] = {s->w0, s->w1, s->kh, s->kw};
+        memcpy(xs, x5, sizeof x5), memcpy(ws, w4, sizeof w4);
+        *xn = 5, *wn = 4;
+        return;
+    }
     int64_t ib = s->w1 == 1 || s->plain ? 1 : b;
     int64_t x5[5] = {s->n, s->cin / b, s->h, s->w, b}, x4[4] = {s->n, s->cin, s->h, s->w};
     int64_t w6[6] = {s->w0 / b, s->w1 / ib, s->kh, s->kw, ib, b};
@@ -127,6 +134,10 @@ static void attrs_of(const Shape *s, Attrs *at) {
     if (s->block == 0) {
         snprintf(at->dl, sizeof at->dl, "NCHW");
         snprintf(at->kl, sizeof at->kl, "OIHW");
+    } else if (s->to_plain) {
+        snprintf(at->dl, sizeof at->dl, "NCHW%lldc", (long long)s->block);
+        snprintf(at->kl, sizeof at->kl, "OIHW");
+        snprintf(at->ol, sizeof at->ol, "NCHW");
     } else if (s->plain) {
         snprintf(at->dl, sizeof at->dl, "NCHW");
         snprintf(at->kl, sizeof at->kl, "OIHW1i%lldo", (long long)s->block);
@@ -486,7 +497,7 @@ static void check_shape(const Shape *s, SupPool *pool2) {
 /* Depthwise: groups == channels == the weight's O, multiplier m (weight (C, m, kh, kw)). */
 static Shape depthwise(const char *what, int64_t n, int64_t c, int64_t h, int64_t w, int64_t m,
                        int64_t k, int64_t s, int64_t d, int64_t p) {
-    return (Shape){what, n, c, h, w, c, m, k, k, s, s, d, d, c, {p, p, p, p}, 0, false};
+    return (Shape){what, n, c, h, w, c, m, k, k, s, s, d, d, c, {p, p, p, p}, 0, false, false};
 }
 
 static Shape dense_conv(const char *what, int64_t n, int64_t cin, int64_t h, int64_t w,
@@ -518,6 +529,38 @@ static Shape plain(Shape s, int64_t b) {
     s.block = b;
     s.plain = true;
     return s;
+}
+
+/* NCHW{b}c data into an NCHW result, weights OIHW */
+static Shape to_plain(Shape s, int64_t b) {
+    s.block = b;
+    s.to_plain = true;
+    return s;
+}
+
+/* s (a to_plain shape), asserting the product from the blocks computed it when `taken` (a 1x1,
+ * stride-1, unpadded one, checked as every shape); others go to the reference kernel, whose
+ * bits the fast kernel's entry then gives. */
+static void check_to_plain(const Shape *s, bool taken, SupPool *pool2) {
+    uint64_t n0 = kern_conv_blocked_b_taken();
+    if (taken) {
+        check_shape(s, pool2);
+    } else {
+        int64_t xs[5], ws[6];
+        uint32_t xn, wn;
+        shapes_of(s, xs, &xn, ws, &wn);
+        DLTensor *x = tensor_rand(xn, xs), *w = tensor_rand(wn, ws);
+        char err[256];
+        DLTensor *want = run(kern_ref_lookup(OP_ID_NN_CONV2D), s, x, w, NULL, NULL, NULL, NULL,
+                             NULL, err, sizeof err);
+        DLTensor *got = run(kern_fast_lookup(OP_ID_NN_CONV2D), s, x, w, NULL, pool2, NULL, NULL,
+                            NULL, err, sizeof err);
+        CHECK(want && got && memcmp(want->data, got->data, (size_t)k_numel(want) * 4) == 0,
+              "%s: not the reference's result", s->what);
+        tensor_free(want), tensor_free(got), tensor_free(x), tensor_free(w);
+    }
+    CHECK((kern_conv_blocked_b_taken() > n0) == taken, "%s: the product from the blocks %s",
+          s->what, taken ? "was not taken" : "was taken");
 }
 
 /* ---- a convolution, bias, relu and a max pool as one kernel (kern_fast_conv_maxpool) --------- */
@@ -678,6 +721,7 @@ static void pair_tests(SupPool *pool2) {
           1,
           {1, 0, 0, 1},
           0,
+          false,
           false},
          &floor3,
          true,
@@ -759,6 +803,7 @@ static void phase_tests(SupPool *pool2) {
          1,
          {1, 0, 0, 1},
          0,
+         false,
          false},
         {"phase 4x4 s(3,2) 1->17 pad 0,2,1,3",
          1,
@@ -776,6 +821,7 @@ static void phase_tests(SupPool *pool2) {
          1,
          {0, 2, 1, 3},
          0,
+         false,
          false},
         {"phase 2x3 s(1,2) dil (2,1) 3->36",
          1,
@@ -793,6 +839,7 @@ static void phase_tests(SupPool *pool2) {
          1,
          {1, 1, 1, 1},
          0,
+         false,
          false},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -803,9 +850,24 @@ static void phase_tests(SupPool *pool2) {
         int64_t cout = 16 + rnd(60), h = (kh - 1) * dh + 1 + rnd(30), w = 32 * sw + rnd(40);
         int64_t p[4] = {rnd(kh), rnd(kw), rnd(kh), rnd(kw)};
         if (cout * kh * kw < 32 * sh * sw) cout = 32 * sh * sw / (kh * kw) + 16;
-        Shape s = {
-            "random phase",           1 + rnd(2), cin,  h, w, cout, cin, kh, kw, sh, sw, dh, dw, 1,
-            {p[0], p[1], p[2], p[3]}, 0,          false};
+        Shape s = {"random phase",
+                   1 + rnd(2),
+                   cin,
+                   h,
+                   w,
+                   cout,
+                   cin,
+                   kh,
+                   kw,
+                   sh,
+                   sw,
+                   dh,
+                   dw,
+                   1,
+                   {p[0], p[1], p[2], p[3]},
+                   0,
+                   false,
+                   false};
         check_phase(&s, pool2);
     }
 }
@@ -840,8 +902,42 @@ int main(int argc, char **argv) {
         depthwise("dw3 s1 pad 2 9x11 x18", 1, 18, 9, 11, 1, 3, 1, 1, 2),
         depthwise("dw3 s2 pad 0 9x11 x18", 1, 18, 9, 11, 1, 3, 2, 1, 0),
         /* asymmetric padding (top, left, bottom, right) */
-        {"dw3 s1 pad 0,1,2,0", 1, 20, 10, 12, 20, 1, 3, 3, 1, 1, 1, 1, 20, {0, 1, 2, 0}, 0, false},
-        {"dw3 s2 pad 1,0,0,1", 1, 20, 11, 10, 20, 1, 3, 3, 2, 2, 1, 1, 20, {1, 0, 0, 1}, 0, false},
+        {"dw3 s1 pad 0,1,2,0",
+         1,
+         20,
+         10,
+         12,
+         20,
+         1,
+         3,
+         3,
+         1,
+         1,
+         1,
+         1,
+         20,
+         {0, 1, 2, 0},
+         0,
+         false,
+         false},
+        {"dw3 s2 pad 1,0,0,1",
+         1,
+         20,
+         11,
+         10,
+         20,
+         1,
+         3,
+         3,
+         2,
+         2,
+         1,
+         1,
+         20,
+         {1, 0, 0, 1},
+         0,
+         false,
+         false},
         /* channel multipliers, other sizes, strides, dilation */
         depthwise("dw3 s1 mult 2", 1, 9, 13, 13, 2, 3, 1, 1, 1),
         depthwise("dw3 s2 mult 3", 1, 5, 14, 15, 3, 3, 2, 1, 1),
@@ -851,7 +947,24 @@ int main(int argc, char **argv) {
         depthwise("dw3 s3", 1, 17, 16, 15, 1, 3, 3, 1, 1),
         depthwise("dw2 s1", 1, 17, 9, 10, 1, 2, 1, 1, 0),
         depthwise("dw7 s1 pad 3", 1, 12, 11, 11, 1, 7, 1, 1, 3),
-        {"dw 3x5 s(1,2)", 1, 18, 12, 17, 18, 1, 3, 5, 1, 2, 1, 1, 18, {1, 2, 1, 2}, 0, false},
+        {"dw 3x5 s(1,2)",
+         1,
+         18,
+         12,
+         17,
+         18,
+         1,
+         3,
+         5,
+         1,
+         2,
+         1,
+         1,
+         18,
+         {1, 2, 1, 2},
+         0,
+         false,
+         false},
         /* Winograd F(4x4, 3x3) at AVX-512 (3x3 stride 1, 16+ channels, 12+ outputs a side):
          * the blocked form (over images on 1 thread), by output channels, three passes */
         dense_conv("winograd 3x3 16->64 27x27", 2, 16, 27, 27, 64, 1, 3, 3, 1, 1, 1),
@@ -917,6 +1030,7 @@ int main(int argc, char **argv) {
                         1,
                         {0, 1, 2, 0},
                         0,
+                        false,
                         false},
                 16),
         blocked(depthwise("b16 dw3 s1 56x56 x32", 1, 32, 56, 56, 1, 3, 1, 1, 1), 16),
@@ -947,6 +1061,7 @@ int main(int argc, char **argv) {
                         16,
                         {1, 0, 0, 1},
                         0,
+                        false,
                         false},
                 16),
         blocked((Shape){"b16 dw3 s1 pad 0,1,1,0 6x16",
@@ -965,6 +1080,7 @@ int main(int argc, char **argv) {
                         32,
                         {0, 1, 1, 0},
                         0,
+                        false,
                         false},
                 16),
         blocked((Shape){"b16 dw3 s2 pad 1,0,0,1",
@@ -983,6 +1099,7 @@ int main(int argc, char **argv) {
                         16,
                         {1, 0, 0, 1},
                         0,
+                        false,
                         false},
                 16),
         blocked(dense_conv("b8 3x3 16->24", 1, 16, 9, 10, 24, 1, 3, 3, 1, 1, 1), 8),
@@ -999,6 +1116,44 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof nchwc / sizeof nchwc[0]; i++)
         check_shape(&nchwc[i], pool2);
+    /* NCHW{b}c data into an NCHW result (1x1 projections to channels b does not divide:
+     * MobileNetV2's 144 -> 24): the GEMM packs B from the blocks; planes not a multiple of 16 or
+     * 32 wide, K blocks of channels not starting on a block, several images, 8 and 4 blocks by
+     * the portable packer. Other shapes go to the reference kernel. */
+    const struct {
+        Shape s;
+        bool taken;
+    } tp[] = {
+        {to_plain(dense_conv("to NCHW b16 1x1 144->24 9x11", 1, 144, 9, 11, 24, 1, 1, 1, 1, 1, 0),
+                  16),
+         true},
+        {to_plain(dense_conv("to NCHW b16 1x1 16->12 1x1", 1, 16, 1, 1, 12, 1, 1, 1, 1, 1, 0), 16),
+         true},
+        {to_plain(dense_conv("to NCHW b16 1x1 32->40 7x7 n2", 2, 32, 7, 7, 40, 1, 1, 1, 1, 1, 0),
+                  16),
+         true},
+        {to_plain(dense_conv("to NCHW b16 1x1 592->24 4x12", 1, 592, 4, 12, 24, 1, 1, 1, 1, 1, 0),
+                  16),
+         true},
+        {to_plain(dense_conv("to NCHW b16 1x1 96->24 16x16", 1, 96, 16, 16, 24, 1, 1, 1, 1, 1, 0),
+                  16),
+         true},
+        {to_plain(dense_conv("to NCHW b8 1x1 24->20 5x13 n2", 2, 24, 5, 13, 20, 1, 1, 1, 1, 1, 0),
+                  8),
+         true},
+        {to_plain(dense_conv("to NCHW b4 1x1 8->6 3x3", 1, 8, 3, 3, 6, 1, 1, 1, 1, 1, 0), 4), true},
+        {to_plain(dense_conv("to NCHW b16 3x3 32->24 (ref)", 1, 32, 6, 7, 24, 1, 3, 3, 1, 1, 1),
+                  16),
+         false},
+        {to_plain(dense_conv("to NCHW b16 1x1/2 32->24 (ref)", 1, 32, 9, 9, 24, 1, 1, 1, 2, 1, 0),
+                  16),
+         false},
+        {to_plain(dense_conv("to NCHW b16 1x1 groups 2 (ref)", 1, 32, 5, 5, 24, 2, 1, 1, 1, 1, 0),
+                  16),
+         false},
+    };
+    for (size_t i = 0; i < sizeof tp / sizeof tp[0]; i++)
+        check_to_plain(&tp[i].s, tp[i].taken, pool2);
     for (int i = 0; i < n_random; i++) { /* random blocked shapes */
         int64_t b = rnd(3) ? 16 : rnd(2) ? 8 : 4, k = 1 + rnd(5), st = 1 + rnd(3);
         int64_t d = k > 1 && rnd(4) == 0 ? 2 : 1, p = rnd(3), h = 1 + rnd(20), w = 1 + rnd(40);

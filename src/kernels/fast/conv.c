@@ -84,19 +84,33 @@ bool kern_conv_extents(const KCall *kc, Conv *c) {
     return true;
 }
 
+/* A 1x1, stride-1, unpadded convolution: the GEMM reads the input as B in place
+ * (NCHW data). */
+static bool gemm_reads_input(const Conv *c) {
+    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
+           c->pb == 0 && c->pr == 0;
+}
+
 /* The call's geometry, or false when this kernel does not cover it (the reference kernel
- * decides: it computes it or writes the error). */
-static bool conv_geometry_n(const KCall *kc, Conv *c, uint32_t n_in) {
+ * decides: it computes it or writes the error). NCHW data; with `blocked`, also NCHW{b}c data
+ * (a 5-d tensor whose last dim is b) into an NCHW result (out_layout), one group, 1x1, stride 1,
+ * unpadded: a projection to channels that blocks of b do not divide (MobileNetV2's 24), which
+ * ConvertLayout leaves reading the blocked layer before it (conv_gemm packs B from it). */
+static bool conv_geometry_n(const KCall *kc, Conv *c, uint32_t n_in, bool blocked) {
     const DLTensor *x = k_arg(kc, 0), *wt = k_arg(kc, 1);
     int64_t odt = k_int(kc, "out_dtype");
-    const char *ol = k_str(kc, "out_layout");
+    const char *ol = k_str(kc, "out_layout"), *dl = k_str(kc, "data_layout");
+    int64_t xb = strcmp(dl, "NCHW") == 0 ? 0 : kern_conv_layout_block(dl, "NCHW", "c");
     if (kc->n_in != n_in || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
-        (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != 4 || wt->ndim != 4 ||
-        strcmp(k_str(kc, "data_layout"), "NCHW") != 0 ||
-        strcmp(k_str(kc, "kernel_layout"), "OIHW") != 0 || (ol[0] && strcmp(ol, "NCHW") != 0) ||
-        !kern_conv_attrs(kc, c))
+        (odt >= 0 && odt != RLY_DTYPE_F32) || wt->ndim != 4 ||
+        (xb ? !blocked || x->ndim != 5 || x->shape[4] != xb || strcmp(ol, "NCHW") != 0
+            : strcmp(dl, "NCHW") != 0 || x->ndim != 4 || (ol[0] && strcmp(ol, "NCHW") != 0)) ||
+        strcmp(k_str(kc, "kernel_layout"), "OIHW") != 0 || !kern_conv_attrs(kc, c))
         return false;
-    c->batch = x->shape[0], c->cin = x->shape[1], c->h = x->shape[2], c->w = x->shape[3];
+    c->xb = xb;
+    if (xb && x->shape[1] > ((int64_t)1 << 30) / xb) return false;
+    c->batch = x->shape[0], c->cin = x->shape[1] * (xb ? xb : 1), c->h = x->shape[2],
+    c->w = x->shape[3];
     c->kh = wt->shape[2], c->kw = wt->shape[3];
     int64_t g = c->groups = k_int(kc, "groups"), w0 = wt->shape[0], w1 = wt->shape[1];
     if (g > 1 && c->cin == g && w0 == g) {
@@ -109,10 +123,10 @@ static bool conv_geometry_n(const KCall *kc, Conv *c, uint32_t n_in) {
     }
     c->cout_g = c->cout / g;
     if (!kern_conv_extents(kc, c)) return false;
+    if (xb && (c->groups != 1 || !gemm_reads_input(c))) return false;
     c->x = k_ptr(x);
     return true;
 }
-static bool conv_geometry(const KCall *kc, Conv *c) { return conv_geometry_n(kc, c, 2); }
 
 /* ---- GEMM over im2col columns ---------------------------------------------------------------
  */
@@ -269,12 +283,6 @@ static void pack_im2col(const void *ctx, int64_t t, int64_t k0, int64_t kc, int6
     }
 }
 
-/* A 1x1, stride-1, unpadded convolution: the GEMM reads the input as B in place. */
-static bool gemm_reads_input(const Conv *c) {
-    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
-           c->pb == 0 && c->pr == 0;
-}
-
 /* A 1x1 convolution the GEMM would read in place goes to conv_direct on small planes, where
  * the GEMM's 32-wide column panels waste lanes (49 positions fill 64, 196 fill 224) and the
  * direct tile (positions x 32 channels) does not. Measured (bench_gemm, 1 thread): 960->160 at
@@ -292,6 +300,59 @@ static bool direct_1x1_pays(const Conv *c) {
                         !kern_sgemm_narrow(c->cout_g, np, c->cin_g, c->batch * c->groups));
 }
 
+/* 16 positions' 16 lanes (rows n of x, 16 floats apart; n <= 16, the rest zero) transposed:
+ * r[l] is lane l over the positions. */
+static FAST_AVX512 void blocked_tile(const float *x, int64_t n, __m512 r[16]) {
+    for (int64_t i = 0; i < 16; i++)
+        r[i] = i < n ? _mm512_loadu_ps(x + i * 16) : _mm512_setzero_ps();
+    conv_transpose16(r);
+}
+
+/* One panel of blocked_b at AVX-512, blocks of 16: each 16 x 16 tile of a block (16 positions'
+ * lanes) transposed in registers into 16 channel rows. */
+static FAST_AVX512 void blocked_panel_avx512(const float *x, int64_t hw, int64_t k0, int64_t kc,
+                                             int64_t j0, int64_t width, float *panel) {
+    for (int64_t cb = k0 / 16; cb * 16 < k0 + kc; cb++) {
+        int64_t l0 = max64(k0 - cb * 16, 0), l1 = min64(k0 + kc - cb * 16, 16);
+        for (int64_t h = 0; h < 2; h++) {
+            int64_t n = min64(max64(width - 16 * h, 0), 16);
+            __m512 r[16];
+            blocked_tile(x + (cb * hw + j0 + 16 * h) * 16, n, r);
+            for (int64_t l = l0; l < l1; l++)
+                _mm512_storeu_ps(panel + (cb * 16 + l - k0) * SGEMM_NR + 16 * h, r[l]);
+        }
+    }
+}
+
+/* SGemmPackB of a 1x1 convolution's NCHW{b}c input (Conv.xb): B(p, j) = channel p at position
+ * j of image t, at x[t][p / b][j][p % b]. */
+static void pack_blocked(const void *ctx, int64_t t, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                         float *dst) {
+    const Conv *c = ctx;
+    int64_t hw = c->h * c->w, b = c->xb;
+    const float *x = c->x + t * c->cin * hw;
+    bool z = sup_isa() == SUP_ISA_AVX512 && b == 16;
+    for (int64_t q = 0; q * SGEMM_NR < nc; q++) {
+        int64_t width = min64(SGEMM_NR, nc - q * SGEMM_NR), j0 = n0 + q * SGEMM_NR;
+        float *panel = dst + q * kc * SGEMM_NR;
+        if (z) {
+            blocked_panel_avx512(x, hw, k0, kc, j0, width, panel);
+            continue;
+        }
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = x + (k0 + p) / b * hw * b + (k0 + p) % b + j0 * b;
+            float *row = panel + p * SGEMM_NR;
+            for (int64_t jj = 0; jj < width; jj++)
+                row[jj] = src[jj * b];
+            for (int64_t jj = width; jj < SGEMM_NR; jj++)
+                row[jj] = 0;
+        }
+    }
+}
+
+static _Atomic uint64_t n_blocked_b;
+uint64_t kern_conv_blocked_b_taken(void) { return n_blocked_b; }
+
 static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
     float *out = k_ptr(o);
     int64_t kk = c->cin_g * c->kh * c->kw, np = c->oh * c->ow;
@@ -307,7 +368,11 @@ static int conv_gemm(KCall *kc, const Conv *c, const DLTensor *o) {
                .c = out,
                .ldc = np,
                .c_bs = c->cout_g * np};
-    if (gemm_reads_input(c)) {
+    if (c->xb) {
+        g.pack_b = pack_blocked;
+        g.b_ctx = c;
+        n_blocked_b++;
+    } else if (gemm_reads_input(c)) {
         g.b = c->x;
         g.b_rs = c->h * c->w;
         g.b_cs = 1;
@@ -394,8 +459,8 @@ uint64_t kern_conv_maxpool_taken(void) { return n_conv_maxpool; }
 
 int kern_fast_conv_maxpool(KCall *kc) {
     Conv c;
-    if (sup_isa() != SUP_ISA_AVX512 || !conv_geometry_n(kc, &c, 3) || c.groups != 1 || c.oh < 3 ||
-        c.ow < 3)
+    if (sup_isa() != SUP_ISA_AVX512 || !conv_geometry_n(kc, &c, 3, false) || c.groups != 1 ||
+        c.oh < 3 || c.ow < 3)
         return K_DECLINED;
     /* the phase product (conv_phase.c), or the im2col product */
     bool phase = kern_conv_phase_fits(&c);
@@ -1164,13 +1229,14 @@ static int conv_depthwise(KCall *kc, const Conv *c, const DLTensor *o) {
 
 int kern_fast_conv2d(KCall *kc) {
     Conv c;
-    if (!conv_geometry(kc, &c)) {
+    if (!conv_geometry_n(kc, &c, 2, true)) {
         int r = kern_conv_nchwc(kc);
         return r <= 0 ? r : kern_ref_lookup(OP_ID_NN_CONV2D)(kc);
     }
     int64_t shape[4] = {c.batch, c.cout, c.oh, c.ow};
     DLTensor *o = k_out_raw(kc, 0, RLY_DTYPE_F32, 4, shape);     /* every path writes it all */
     if (o == NULL || k_numel(o) == 0) return o == NULL ? -1 : 0; /* dims may be huge */
+    if (c.xb) return conv_gemm(kc, &c, o);
     if (c.cin_g == 1 && c.cout_g < 4) return conv_depthwise(kc, &c, o);
     if (kern_conv_winograd_fits(&c)) return kern_conv_winograd(kc, &c, o);
     if (kern_conv_phase_fits(&c)) return kern_conv_phase(kc, &c, o);

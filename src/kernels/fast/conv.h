@@ -16,6 +16,7 @@ typedef struct Conv {
     int64_t sh, sw, dh, dw; /* strides, dilations */
     int64_t pt, pl, pb, pr; /* padding: top, left, bottom, right */
     const float *x;
+    int64_t xb; /* data in NCHW{xb}c (cin = C/xb x xb), the result in NCHW; 0: data in NCHW */
 } Conv;
 
 /* kern_clamp1 on 16 floats (x86's max and min: the same operand order). */
@@ -99,6 +100,9 @@ bool kern_conv_extents(const KCall *kc, Conv *c);
 /* nn.conv2d with data in a blocked layout NCHW{b}c (conv_nchwc.c): 0 done, -1 error set, 1 when
  * it does not cover the call (the caller hands it to the reference kernel). */
 int kern_conv_nchwc(KCall *kc);
+
+/* The block of a layout "<prefix><digits><suffix>" (exactly; digits at most 64), or 0. */
+int64_t kern_conv_layout_block(const char *s, const char *prefix, const char *suffix);
 
 /* Whether conv_winograd takes c (3x3, stride 1, dilation 1, one group, enough channels and
  * tiles to pay, AVX-512). */

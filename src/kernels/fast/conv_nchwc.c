@@ -474,8 +474,7 @@ static void nc_task(void *ctx, int64_t t, int worker) {
 
 /* ---- the call ------------------------------------------------------------------------------ */
 
-/* The block of a layout "<prefix><digits><suffix>" (exactly), or 0. */
-static int64_t layout_block(const char *s, const char *prefix, const char *suffix) {
+int64_t kern_conv_layout_block(const char *s, const char *prefix, const char *suffix) {
     size_t n = strlen(prefix);
     if (strncmp(s, prefix, n) != 0) return 0;
     int64_t v = 0;
@@ -498,7 +497,8 @@ static bool nc_geometry(const KCall *kc, NcRun *r) {
     const char *dl = k_str(kc, "data_layout"), *ol = k_str(kc, "out_layout");
     memset(r, 0, sizeof *r);
     bool plain = strcmp(dl, "NCHW") == 0;
-    int64_t b = r->b = plain ? layout_block(ol, "NCHW", "c") : layout_block(dl, "NCHW", "c");
+    int64_t b = r->b =
+        plain ? kern_conv_layout_block(ol, "NCHW", "c") : kern_conv_layout_block(dl, "NCHW", "c");
     r->xb = plain ? 1 : b;
     if (kc->n_in != 2 || b == 0 || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
         (odt >= 0 && odt != RLY_DTYPE_F32) || x->ndim != (plain ? 4 : 5) || wt->ndim != 6 ||
