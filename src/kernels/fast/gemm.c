@@ -825,6 +825,8 @@ static void plan_gemm(const SGemm *g, int n_threads, Plan *pl) {
     pl->ncs = pl->kcs > 0 ? B_BLOCK_FLOATS / pl->kcs / SGEMM_NR * SGEMM_NR : NC_MAX;
     if (pl->ncs < NC_MAX) pl->ncs = NC_MAX;
     if (pl->ncs > NC_WIDE) pl->ncs = NC_WIDE;
+    if (g->pack_b != NULL && g->pack_cols > 0 && g->pack_cols < pl->ncs)
+        pl->ncs = g->pack_cols < SGEMM_NR ? SGEMM_NR : g->pack_cols / SGEMM_NR * SGEMM_NR;
     pl->a_item = kern_sgemm_packed_a_floats(g->m, g->k);
     pl->b_item = kern_sgemm_packed_b_floats(g->k, g->n);
     pl->lda = a_in_place(g);

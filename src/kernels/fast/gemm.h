@@ -49,6 +49,7 @@ typedef struct SGemm {
     const float *b_packed;
     SGemmPackB pack_b;
     const void *b_ctx;
+    int64_t pack_cols; /* with pack_b: columns of a B block at most (0: as many as fill L2) */
 
     float *c; /* C[t](i, j) = c[t * c_bs + i * ldc + j] */
     int64_t ldc, c_bs;
