@@ -307,14 +307,14 @@ static bool direct_1x1_pays(const Conv *c) {
  * products), whether by block or panel by panel. */
 static FAST_AVX512 void blocked_b_avx512(const float *x, int64_t hw, int64_t k0, int64_t kc,
                                          int64_t n0, int64_t nc, float *dst) {
-    int64_t n16 = cdiv(nc, SGEMM_NR) * SGEMM_NR; /* the last panel's zero columns too */
+    int64_t n_whole = cdiv(nc, SGEMM_NR) * SGEMM_NR; /* the last panel's zero columns too */
     for (int64_t cb = k0 / 16; cb * 16 < k0 + kc; cb++) {
         int64_t l0 = max64(k0 - cb * 16, 0), l1 = min64(k0 + kc - cb * 16, 16);
         const float *xb = x + (cb * hw + n0) * 16;
-        for (int64_t jj = 0; jj < n16; jj += 16) {
+        for (int64_t jj = 0; jj < n_whole; jj += 16) {
             __m512 r[16];
             int64_t n = min64(max64(nc - jj, 0), 16);
-            if (n == 16) {
+            if (n == 16) { /* unrolled, so r stays in registers (the loop below spills it) */
                 _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) r[i] =
                     _mm512_loadu_ps(xb + (jj + i) * 16);
             } else {
