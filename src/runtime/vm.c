@@ -704,10 +704,6 @@ typedef struct VmEpi {
     KEpilogue *epi; /* the anchor's view of it (clamp_out set by epi_begin) */
 } VmEpi;
 
-/* Whether the anchor's kernel reads memory under buffer b: it still reads its arguments while
- * the epilogue writes the result, so b may not overlap any of them, not even exactly. (The plan
- * does not see the epilogue: an argument whose last reader is the anchor may lie under the
- * result's buffer.) */
 /* Whether buffer b overlaps a tensor among vals[ids[0 .. n)]. */
 static bool lies_under(const RtTensor *b, Value *const *vals, const uint32_t *ids, uint32_t n) {
     const uint8_t *o0, *o1, *a0, *a1;
@@ -721,6 +717,10 @@ static bool lies_under(const RtTensor *b, Value *const *vals, const uint32_t *id
     return false;
 }
 
+/* Whether the anchor's kernel reads memory under buffer b: it still reads its arguments while
+ * the epilogue writes the result, so b may not overlap any of them, not even exactly. (The plan
+ * does not see the epilogue: an argument whose last reader is the anchor may lie under the
+ * result's buffer.) */
 static bool anchor_reads(const VmEpi *e, const RtTensor *b) {
     const VmNode *n = &e->p->nodes[e->fu->anchor];
     return lies_under(b, e->vals, n->args, n->n_args);

@@ -538,6 +538,12 @@ static Shape to_plain(Shape s, int64_t b) {
     return s;
 }
 
+/* A 1x1, stride-1, unpadded, one-group to_plain shape: NCHW{b}c data into an NCHW result */
+static Shape projection(const char *what, int64_t n, int64_t cin, int64_t h, int64_t w,
+                        int64_t cout, int64_t b) {
+    return to_plain(dense_conv(what, n, cin, h, w, cout, 1, 1, 1, 1, 1, 0), b);
+}
+
 /* s (a to_plain shape), asserting the product from the blocks computed it when `taken` (a 1x1,
  * stride-1, unpadded one, checked as every shape); others go to the reference kernel, whose
  * bits the fast kernel's entry then gives. */
@@ -1120,40 +1126,24 @@ int main(int argc, char **argv) {
      * MobileNetV2's 144 -> 24): the GEMM packs B from the blocks; planes not a multiple of 16 or
      * 32 wide, K blocks of channels not starting on a block, several images, 8 and 4 blocks by
      * the portable packer. Other shapes go to the reference kernel. */
-    const struct {
-        Shape s;
-        bool taken;
-    } tp[] = {
-        {to_plain(dense_conv("to NCHW b16 1x1 144->24 9x11", 1, 144, 9, 11, 24, 1, 1, 1, 1, 1, 0),
-                  16),
-         true},
-        {to_plain(dense_conv("to NCHW b16 1x1 16->12 1x1", 1, 16, 1, 1, 12, 1, 1, 1, 1, 1, 0), 16),
-         true},
-        {to_plain(dense_conv("to NCHW b16 1x1 32->40 7x7 n2", 2, 32, 7, 7, 40, 1, 1, 1, 1, 1, 0),
-                  16),
-         true},
-        {to_plain(dense_conv("to NCHW b16 1x1 592->24 4x12", 1, 592, 4, 12, 24, 1, 1, 1, 1, 1, 0),
-                  16),
-         true},
-        {to_plain(dense_conv("to NCHW b16 1x1 96->24 16x16", 1, 96, 16, 16, 24, 1, 1, 1, 1, 1, 0),
-                  16),
-         true},
-        {to_plain(dense_conv("to NCHW b8 1x1 24->20 5x13 n2", 2, 24, 5, 13, 20, 1, 1, 1, 1, 1, 0),
-                  8),
-         true},
-        {to_plain(dense_conv("to NCHW b4 1x1 8->6 3x3", 1, 8, 3, 3, 6, 1, 1, 1, 1, 1, 0), 4), true},
-        {to_plain(dense_conv("to NCHW b16 3x3 32->24 (ref)", 1, 32, 6, 7, 24, 1, 3, 3, 1, 1, 1),
-                  16),
-         false},
-        {to_plain(dense_conv("to NCHW b16 1x1/2 32->24 (ref)", 1, 32, 9, 9, 24, 1, 1, 1, 2, 1, 0),
-                  16),
-         false},
-        {to_plain(dense_conv("to NCHW b16 1x1 groups 2 (ref)", 1, 32, 5, 5, 24, 2, 1, 1, 1, 1, 0),
-                  16),
-         false},
+    const Shape to_nchw[] = {
+        projection("to NCHW b16 1x1 144->24 9x11", 1, 144, 9, 11, 24, 16),
+        projection("to NCHW b16 1x1 16->12 1x1", 1, 16, 1, 1, 12, 16),
+        projection("to NCHW b16 1x1 32->40 7x7 n2", 2, 32, 7, 7, 40, 16),
+        projection("to NCHW b16 1x1 592->24 4x12", 1, 592, 4, 12, 24, 16),
+        projection("to NCHW b16 1x1 96->24 16x16", 1, 96, 16, 16, 24, 16),
+        projection("to NCHW b8 1x1 24->20 5x13 n2", 2, 24, 5, 13, 20, 8),
+        projection("to NCHW b4 1x1 8->6 3x3", 1, 8, 3, 3, 6, 4),
     };
-    for (size_t i = 0; i < sizeof tp / sizeof tp[0]; i++)
-        check_to_plain(&tp[i].s, tp[i].taken, pool2);
+    for (size_t i = 0; i < sizeof to_nchw / sizeof to_nchw[0]; i++)
+        check_to_plain(&to_nchw[i], true, pool2);
+    const Shape to_nchw_ref[] = {
+        to_plain(dense_conv("to NCHW b16 3x3 32->24", 1, 32, 6, 7, 24, 1, 3, 3, 1, 1, 1), 16),
+        to_plain(dense_conv("to NCHW b16 1x1/2 32->24", 1, 32, 9, 9, 24, 1, 1, 1, 2, 1, 0), 16),
+        to_plain(dense_conv("to NCHW b16 1x1 groups 2", 1, 32, 5, 5, 24, 2, 1, 1, 1, 1, 0), 16),
+    };
+    for (size_t i = 0; i < sizeof to_nchw_ref / sizeof to_nchw_ref[0]; i++)
+        check_to_plain(&to_nchw_ref[i], false, pool2);
     for (int i = 0; i < n_random; i++) { /* random blocked shapes */
         int64_t b = rnd(3) ? 16 : rnd(2) ? 8 : 4, k = 1 + rnd(5), st = 1 + rnd(3);
         int64_t d = k > 1 && rnd(4) == 0 ? 2 : 1, p = rnd(3), h = 1 + rnd(20), w = 1 + rnd(40);

@@ -100,7 +100,7 @@ static bool conv_geometry_n(const KCall *kc, Conv *c, uint32_t n_in, bool blocke
     const DLTensor *x = k_arg(kc, 0), *wt = k_arg(kc, 1);
     int64_t odt = k_int(kc, "out_dtype");
     const char *ol = k_str(kc, "out_layout"), *dl = k_str(kc, "data_layout");
-    int64_t xb = strcmp(dl, "NCHW") == 0 ? 0 : kern_conv_layout_block(dl, "NCHW", "c");
+    int64_t xb = kern_conv_layout_block(dl, "NCHW", "c"); /* 0 for "NCHW" */
     if (kc->n_in != n_in || k_dtype(x) != RLY_DTYPE_F32 || k_dtype(wt) != RLY_DTYPE_F32 ||
         (odt >= 0 && odt != RLY_DTYPE_F32) || wt->ndim != 4 ||
         (xb ? !blocked || x->ndim != 5 || x->shape[4] != xb || strcmp(ol, "NCHW") != 0
