@@ -780,6 +780,32 @@ static void check_phase(const Shape *s, SupPool *pool2) {
         CHECK(kern_conv_phase_taken() > n0, "%s: not computed by the phase product", s->what);
 }
 
+/* ---- Winograd F(4x4, 3x3) (winograd.c): 3x3 stride 1, 16+ channels, 12+ outputs a side ---- */
+
+/* At AVX-512: the blocked form (over images on 1 thread), by output channels, three passes. At
+ * AVX2 (8 tiles a vector, the blocked form alone): input rows masked at both edges (13 and 14
+ * wide) and read whole (55 wide), vectors spanning tile rows, a last vector of 1-7 tiles, and
+ * where AVX-512 takes three passes, parts of the output channels (200 -> 200 on 2 threads) or
+ * ranges of tile rows (400 -> 20: too few channels for parts). At AVX2 the test asserts the
+ * Winograd kernel ran (kern_conv_winograd_avx2_taken). */
+static void winograd_tests(SupPool *pool2) {
+    const Shape fixed[] = {
+        dense_conv("winograd 3x3 16->64 27x27", 2, 16, 27, 27, 64, 1, 3, 3, 1, 1, 1),
+        dense_conv("winograd 3x3 48->64 13x13", 1, 48, 13, 13, 64, 1, 3, 3, 1, 1, 1),
+        dense_conv("winograd 3x3 40->20 12x14 pad 0", 1, 40, 14, 16, 20, 1, 3, 3, 1, 1, 0),
+        dense_conv("winograd 3x3 16->24 55x55", 1, 16, 55, 55, 24, 1, 3, 3, 1, 1, 1),
+        dense_conv("winograd 3x3 200->200 14x14", 1, 200, 14, 14, 200, 1, 3, 3, 1, 1, 1),
+        dense_conv("winograd 3x3 400->20 14x13 pad 0", 1, 400, 16, 15, 20, 1, 3, 3, 1, 1, 0),
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        uint64_t n0 = kern_conv_winograd_avx2_taken();
+        check_shape(&fixed[i], pool2);
+        if (sup_isa_detected() >= SUP_ISA_AVX2)
+            CHECK(kern_conv_winograd_avx2_taken() > n0, "%s: not computed by Winograd at AVX2",
+                  fixed[i].what);
+    }
+}
+
 static void phase_tests(SupPool *pool2) {
     const Shape fixed[] = {
         /* SqueezeNet's first layer (smaller), ResNet's stem, MobileNetV2's first layer */
@@ -971,11 +997,6 @@ int main(int argc, char **argv) {
          0,
          false,
          false},
-        /* Winograd F(4x4, 3x3) at AVX-512 (3x3 stride 1, 16+ channels, 12+ outputs a side):
-         * the blocked form (over images on 1 thread), by output channels, three passes */
-        dense_conv("winograd 3x3 16->64 27x27", 2, 16, 27, 27, 64, 1, 3, 3, 1, 1, 1),
-        dense_conv("winograd 3x3 48->64 13x13", 1, 48, 13, 13, 64, 1, 3, 3, 1, 1, 1),
-        dense_conv("winograd 3x3 40->20 12x14 pad 0", 1, 40, 14, 16, 20, 1, 3, 3, 1, 1, 0),
         /* grouped, not depthwise */
         dense_conv("grouped 3x3 cin_g 2", 1, 16, 12, 13, 24, 8, 3, 3, 1, 1, 1),
         /* the direct convolution: 16+ outputs, 64+ taps per group */
@@ -1001,6 +1022,7 @@ int main(int argc, char **argv) {
         check_shape(&fixed[i], pool2);
     pair_tests(pool2);
     phase_tests(pool2);
+    winograd_tests(pool2);
 
     /* blocked layouts (conv_nchwc.c): NCHW16c at AVX-512 by the register tiles (every output
      * block count per tile, rows of more positions than a tile, window edges, windows wholly in

@@ -721,10 +721,10 @@ static void test_pool_models(void) {
     }
 }
 
-/* nn.conv2d 3x3 stride 1 on the shapes Winograd F(4x4, 3x3) takes at AVX-512 (16+ channels,
- * 12+ outputs a side): odd planes of 12 to 60 (narrow ones, under 12 tiles a row, and wide
- * ones), padding 0 to 2 per side, batch 1 or 2; against the reference within 1e-5 sum |w||x|
- * (docs/kernels.md), on 1 and 2 threads at every level (AVX2 and scalar: the im2col GEMM). */
+/* nn.conv2d 3x3 stride 1 on the shapes Winograd F(4x4, 3x3) takes at AVX-512 and AVX2 (16+
+ * channels, 12+ outputs a side): odd planes of 12 to 60 (narrow ones, under 12 tiles a row, and
+ * wide ones), padding 0 to 2 per side, batch 1 or 2; against the reference within 1e-5
+ * sum |w||x| (docs/kernels.md), on 1 and 2 threads at every level (scalar: the im2col GEMM). */
 /* One Winograd-eligible convolution (3x3, stride 1) of x (xs) by weights (ws) with padding pad
  * (top, left, bottom, right), at every level, 1 and 2 threads. */
 static void winograd_case(const int64_t xs[4], const int64_t ws[4], const int64_t pad[4]) {
@@ -761,7 +761,9 @@ static void test_winograd(int trials) {
      * row (narrow: through the d arrays), 58x23 and 30x61 mix both edges. Blocked by output
      * channels on 2 threads (too few tiles to split): 48->192 and 20->50 (parts of 24 and 26
      * channels). Three passes: 40->20 at 12x12 on 2 threads (more input channels than output
-     * ones), and 200 channels each side (V and M of 32 tiles past 1.5 MiB). */
+     * ones), and 200 channels each side (V and M of 32 tiles past 1.5 MiB). AVX2 has the blocked
+     * form alone: the last two by ranges of tile rows on 2 threads (40->20: too few channels for
+     * parts) and by output channels (200). */
     static const int64_t shapes[][6] = {/* batch, cin, h, w, cout, pad */
                                         {2, 16, 55, 55, 64, 1},  {2, 32, 27, 27, 128, 1},
                                         {1, 48, 13, 13, 192, 1}, {2, 24, 58, 23, 40, 0},

@@ -578,8 +578,8 @@ static void check_packed_once(SupPool *pool) {
 }
 
 /* The error of the fast conv2d against the exact result (the reference kernel in float64), as a
- * fraction of sum |w||x| per output: at AVX-512 these 3x3 stride-1 layers take Winograd
- * F(4x4, 3x3), at AVX2 the im2col GEMM. Both must stay within TOL (docs/kernels.md gives the
+ * fraction of sum |w||x| per output: at AVX-512 and AVX2 these 3x3 stride-1 layers take Winograd
+ * F(4x4, 3x3) (16 and 8 tiles a vector). Both must stay within TOL (docs/kernels.md gives the
  * figures printed here). */
 static double conv_error(int64_t ch, int64_t hw, SupPool *pool) {
     Call c = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};

@@ -13,8 +13,8 @@
  *     input plane in place, four output rows at a time; the rest read a zero-padded copy of the
  *     plane split into stride x stride phases, so every tap reads contiguous floats of a
  *     flattened output grid;
- *   - 3x3, stride 1, one group, enough channels and outputs, AVX-512: Winograd F(4x4, 3x3)
- *     (winograd.c);
+ *   - 3x3, stride 1, one group, enough channels and outputs, AVX-512 or AVX2: Winograd
+ *     F(4x4, 3x3) (winograd.c);
  *   - AVX-512, one group of at most 4 input channels, a stride (at most 2 across), not 1x1, 16+
  *     output channels (a network's first layer): the product read straight from the input's
  *     phase planes (conv_phase.c), no im2col;

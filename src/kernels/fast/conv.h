@@ -105,7 +105,7 @@ int kern_conv_nchwc(KCall *kc);
 int64_t kern_conv_layout_block(const char *s, const char *prefix, const char *suffix);
 
 /* Whether conv_winograd takes c (3x3, stride 1, dilation 1, one group, enough channels and
- * tiles to pay, AVX-512). */
+ * tiles to pay, AVX-512 or AVX2). */
 bool kern_conv_winograd_fits(const Conv *c);
 /* c by Winograd F(4x4, 3x3) into output o (argument 1 of kc the OIHW weight, transformed once
  * through k_prepared when constant), with the call's fused tail applied per output plane. 0, or

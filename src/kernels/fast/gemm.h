@@ -174,6 +174,9 @@ uint64_t kern_conv_phase_taken(void);
 /* Convolutions conv.c computed from NCHW{b}c data into an NCHW result (its B packed from the
  * blocks), process-wide (tests). */
 uint64_t kern_conv_blocked_b_taken(void);
+/* Convolutions Winograd F(4x4, 3x3) (winograd.c) computed at the AVX2 level, process-wide
+ * (tests). */
+uint64_t kern_conv_winograd_avx2_taken(void);
 /* One GRU step (rnn.c, linear_before_reset): the VM's kernel for a FuseRNNCell GRU function. */
 int kern_fast_gru_cell(KCall *kc);
 /* A run of LSTM steps (rnn.c): h0, R, c0, xp_1 .. xp_n -> (h_1, c_1, ..., h_n, c_n); attributes

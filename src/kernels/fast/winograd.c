@@ -1,4 +1,4 @@
-/* winograd.c - 3x3 stride-1 convolutions by Winograd F(4x4, 3x3) (conv.h), AVX-512.
+/* winograd.c - 3x3 stride-1 convolutions by Winograd F(4x4, 3x3) (conv.h), AVX-512 and AVX2.
  *
  * Each 4x4 output tile is A^T [ (G g G^T) . (B^T d B) ] A over the tile's 6x6 input patch d,
  * the matrices of Lavin & Gray (interpolation points 0, +-1, +-2, infinity), so the sum over
@@ -17,7 +17,9 @@
  * three-pass form (where blocks would leave panels of the products mostly empty on some thread,
  * as a 13x13 image of 16 tiles on 2 threads, or where 32 tiles' V and M pass 1.5 MiB): each
  * pass over the whole batch, threaded on its own (per (image, input channel); over the 36
- * products; per (image, output channel)).
+ * products; per (image, output channel)). AVX2 runs the blocked form alone, 8 tiles a vector
+ * (blk_in_y, out_vec_y), where AVX-512 would take three passes with 32-tile blocks split by
+ * output channels or tile rows.
  * The weights are transformed in double and rounded once. Error: bounded in tests by
  * 1e-5 * sum |w||x| per output, as every GEMM-based kernel; measured ~1e-6 (docs/kernels.md),
  * 10x the im2col path's, from the transforms' coefficients (up to 8 in A^T, 5 in B^T). */
@@ -39,9 +41,9 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool kern_conv_winograd_fits(const Conv *c) {
     /* measured (bench_gemm): 2.2x faster than im2col at 56x56 and 28x28 with 64-128 channels,
      * 1.7x at 14x14 x 256; at 7x7 the 4 tiles of an image fill a quarter of the lanes */
-    return sup_isa() == SUP_ISA_AVX512 && c->kh == 3 && c->kw == 3 && c->sh == 1 && c->sw == 1 &&
-           c->dh == 1 && c->dw == 1 && c->groups == 1 && c->cin >= 16 && c->cout >= 16 &&
-           c->oh >= 12 && c->ow >= 12 && c->h < (1 << 24) && c->w < (1 << 24);
+    return (sup_isa() == SUP_ISA_AVX512 || sup_isa() == SUP_ISA_AVX2) && c->kh == 3 && c->kw == 3 &&
+           c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->groups == 1 && c->cin >= 16 &&
+           c->cout >= 16 && c->oh >= 12 && c->ow >= 12 && c->h < (1 << 24) && c->w < (1 << 24);
 }
 
 /* ---- weights: U_alpha(oc, ic) = (G g G^T)[alpha], packed as A --------------------------------
@@ -106,22 +108,25 @@ typedef struct WRun {
     size_t u_item;
     float *wbuf;
     size_t w_floats, vb_floats, mb_floats, db_stride, db_floats, gs_bytes;
+    bool avx2; /* the AVX2 level: the blocked form alone, 8 tiles a vector (blk_in_y, blk_out_y) */
 } WRun;
 
-/* v[j] = (B^T d)[j] for the six rows (or columns) d. */
-#define BT6(d, v)                                                                                  \
+/* v[j] = (B^T d)[j] for the six rows (or columns) d, vectors of type V with intrinsics P##_*
+ * (_mm512 or _mm256). */
+#define BT6_(V, P, d, v)                                                                           \
     do {                                                                                           \
-        __m512 f4 = _mm512_set1_ps(4), f5 = _mm512_set1_ps(5), f2 = _mm512_set1_ps(2);             \
-        v[0] = _mm512_add_ps(_mm512_fmsub_ps(f4, d[0], _mm512_mul_ps(f5, d[2])), d[4]);            \
-        __m512 s13 = _mm512_fnmadd_ps(f4, _mm512_add_ps(d[1], d[2]), _mm512_add_ps(d[3], d[4]));   \
-        __m512 s24 = _mm512_fmadd_ps(f4, _mm512_sub_ps(d[1], d[2]), _mm512_sub_ps(d[4], d[3]));    \
+        V f4 = P##_set1_ps(4), f5 = P##_set1_ps(5), f2 = P##_set1_ps(2);                           \
+        v[0] = P##_add_ps(P##_fmsub_ps(f4, d[0], P##_mul_ps(f5, d[2])), d[4]);                     \
+        V s13 = P##_fnmadd_ps(f4, P##_add_ps(d[1], d[2]), P##_add_ps(d[3], d[4]));                 \
+        V s24 = P##_fmadd_ps(f4, P##_sub_ps(d[1], d[2]), P##_sub_ps(d[4], d[3]));                  \
         v[1] = s13;                                                                                \
         v[2] = s24;                                                                                \
-        __m512 p = _mm512_sub_ps(d[4], d[2]), q = _mm512_mul_ps(f2, _mm512_sub_ps(d[3], d[1]));    \
-        v[3] = _mm512_add_ps(p, q);                                                                \
-        v[4] = _mm512_sub_ps(p, q);                                                                \
-        v[5] = _mm512_add_ps(_mm512_fmsub_ps(f4, d[1], _mm512_mul_ps(f5, d[3])), d[5]);            \
+        V p = P##_sub_ps(d[4], d[2]), q = P##_mul_ps(f2, P##_sub_ps(d[3], d[1]));                  \
+        v[3] = P##_add_ps(p, q);                                                                   \
+        v[4] = P##_sub_ps(p, q);                                                                   \
+        v[5] = P##_add_ps(P##_fmsub_ps(f4, d[1], P##_mul_ps(f5, d[3])), d[5]);                     \
     } while (0)
+#define BT6(d, v) BT6_(__m512, _mm512, d, v)
 
 /* d[k][l] = z[4 l + k] (k < 6, l < 16) for the 80 floats z of five vectors: deinterleaved by
  * four. */
@@ -259,16 +264,17 @@ static void in_task(void *ctx, int64_t task, int worker) {
     if (n == r->c->batch - 1) zero_cols(r->v, r->v_item, r->c->cin, ic, r->tiles);
 }
 
-/* o[j] = (A^T m)[j] for the six rows (or columns) m. */
-#define AT6(m, o)                                                                                  \
+/* o[j] = (A^T m)[j] for the six rows (or columns) m (V and P as BT6_'s). */
+#define AT6_(V, P, m, o)                                                                           \
     do {                                                                                           \
-        __m512 a12 = _mm512_add_ps(m[1], m[2]), s12 = _mm512_sub_ps(m[1], m[2]);                   \
-        __m512 a34 = _mm512_add_ps(m[3], m[4]), s34 = _mm512_sub_ps(m[3], m[4]);                   \
-        o[0] = _mm512_add_ps(_mm512_add_ps(m[0], a12), a34);                                       \
-        o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2), s34, s12);                                       \
-        o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4), a34, a12);                                       \
-        o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8), s34, s12), m[5]);                  \
+        V a12 = P##_add_ps(m[1], m[2]), s12 = P##_sub_ps(m[1], m[2]);                              \
+        V a34 = P##_add_ps(m[3], m[4]), s34 = P##_sub_ps(m[3], m[4]);                              \
+        o[0] = P##_add_ps(P##_add_ps(m[0], a12), a34);                                             \
+        o[1] = P##_fmadd_ps(P##_set1_ps(2), s34, s12);                                             \
+        o[2] = P##_fmadd_ps(P##_set1_ps(4), a34, a12);                                             \
+        o[3] = P##_add_ps(P##_fmadd_ps(P##_set1_ps(8), s34, s12), m[5]);                           \
     } while (0)
+#define AT6(m, o) AT6_(__m512, _mm512, m, o)
 
 /* Output channel oc of the nl tiles t0 .. t0 + nl - 1 of the batch (row-major tile order, so a
  * vector may span tile rows and images: a 13x13 output has 4 tiles a row, and one vector serves 4
@@ -499,23 +505,251 @@ static FAST_AVX512 void blk_in(const WRun *r, int64_t t0, int nb, float *v, floa
 #pragma GCC diagnostic pop
 #endif
 
+/* The fused tail (conv_bind_tail's, when not applied in registers) of output channel oc over the
+ * batch's tile rows [row0, row1), one call per image. */
+static void blk_tail(const WRun *r, int64_t oc, int64_t row0, int64_t row1) {
+    const Conv *c = r->c;
+    if (r->epi == NULL || r->rt.on) return;
+    for (int64_t row = row0; row < row1;) {
+        int64_t n = row / r->th, ty0 = row % r->th, ty1 = min64(r->th, ty0 + row1 - row);
+        int64_t y0 = 4 * ty0, y1 = min64(c->oh, 4 * ty1);
+        conv_tail(r->epi, r->out, ((n * c->cout + oc) * c->oh + y0) * c->ow, (y1 - y0) * c->ow);
+        row += ty1 - ty0;
+    }
+}
+
 /* The block's output transform for output channels [oc0, oc1) from their products at m
  * (M[oc - oc0][alpha][column], nb columns), and the fused tail of the batch's tile rows
  * [row0, row1) (complete once this block is). */
 static FAST_AVX512 void blk_out(const WRun *r, int64_t t0, int nb, const float *m, int64_t oc0,
                                 int64_t oc1, int64_t row0, int64_t row1) {
-    const Conv *c = r->c;
     for (int64_t oc = oc0; oc < oc1; oc++) {
         const float *src = m + (oc - oc0) * WN * nb;
         for (int j = 0; j < nb; j += LANES)
             out_vec(r, oc, src + j, (size_t)nb, t0 + j, (int)min64(LANES, nb - j));
-        if (r->epi == NULL || r->rt.on) continue;
-        for (int64_t row = row0; row < row1;) { /* one call per image */
-            int64_t n = row / r->th, ty0 = row % r->th, ty1 = min64(r->th, ty0 + row1 - row);
-            int64_t y0 = 4 * ty0, y1 = min64(c->oh, 4 * ty1);
-            conv_tail(r->epi, r->out, ((n * c->cout + oc) * c->oh + y0) * c->ow, (y1 - y0) * c->ow);
-            row += ty1 - ty0;
+        blk_tail(r, oc, row0, row1);
+    }
+}
+
+/* ---- AVX2: the blocked form, 8 tiles a vector -------------------------------------------------
+ * The same passes as the AVX-512 blocked form, on 8-float vectors: every group's patch rows go
+ * through the d arrays (so a vector's 8 tiles may span tile rows, and its stores never cross a
+ * B panel: vectors start at multiples of 8 of the block's columns), 128-bit-lane shuffles
+ * instead of two-source permutes, and masks as integer vectors. */
+#define YL 8 /* tiles per vector */
+
+static FAST_AVX2 inline __m256i lanes_y(int64_t l0, int64_t l1) { /* lanes [l0, l1) of 8 */
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    l0 = l0 < 0 ? 0 : l0 > 8 ? 8 : l0, l1 = l1 < 0 ? 0 : l1 > 8 ? 8 : l1;
+    return _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)l0), lane),
+                               _mm256_cmpgt_epi32(_mm256_set1_epi32((int)l1), lane));
+}
+
+/* d[k][l] = z[4 l + k] (k < 6, l < 8) for the 40 floats z of five vectors: tile l's four floats
+ * are lanes 4 (l % 2) .. of z[l / 2]; the halves of z[q] and z[q + 2] gathered per tile pair,
+ * then a 4 x 4 transpose within each 128-bit lane. */
+static FAST_AVX2 inline void deinterleave_y(const __m256 z[5], __m256 d[WT]) {
+    __m256 u0 = _mm256_permute2f128_ps(z[0], z[2], 0x20),
+           u1 = _mm256_permute2f128_ps(z[0], z[2], 0x31);
+    __m256 u2 = _mm256_permute2f128_ps(z[1], z[3], 0x20),
+           u3 = _mm256_permute2f128_ps(z[1], z[3], 0x31);
+    __m256 t0 = _mm256_unpacklo_ps(u0, u1), t1 = _mm256_unpackhi_ps(u0, u1);
+    __m256 t2 = _mm256_unpacklo_ps(u2, u3), t3 = _mm256_unpackhi_ps(u2, u3);
+    d[0] = _mm256_shuffle_ps(t0, t2, 0x44);
+    d[1] = _mm256_shuffle_ps(t0, t2, 0xee);
+    d[2] = _mm256_shuffle_ps(t1, t3, 0x44);
+    d[3] = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256i next = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
+    d[4] = _mm256_blend_ps(_mm256_permutevar8x32_ps(d[0], next),
+                           _mm256_permutevar8x32_ps(z[4], _mm256_setzero_si256()), 0x80);
+    d[5] = _mm256_blend_ps(_mm256_permutevar8x32_ps(d[1], next),
+                           _mm256_permutevar8x32_ps(z[4], _mm256_set1_epi32(1)), 0x80);
+}
+
+/* Zero the lanes [cols, the end of their 8-float vector) of input channel ic's rows in the last
+ * B panel of the 36 items: the AVX2 tiles read a panel's columns up to a multiple of 8. */
+static FAST_AVX2 void zero_cols_y(float *v, size_t v_item, int64_t cin, int64_t ic, int64_t cols) {
+    int pad = (int)(cols % YL);
+    if (pad == 0) return;
+    float *row = v + (cols / SGEMM_NR) * cin * SGEMM_NR + ic * SGEMM_NR + cols % SGEMM_NR - pad;
+    __m256i m = lanes_y(pad, YL);
+    for (int a = 0; a < WN; a++)
+        _mm256_maskstore_ps(row + (size_t)a * v_item, m, _mm256_setzero_ps());
+}
+
+/* The block's input transform at AVX2 (blk_in's): each group of up to 8 tiles of one tile row
+ * (patch rows of 40 floats, masked at the input's edges) deinterleaved into the d arrays, then
+ * 8 consecutive tiles a vector into the 36 products' packed-B panels. */
+static FAST_AVX2 void blk_in_y(const WRun *r, int64_t t0, int nb, float *v, float *dk) {
+    const Conv *c = r->c;
+    int64_t per_image = r->th * r->tw, plane = c->h * c->w;
+    size_t v_item = kern_sgemm_packed_b_floats(c->cin, nb);
+    for (int64_t ic = 0; ic < c->cin; ic++) {
+        for (int64_t t = t0; t < t0 + nb;) {
+            int64_t n = t / per_image, ty = t % per_image / r->tw, tx = t % r->tw;
+            int64_t iy0 = 4 * ty - c->pt, ix0 = 4 * tx - c->pl, local = t - t0;
+            int nl = (int)min64(min64(YL, r->tw - tx), t0 + nb - t);
+            const float *xc = c->x + (n * c->cin + ic) * plane;
+            bool inside = ix0 >= 0 && ix0 + 5 * YL <= c->w;
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++) {
+                __m256 d[WT];
+                int64_t iy = iy0 + i;
+                if (iy < 0 || iy >= c->h) {
+#pragma GCC unroll 6
+                    for (int q = 0; q < WT; q++)
+                        d[q] = _mm256_setzero_ps();
+                } else {
+                    __m256 z[5];
+#pragma GCC unroll 6
+                    for (int q = 0; q < 5; q++) {
+                        int64_t at = iy * c->w + ix0 + YL * q; /* input column ix0 + 8 q */
+                        z[q] =
+                            inside
+                                ? _mm256_loadu_ps(xc + at)
+                                : _mm256_maskload_ps(off_ptr(xc, at),
+                                                     lanes_y(-ix0 - YL * q, c->w - ix0 - YL * q));
+                    }
+                    deinterleave_y(z, d);
+                }
+/* lanes past the group's tiles land where the next group (stored later) or the
+ * slack goes */
+#pragma GCC unroll 6
+                for (int q = 0; q < WT; q++)
+                    _mm256_storeu_ps(dk + (size_t)(i * WT + q) * r->db_stride + local, d[q]);
+            }
+            t += nl;
         }
+        for (int64_t j = 0; j < nb; j += YL) {
+            __m256 e[WT][WT];
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++) {
+                __m256 d[WT];
+#pragma GCC unroll 6
+                for (int k = 0; k < WT; k++)
+                    d[k] = _mm256_loadu_ps(dk + (size_t)(i * WT + k) * r->db_stride + j);
+                BT6_(__m256, _mm256, d, e[i]);
+            }
+            /* the column pass, stored at column j of the panels: j % 8 == 0, so the 8 lanes lie
+             * in one panel */
+            __m256i live = lanes_y(0, nb - j);
+            float *p0 = v + (j / SGEMM_NR) * c->cin * SGEMM_NR + ic * SGEMM_NR + j % SGEMM_NR;
+#pragma GCC unroll 6
+            for (int k = 0; k < WT; k++) {
+                __m256 col[WT], vv[WT];
+#pragma GCC unroll 6
+                for (int i = 0; i < WT; i++)
+                    col[i] = e[i][k];
+                BT6_(__m256, _mm256, col, vv);
+#pragma GCC unroll 6
+                for (int i = 0; i < WT; i++) {
+                    float *at = p0 + (size_t)(i * WT + k) * v_item;
+                    if (nb - j >= YL)
+                        _mm256_storeu_ps(at, vv[i]);
+                    else
+                        _mm256_maskstore_ps(at, live, vv[i]);
+                }
+            }
+        }
+        zero_cols_y(v, v_item, c->cin, ic, nb);
+    }
+}
+
+static FAST_AVX2 inline __m256 clamp_y(uint8_t clamp, float lo, float hi, __m256 v) {
+    if (clamp == K_CLAMP_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
+    if (clamp == K_CLAMP_CLIP)
+        return _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), v));
+    return v;
+}
+
+/* out_vec at AVX2: output channel oc of the nl (<= 8) tiles t0 .. of the batch from their 36
+ * products at src + alpha * mstride; each 4x4 result row interleaved into 32 output-ordered
+ * floats (a 4 x 4 transpose within 128-bit lanes, then the lanes' halves paired) and stored per
+ * run of lanes in one tile row. */
+static FAST_AVX2 void out_vec_y(const WRun *r, int64_t oc, const float *src, size_t mstride,
+                                int64_t t0, int nl) {
+    const Conv *c = r->c;
+    int at[YL + 1], n_runs = 0;
+    int64_t rty[YL], rtx[YL];
+    float *ro[YL];
+    int64_t row = t0 / r->tw, tx0 = t0 % r->tw;
+    for (int l = 0; l < nl; n_runs++) {
+        at[n_runs] = l, rty[n_runs] = row % r->th, rtx[n_runs] = tx0;
+        ro[n_runs] = r->out + (row / r->th * c->cout + oc) * c->oh * c->ow;
+        int len = (int)min64(nl - l, r->tw - tx0);
+        l += len, tx0 += len;
+        if (tx0 == r->tw) tx0 = 0, row++;
+    }
+    at[n_runs] = nl;
+    __m256i live = lanes_y(0, nl);
+    __m256 f[WT][4];
+#pragma GCC unroll 6
+    for (int i = 0; i < WT; i++) {
+        __m256 mv[WT];
+#pragma GCC unroll 6
+        for (int j = 0; j < WT; j++)
+            mv[j] = _mm256_maskload_ps(src + (size_t)(i * WT + j) * mstride, live);
+        AT6_(__m256, _mm256, mv, f[i]);
+    }
+    __m256 Y[4][4];
+#pragma GCC unroll 6
+    for (int b = 0; b < 4; b++) {
+        __m256 colb[WT], yb[4];
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++)
+            colb[i] = f[i][b];
+        AT6_(__m256, _mm256, colb, yb);
+#pragma GCC unroll 6
+        for (int a = 0; a < 4; a++)
+            Y[a][b] = yb[a];
+    }
+#pragma GCC unroll 6
+    for (int a = 0; a < 4; a++) {
+        /* u_p: tiles p and p + 4, their four values each; rr[q]: tiles 2q and 2q + 1 */
+        __m256 t0_ = _mm256_unpacklo_ps(Y[a][0], Y[a][1]),
+               t1_ = _mm256_unpackhi_ps(Y[a][0], Y[a][1]);
+        __m256 t2_ = _mm256_unpacklo_ps(Y[a][2], Y[a][3]),
+               t3_ = _mm256_unpackhi_ps(Y[a][2], Y[a][3]);
+        __m256 u0 = _mm256_shuffle_ps(t0_, t2_, 0x44), u1 = _mm256_shuffle_ps(t0_, t2_, 0xee);
+        __m256 u2 = _mm256_shuffle_ps(t1_, t3_, 0x44), u3 = _mm256_shuffle_ps(t1_, t3_, 0xee);
+        __m256 rr[4] = {_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u2, u3, 0x20),
+                        _mm256_permute2f128_ps(u0, u1, 0x31), _mm256_permute2f128_ps(u2, u3, 0x31)};
+        if (r->rt.on)
+#pragma GCC unroll 6
+            for (int q = 0; q < 4; q++) {
+                if (r->rt.bias != NULL) {
+                    __m256 b = _mm256_set1_ps(r->rt.bias[oc]);
+                    rr[q] = r->rt.first ? _mm256_add_ps(b, rr[q]) : _mm256_add_ps(rr[q], b);
+                }
+                if (r->rt.res == NULL) rr[q] = clamp_y(r->rt.clamp, r->rt.lo, r->rt.hi, rr[q]);
+            }
+        for (int k = 0; k < n_runs; k++) {
+            int64_t y = 4 * rty[k] + a;
+            if (y >= c->oh) continue;
+            int64_t f0 = 4 * at[k],
+                    f1 = f0 + min64(4 * (int64_t)(at[k + 1] - at[k]), c->ow - 4 * rtx[k]);
+            float *dst = ro[k] + y * c->ow + 4 * rtx[k] - f0; /* float f at dst + f */
+            for (int64_t q = f0 / YL; q * YL < f1; q++) {
+                __m256i m = lanes_y(f0 - YL * q, f1 - YL * q);
+                __m256 v_ = rr[q];
+                if (r->rt.on && r->rt.res != NULL) {
+                    __m256 t = _mm256_maskload_ps(r->rt.res + (dst + YL * q - r->out), m);
+                    v_ = clamp_y(r->rt.clamp, r->rt.lo, r->rt.hi,
+                                 r->rt.res_first ? _mm256_add_ps(t, v_) : _mm256_add_ps(v_, t));
+                }
+                _mm256_maskstore_ps(dst + YL * q, m, v_);
+            }
+        }
+    }
+}
+
+static FAST_AVX2 void blk_out_y(const WRun *r, int64_t t0, int nb, const float *m, int64_t oc0,
+                                int64_t oc1, int64_t row0, int64_t row1) {
+    for (int64_t oc = oc0; oc < oc1; oc++) {
+        const float *src = m + (oc - oc0) * WN * nb;
+        for (int j = 0; j < nb; j += YL)
+            out_vec_y(r, oc, src + j, (size_t)nb, t0 + j, (int)min64(YL, nb - j));
+        blk_tail(r, oc, row0, row1);
     }
 }
 
@@ -555,7 +789,10 @@ static void blk_task(void *ctx, int64_t task, int worker) {
     g.c = m;
     for (int64_t t0 = row0 * r->tw; t0 < t1; t0 += width) {
         int nb = (int)min64(width, t1 - t0);
-        blk_in(r, t0, nb, v, dk);
+        if (r->avx2)
+            blk_in_y(r, t0, nb, v, dk);
+        else
+            blk_in(r, t0, nb, v, dk);
         g.n = nb, g.ldc = WN * nb, g.c_bs = nb; /* M[oc - oc0][alpha][column] */
         if (r->n_parts == 1) {
             kern_sgemm_run(&g, NULL, gs);
@@ -571,7 +808,10 @@ static void blk_task(void *ctx, int64_t task, int worker) {
             }
         }
         int64_t done = (t0 + nb) / r->tw; /* tile rows before it are complete */
-        blk_out(r, t0, nb, m, oc0, oc1, row0, done);
+        if (r->avx2)
+            blk_out_y(r, t0, nb, m, oc0, oc1, row0, done);
+        else
+            blk_out(r, t0, nb, m, oc0, oc1, row0, done);
         row0 = done;
     }
 }
@@ -610,6 +850,9 @@ static bool blk_takes(WRun *r, int nt) {
     return true;
 }
 
+static _Atomic uint64_t n_avx2;
+uint64_t kern_conv_winograd_avx2_taken(void) { return n_avx2; }
+
 int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     WRun r = {.c = c, .th = cdiv(c->oh, 4), .tw = cdiv(c->ow, 4), .out = k_ptr(o)};
     r.tiles = c->batch * r.th * r.tw;
@@ -641,7 +884,18 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     r.bmax = min64(BMAX, BLOCK_BYTES / tile_bytes / SGEMM_NR * SGEMM_NR);
     if (r.bmax < SGEMM_NR) r.bmax = SGEMM_NR;
     r.u_item = u_item;
-    if (blk_takes(&r, nt)) {
+    r.avx2 = sup_isa() == SUP_ISA_AVX2;
+    bool blocked = blk_takes(&r, nt);
+    if (!blocked && r.avx2) {
+        /* no three-pass form at AVX2: on several threads a part of the output channels each
+         * where there are 2+ A panels a thread (all the tiles, the input transform repeated),
+         * else a range of tile rows each */
+        bool parts = nt > 1 && cdiv(c->cout, SGEMM_MR) >= 2 * nt;
+        r.n_ranges = parts ? 1 : (int)min64(nt, c->batch * r.th), r.n_parts = parts ? nt : 1;
+        blocked = true;
+    }
+    if (r.avx2) n_avx2++;
+    if (blocked) {
         /* worker w's buffers: V block, M block, d arrays, the product's scratch (none: both
          * operands are packed, but sized as gemm.h asks) */
         r.vb_floats = WN * kern_sgemm_packed_b_floats(c->cin, r.bmax);
