@@ -612,8 +612,8 @@ static FAST_AVX2 void blk_in_y(const WRun *r, int64_t t0, int nb, float *v, floa
                     }
                     deinterleave_y(z, d);
                 }
-/* lanes past the group's tiles land where the next group (stored later) or the
- * slack goes */
+                /* lanes past the group's tiles land in the next group's slots (stored later) or
+                 * the slack */
 #pragma GCC unroll 6
                 for (int q = 0; q < WT; q++)
                     _mm256_storeu_ps(dk + (size_t)(i * WT + q) * r->db_stride + local, d[q]);
@@ -714,7 +714,7 @@ static FAST_AVX2 void out_vec_y(const WRun *r, int64_t oc, const float *src, siz
         __m256 u2 = _mm256_shuffle_ps(t1_, t3_, 0x44), u3 = _mm256_shuffle_ps(t1_, t3_, 0xee);
         __m256 rr[4] = {_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u2, u3, 0x20),
                         _mm256_permute2f128_ps(u0, u1, 0x31), _mm256_permute2f128_ps(u2, u3, 0x31)};
-        if (r->rt.on)
+        if (r->rt.on) {
 #pragma GCC unroll 6
             for (int q = 0; q < 4; q++) {
                 if (r->rt.bias != NULL) {
@@ -723,6 +723,7 @@ static FAST_AVX2 void out_vec_y(const WRun *r, int64_t oc, const float *src, siz
                 }
                 if (r->rt.res == NULL) rr[q] = clamp_y(r->rt.clamp, r->rt.lo, r->rt.hi, rr[q]);
             }
+        }
         for (int k = 0; k < n_runs; k++) {
             int64_t y = 4 * rty[k] + a;
             if (y >= c->oh) continue;
