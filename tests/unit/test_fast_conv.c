@@ -772,12 +772,17 @@ static void pair_tests(SupPool *pool2) {
 
 /* ---- the phase product (conv_phase.c): few input channels, a stride ----------------------- */
 
-/* s through check_shape; at AVX-512 the phase product must have computed it */
-static void check_phase(const Shape *s, SupPool *pool2) {
-    uint64_t n0 = kern_conv_phase_taken();
+/* s through check_shape; where the machine has level `at`, the path whose count taken() gives
+ * (name `path`) must have computed it */
+static void check_taken(const Shape *s, SupPool *pool2, uint64_t (*taken)(void), SupIsa at,
+                        const char *path) {
+    uint64_t n0 = taken();
     check_shape(s, pool2);
-    if (sup_isa_detected() == SUP_ISA_AVX512)
-        CHECK(kern_conv_phase_taken() > n0, "%s: not computed by the phase product", s->what);
+    if (sup_isa_detected() >= at) CHECK(taken() > n0, "%s: not computed by %s", s->what, path);
+}
+
+static void check_phase(const Shape *s, SupPool *pool2) {
+    check_taken(s, pool2, kern_conv_phase_taken, SUP_ISA_AVX512, "the phase product");
 }
 
 /* ---- Winograd F(4x4, 3x3) (winograd.c): 3x3 stride 1, 16+ channels, 12+ outputs a side ---- */
@@ -797,13 +802,9 @@ static void winograd_tests(SupPool *pool2) {
         dense_conv("winograd 3x3 200->200 14x14", 1, 200, 14, 14, 200, 1, 3, 3, 1, 1, 1),
         dense_conv("winograd 3x3 400->20 14x13 pad 0", 1, 400, 16, 15, 20, 1, 3, 3, 1, 1, 0),
     };
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
-        uint64_t n0 = kern_conv_winograd_avx2_taken();
-        check_shape(&fixed[i], pool2);
-        if (sup_isa_detected() >= SUP_ISA_AVX2)
-            CHECK(kern_conv_winograd_avx2_taken() > n0, "%s: not computed by Winograd at AVX2",
-                  fixed[i].what);
-    }
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        check_taken(&fixed[i], pool2, kern_conv_winograd_avx2_taken, SUP_ISA_AVX2,
+                    "Winograd at AVX2");
 }
 
 static void phase_tests(SupPool *pool2) {

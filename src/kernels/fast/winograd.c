@@ -276,6 +276,41 @@ static void in_task(void *ctx, int64_t task, int worker) {
     } while (0)
 #define AT6(m, o) AT6_(__m512, _mm512, m, o)
 
+/* The runs of lanes of a vector of nl tiles t0 .. t0 + nl - 1 of the batch (row-major tile
+ * order) in one tile row each: lanes [at[k], at[k + 1]) are tiles (ty[k], tx[k] ..) of output
+ * channel oc's plane at o[k]. */
+typedef struct VecRuns {
+    int n, at[LANES + 1];
+    int64_t ty[LANES], tx[LANES];
+    float *o[LANES];
+} VecRuns;
+static inline void vec_runs(const WRun *r, int64_t oc, int64_t t0, int nl, VecRuns *v) {
+    const Conv *c = r->c;
+    int64_t row = t0 / r->tw, tx0 = t0 % r->tw; /* row: the tile row in the batch */
+    v->n = 0;
+    for (int l = 0; l < nl; v->n++) {
+        v->at[v->n] = l, v->ty[v->n] = row % r->th, v->tx[v->n] = tx0;
+        v->o[v->n] = r->out + (row / r->th * c->cout + oc) * c->oh * c->ow;
+        int len = (int)min64(nl - l, r->tw - tx0);
+        l += len, tx0 += len;
+        if (tx0 == r->tw) tx0 = 0, row++;
+    }
+    v->at[v->n] = nl;
+}
+
+/* Where row a (of 4) of run k's tiles goes: floats [*f0, *f1) of the vector's interleaved row
+ * (4 per tile) at the returned pointer + f (cropped at the plane's edge), or NULL below the
+ * plane. */
+static inline float *run_row(const WRun *r, const VecRuns *v, int k, int a, int64_t *f0,
+                             int64_t *f1) {
+    const Conv *c = r->c;
+    int64_t y = 4 * v->ty[k] + a;
+    if (y >= c->oh) return NULL;
+    *f0 = 4 * v->at[k];
+    *f1 = *f0 + min64(4 * (int64_t)(v->at[k + 1] - v->at[k]), c->ow - 4 * v->tx[k]);
+    return v->o[k] + y * c->ow + 4 * v->tx[k] - *f0;
+}
+
 /* Output channel oc of the nl tiles t0 .. t0 + nl - 1 of the batch (row-major tile order, so a
  * vector may span tile rows and images: a 13x13 output has 4 tiles a row, and one vector serves 4
  * rows where it served one), from their 36 products at src + alpha * mstride. Each 4x4 result row
@@ -283,24 +318,11 @@ static void in_task(void *ctx, int64_t task, int worker) {
  * per vector and run of lanes in one tile row. */
 static FAST_AVX512 inline void out_vec(const WRun *r, int64_t oc, const float *src, size_t mstride,
                                        int64_t t0, int nl) {
-    const Conv *c = r->c;
     const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i hi =
         _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    /* runs of lanes in one tile row: lanes [at[k], at[k + 1]) are tiles (rty[k], rtx[k] ..) of
-     * the plane at ro[k] */
-    int at[LANES + 1], n_runs = 0;
-    int64_t rty[LANES], rtx[LANES];
-    float *ro[LANES];
-    int64_t row = t0 / r->tw, tx0 = t0 % r->tw; /* row: the tile row in the batch */
-    for (int l = 0; l < nl; n_runs++) {
-        at[n_runs] = l, rty[n_runs] = row % r->th, rtx[n_runs] = tx0;
-        ro[n_runs] = r->out + (row / r->th * c->cout + oc) * c->oh * c->ow;
-        int len = (int)min64(nl - l, r->tw - tx0);
-        l += len, tx0 += len;
-        if (tx0 == r->tw) tx0 = 0, row++;
-    }
-    at[n_runs] = nl;
+    VecRuns runs;
+    vec_runs(r, oc, t0, nl, &runs);
     __mmask16 live = (__mmask16)((1u << nl) - 1);
     __m512 f[WT][4]; /* f[i][j]: rows of the 6x6 block transformed */
 #pragma GCC unroll 6
@@ -348,13 +370,10 @@ static FAST_AVX512 inline void out_vec(const WRun *r, int64_t oc, const float *s
                 }
                 if (r->rt.res == NULL) rr[q] = conv_clamp16(r->rt.clamp, r->rt.lo, r->rt.hi, rr[q]);
             }
-        for (int k = 0; k < n_runs; k++) {
-            int64_t y = 4 * rty[k] + a;
-            if (y >= c->oh) continue;
-            /* floats [f0, f1) of the row go to dst[f - f0], cropped at the plane's edge */
-            int64_t f0 = 4 * at[k],
-                    f1 = f0 + min64(4 * (int64_t)(at[k + 1] - at[k]), c->ow - 4 * rtx[k]);
-            float *dst = ro[k] + y * c->ow + 4 * rtx[k] - f0; /* float f at dst + f */
+        for (int k = 0; k < runs.n; k++) {
+            int64_t f0, f1; /* floats [f0, f1) of the row go to dst + f */
+            float *dst = run_row(r, &runs, k, a, &f0, &f1);
+            if (dst == NULL) continue;
             for (int64_t q = f0 / 16; q * 16 < f1; q++) {
                 int64_t b0 = f0 - 16 * q, b1 = f1 - 16 * q; /* lanes [b0, b1) of rr[q] */
                 uint32_t m =
@@ -668,19 +687,8 @@ static FAST_AVX2 inline __m256 clamp_y(uint8_t clamp, float lo, float hi, __m256
  * run of lanes in one tile row. */
 static FAST_AVX2 void out_vec_y(const WRun *r, int64_t oc, const float *src, size_t mstride,
                                 int64_t t0, int nl) {
-    const Conv *c = r->c;
-    int at[YL + 1], n_runs = 0;
-    int64_t rty[YL], rtx[YL];
-    float *ro[YL];
-    int64_t row = t0 / r->tw, tx0 = t0 % r->tw;
-    for (int l = 0; l < nl; n_runs++) {
-        at[n_runs] = l, rty[n_runs] = row % r->th, rtx[n_runs] = tx0;
-        ro[n_runs] = r->out + (row / r->th * c->cout + oc) * c->oh * c->ow;
-        int len = (int)min64(nl - l, r->tw - tx0);
-        l += len, tx0 += len;
-        if (tx0 == r->tw) tx0 = 0, row++;
-    }
-    at[n_runs] = nl;
+    VecRuns runs;
+    vec_runs(r, oc, t0, nl, &runs);
     __m256i live = lanes_y(0, nl);
     __m256 f[WT][4];
 #pragma GCC unroll 6
@@ -724,12 +732,10 @@ static FAST_AVX2 void out_vec_y(const WRun *r, int64_t oc, const float *src, siz
                 if (r->rt.res == NULL) rr[q] = clamp_y(r->rt.clamp, r->rt.lo, r->rt.hi, rr[q]);
             }
         }
-        for (int k = 0; k < n_runs; k++) {
-            int64_t y = 4 * rty[k] + a;
-            if (y >= c->oh) continue;
-            int64_t f0 = 4 * at[k],
-                    f1 = f0 + min64(4 * (int64_t)(at[k + 1] - at[k]), c->ow - 4 * rtx[k]);
-            float *dst = ro[k] + y * c->ow + 4 * rtx[k] - f0; /* float f at dst + f */
+        for (int k = 0; k < runs.n; k++) {
+            int64_t f0, f1;
+            float *dst = run_row(r, &runs, k, a, &f0, &f1);
+            if (dst == NULL) continue;
             for (int64_t q = f0 / YL; q * YL < f1; q++) {
                 __m256i m = lanes_y(f0 - YL * q, f1 - YL * q);
                 __m256 v_ = rr[q];
