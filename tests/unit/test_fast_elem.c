@@ -761,9 +761,8 @@ static void test_winograd(int trials) {
      * row (narrow: through the d arrays), 58x23 and 30x61 mix both edges. Blocked by output
      * channels on 2 threads (too few tiles to split): 48->192 and 20->50 (parts of 24 and 26
      * channels). Three passes: 40->20 at 12x12 on 2 threads (more input channels than output
-     * ones), and 200 channels each side (V and M of 32 tiles past 1.5 MiB). AVX2 has the blocked
-     * form alone: the last two by ranges of tile rows on 2 threads (40->20: too few channels for
-     * parts) and by output channels (200). */
+     * ones), and 200 channels each side (V and M of 32 tiles past 1.5 MiB); the same forms at
+     * AVX2. */
     static const int64_t shapes[][6] = {/* batch, cin, h, w, cout, pad */
                                         {2, 16, 55, 55, 64, 1},  {2, 32, 27, 27, 128, 1},
                                         {1, 48, 13, 13, 192, 1}, {2, 24, 58, 23, 40, 0},

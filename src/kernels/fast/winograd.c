@@ -17,9 +17,8 @@
  * three-pass form (where blocks would leave panels of the products mostly empty on some thread,
  * as a 13x13 image of 16 tiles on 2 threads, or where 32 tiles' V and M pass 1.5 MiB): each
  * pass over the whole batch, threaded on its own (per (image, input channel); over the 36
- * products; per (image, output channel)). AVX2 runs the blocked form alone, 8 tiles a vector
- * (blk_in_y, out_vec_y), where AVX-512 would take three passes with 32-tile blocks split by
- * output channels or tile rows.
+ * products; per (image, output channel)). AVX2 runs both forms on 8 tiles a vector (blk_in_y,
+ * in_plane_y, out_vec_y), every input transform through the d arrays.
  * The weights are transformed in double and rounded once. Error: bounded in tests by
  * 1e-5 * sum |w||x| per output, as every GEMM-based kernel; measured ~1e-6 (docs/kernels.md),
  * 10x the im2col path's, from the transforms' coefficients (up to 8 in A^T, 5 in B^T). */
@@ -32,6 +31,7 @@
 #define WN 36                    /* positions alpha */
 #define LANES 16                 /* tiles per vector */
 #define FLAT_TILES 4096          /* in_plane's flat form: tiles per image, at most */
+#define CHUNK_TILES 64           /* in_plane_y: tiles per chunk of tile rows, at most */
 #define BMAX 128                 /* the blocked form: tiles per block, at most */
 #define BLOCK_BYTES (768 * 1024) /* its V and M blocks: one core's L2 (1 MiB) less U's stream */
 
@@ -108,7 +108,8 @@ typedef struct WRun {
     size_t u_item;
     float *wbuf;
     size_t w_floats, vb_floats, mb_floats, db_stride, db_floats, gs_bytes;
-    bool avx2; /* the AVX2 level: the blocked form alone, 8 tiles a vector (blk_in_y, blk_out_y) */
+    bool avx2; /* the AVX2 level: 8 tiles a vector (blk_in_y, blk_out_y; in_plane_y, out_plane_y) */
+    int64_t chunk_rows; /* in_plane_y: tile rows a chunk (its d arrays) */
 } WRun;
 
 /* v[j] = (B^T d)[j] for the six rows (or columns) d, vectors of type V with intrinsics P##_*
@@ -257,10 +258,19 @@ static FAST_AVX512 void zero_cols(float *v, size_t v_item, int64_t cin, int64_t 
         _mm512_mask_storeu_ps(row + (size_t)a * v_item, m, _mm512_setzero_ps());
 }
 
+static FAST_AVX2 void in_plane_y(const WRun *r, int64_t n, int64_t ic, float *plane);
+static FAST_AVX2 void zero_cols_y(float *v, size_t v_item, int64_t cin, int64_t ic, int64_t cols);
+
 static void in_task(void *ctx, int64_t task, int worker) {
     const WRun *r = ctx;
     int64_t n = task / r->c->cin, ic = task % r->c->cin;
-    in_plane(r, n, ic, r->planes + (size_t)worker * r->thread_floats);
+    float *plane = r->planes + (size_t)worker * r->thread_floats;
+    if (r->avx2) {
+        in_plane_y(r, n, ic, plane);
+        if (n == r->c->batch - 1) zero_cols_y(r->v, r->v_item, r->c->cin, ic, r->tiles);
+        return;
+    }
+    in_plane(r, n, ic, plane);
     if (n == r->c->batch - 1) zero_cols(r->v, r->v_item, r->c->cin, ic, r->tiles);
 }
 
@@ -403,10 +413,12 @@ static FAST_AVX512 void out_plane(const WRun *r, int64_t n, int64_t oc) {
         conv_tail(r->epi, r->out, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
 }
 
+static FAST_AVX2 void out_plane_y(const WRun *r, int64_t n, int64_t oc);
+
 static void out_task(void *ctx, int64_t task, int worker) {
     (void)worker;
     const WRun *r = ctx;
-    out_plane(r, task / r->c->cout, task % r->c->cout);
+    (r->avx2 ? out_plane_y : out_plane)(r, task / r->c->cout, task % r->c->cout);
 }
 
 /* ---- the blocked form -------------------------------------------------------------------------
@@ -760,6 +772,90 @@ static FAST_AVX2 void blk_out_y(const WRun *r, int64_t t0, int nb, const float *
     }
 }
 
+/* The three-pass form at AVX2, tile rows [ty0, ty1) of one (image, input channel) from its
+ * padded plane: in_plane's narrow form for every plane (each patch row deinterleaved once into
+ * the d arrays over the chunk's tiles, then 8 consecutive tiles a vector, across tile rows) into
+ * V's panels at the chunk's columns; a vector's lanes may straddle two panels. */
+static FAST_AVX2 void in_chunk_y(const WRun *r, int64_t n, int64_t ic, const float *plane,
+                                 float *dk, int64_t ty0, int64_t ty1) {
+    const Conv *c = r->c;
+    for (int64_t ty = ty0; ty < ty1; ty++)
+        for (int64_t tx0 = 0; tx0 < r->tw; tx0 += YL) {
+            int64_t local = (ty - ty0) * r->tw + tx0;
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++) {
+                /* 40 floats from the patch row (the plane's slack past the last row); lanes past
+                 * the row's tiles land where later groups or the slack go */
+                const float *row = plane + (4 * ty + i) * r->pw + 4 * tx0;
+                __m256 z[5], d[WT];
+#pragma GCC unroll 6
+                for (int q = 0; q < 5; q++)
+                    z[q] = _mm256_loadu_ps(row + YL * q);
+                deinterleave_y(z, d);
+#pragma GCC unroll 6
+                for (int k = 0; k < WT; k++)
+                    _mm256_storeu_ps(dk + (size_t)(i * WT + k) * r->d_stride + local, d[k]);
+            }
+        }
+    int64_t tiles = (ty1 - ty0) * r->tw, col0 = n * r->th * r->tw + ty0 * r->tw;
+    for (int64_t t = 0; t < tiles; t += YL) {
+        __m256 e[WT][WT];
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++) {
+            __m256 d[WT];
+#pragma GCC unroll 6
+            for (int k = 0; k < WT; k++)
+                d[k] = _mm256_loadu_ps(dk + (size_t)(i * WT + k) * r->d_stride + t);
+            BT6_(__m256, _mm256, d, e[i]);
+        }
+        /* lanes [0, first) in column j's panel, the rest (of nl) in the next one (lane l at
+         * p1 + l) */
+        int64_t j = col0 + t, nl = min64(YL, tiles - t);
+        int64_t first = min64(nl, SGEMM_NR - j % SGEMM_NR);
+        __m256i m0 = lanes_y(0, first), m1 = lanes_y(first, nl);
+        float *p0 = r->v + (j / SGEMM_NR) * c->cin * SGEMM_NR + ic * SGEMM_NR + j % SGEMM_NR;
+        float *p1 = p0 + c->cin * SGEMM_NR - SGEMM_NR;
+#pragma GCC unroll 6
+        for (int k = 0; k < WT; k++) {
+            __m256 col[WT], vv[WT];
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++)
+                col[i] = e[i][k];
+            BT6_(__m256, _mm256, col, vv);
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++) {
+                size_t a = (size_t)(i * WT + k) * r->v_item;
+                _mm256_maskstore_ps(p0 + a, m0, vv[i]);
+                if (first < nl) _mm256_maskstore_ps(p1 + a, m1, vv[i]);
+            }
+        }
+    }
+}
+
+/* One (image, input channel) of the three-pass form at AVX2: the padded plane, then chunks of
+ * chunk_rows tile rows (their d arrays stay within d_stride). */
+static FAST_AVX2 void in_plane_y(const WRun *r, int64_t n, int64_t ic, float *plane) {
+    const Conv *c = r->c;
+    const float *x = c->x + (n * c->cin + ic) * c->h * c->w;
+    for (int64_t ih = 0; ih < c->h && ih + c->pt < r->ph; ih++)
+        memcpy(plane + (ih + c->pt) * r->pw + c->pl, x + ih * c->w,
+               (size_t)min64(c->w, r->pw - c->pl) * sizeof(float));
+    for (int64_t ty0 = 0; ty0 < r->th; ty0 += r->chunk_rows)
+        in_chunk_y(r, n, ic, plane, plane + r->plane_floats, ty0,
+                   min64(r->th, ty0 + r->chunk_rows));
+}
+
+/* One (image, output channel) of the three-pass form at AVX2: 8 tiles at a time, then the
+ * fused tail. */
+static FAST_AVX2 void out_plane_y(const WRun *r, int64_t n, int64_t oc) {
+    int64_t per_image = r->th * r->tw;
+    const float *src = r->m + oc * WN * r->tiles + n * per_image; /* M[oc][alpha][tile] */
+    for (int64_t t0 = 0; t0 < per_image; t0 += YL)
+        out_vec_y(r, oc, src + t0, (size_t)r->tiles, n * per_image + t0,
+                  (int)min64(YL, per_image - t0));
+    blk_tail(r, oc, n * r->th, (n + 1) * r->th);
+}
+
 /* Tiles per block for a task of len tiles: blocks of equal width in whole panels, at most bmax. */
 static int64_t blk_width(const WRun *r, int64_t len) {
     int64_t blocks = cdiv(len, r->bmax);
@@ -892,17 +988,8 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     if (r.bmax < SGEMM_NR) r.bmax = SGEMM_NR;
     r.u_item = u_item;
     r.avx2 = sup_isa() == SUP_ISA_AVX2;
-    bool blocked = blk_takes(&r, nt);
-    if (!blocked && r.avx2) {
-        /* no three-pass form at AVX2: on several threads a part of the output channels each
-         * where there are 2+ A panels a thread (all the tiles, the input transform repeated),
-         * else a range of tile rows each */
-        bool parts = nt > 1 && cdiv(c->cout, SGEMM_MR) >= 2 * nt;
-        r.n_ranges = parts ? 1 : (int)min64(nt, c->batch * r.th), r.n_parts = parts ? nt : 1;
-        blocked = true;
-    }
     if (r.avx2) n_avx2++;
-    if (blocked) {
+    if (blk_takes(&r, nt)) {
         /* worker w's buffers: V block, M block, d arrays, the product's scratch (none: both
          * operands are packed, but sized as gemm.h asks) */
         r.vb_floats = WN * kern_sgemm_packed_b_floats(c->cin, r.bmax);
@@ -929,6 +1016,10 @@ int kern_conv_winograd(KCall *kc, const Conv *c, const DLTensor *o) {
     /* the flat form deinterleaves one vector (16 tiles) per patch row of a tile row: tw <= 16 */
     r.flat = r.tw < 12 && r.th * r.tw <= FLAT_TILES;
     r.d_stride = r.flat ? (size_t)((r.th * r.tw + 2 * LANES - 1) / LANES * LANES) : 0;
+    if (r.avx2) { /* in_plane_y: d arrays over chunks of whole tile rows, at most CHUNK_TILES */
+        r.chunk_rows = r.tw >= CHUNK_TILES ? 1 : min64(r.th, CHUNK_TILES / r.tw);
+        r.d_stride = (size_t)((r.chunk_rows * r.tw + 2 * LANES - 1) / LANES * LANES);
+    }
     r.thread_floats = r.plane_floats + WN * r.d_stride;
     r.v_item = kern_sgemm_packed_b_floats(c->cin, r.tiles);
     /* V and M: every float written before it is read (in_task zeroes V's padding columns, the
