@@ -608,6 +608,48 @@ static FAST_AVX2 void zero_cols_y(float *v, size_t v_item, int64_t cin, int64_t 
         _mm256_maskstore_ps(row + (size_t)a * v_item, m, _mm256_setzero_ps());
 }
 
+/* The transform of `tiles` tiles from the d arrays at dk (ds floats apart), 8 a vector, into
+ * input channel ic's rows of the 36 items of V at v (v_item floats apart, depth cin) at columns
+ * col0 ..: a vector's lanes [0, first) lie in its first column's panel, the rest in the next one
+ * (lane l at p1 + l). */
+static FAST_AVX2 inline void d_to_v_y(const float *dk, size_t ds, int64_t tiles, float *v,
+                                      size_t v_item, int64_t cin, int64_t ic, int64_t col0) {
+    for (int64_t t = 0; t < tiles; t += YL) {
+        __m256 e[WT][WT];
+#pragma GCC unroll 6
+        for (int i = 0; i < WT; i++) {
+            __m256 d[WT];
+#pragma GCC unroll 6
+            for (int k = 0; k < WT; k++)
+                d[k] = _mm256_loadu_ps(dk + (size_t)(i * WT + k) * ds + t);
+            BT6_(__m256, _mm256, d, e[i]);
+        }
+        int64_t j = col0 + t, nl = min64(YL, tiles - t);
+        int64_t first = min64(nl, SGEMM_NR - j % SGEMM_NR);
+        __m256i m0 = lanes_y(0, first), m1 = lanes_y(first, nl);
+        float *p0 = v + (j / SGEMM_NR) * cin * SGEMM_NR + ic * SGEMM_NR + j % SGEMM_NR;
+        float *p1 = p0 + cin * SGEMM_NR - SGEMM_NR;
+#pragma GCC unroll 6
+        for (int k = 0; k < WT; k++) {
+            __m256 col[WT], vv[WT];
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++)
+                col[i] = e[i][k];
+            BT6_(__m256, _mm256, col, vv);
+#pragma GCC unroll 6
+            for (int i = 0; i < WT; i++) {
+                size_t a = (size_t)(i * WT + k) * v_item;
+                if (first == YL) {
+                    _mm256_storeu_ps(p0 + a, vv[i]);
+                    continue;
+                }
+                _mm256_maskstore_ps(p0 + a, m0, vv[i]);
+                if (first < nl) _mm256_maskstore_ps(p1 + a, m1, vv[i]);
+            }
+        }
+    }
+}
+
 /* The block's input transform at AVX2 (blk_in's): each group of up to 8 tiles of one tile row
  * (patch rows of 40 floats, masked at the input's edges) deinterleaved into the d arrays, then
  * 8 consecutive tiles a vector into the 36 products' packed-B panels. */
@@ -651,37 +693,8 @@ static FAST_AVX2 void blk_in_y(const WRun *r, int64_t t0, int nb, float *v, floa
             }
             t += nl;
         }
-        for (int64_t j = 0; j < nb; j += YL) {
-            __m256 e[WT][WT];
-#pragma GCC unroll 6
-            for (int i = 0; i < WT; i++) {
-                __m256 d[WT];
-#pragma GCC unroll 6
-                for (int k = 0; k < WT; k++)
-                    d[k] = _mm256_loadu_ps(dk + (size_t)(i * WT + k) * r->db_stride + j);
-                BT6_(__m256, _mm256, d, e[i]);
-            }
-            /* the column pass, stored at column j of the panels: j % 8 == 0, so the 8 lanes lie
-             * in one panel */
-            __m256i live = lanes_y(0, nb - j);
-            float *p0 = v + (j / SGEMM_NR) * c->cin * SGEMM_NR + ic * SGEMM_NR + j % SGEMM_NR;
-#pragma GCC unroll 6
-            for (int k = 0; k < WT; k++) {
-                __m256 col[WT], vv[WT];
-#pragma GCC unroll 6
-                for (int i = 0; i < WT; i++)
-                    col[i] = e[i][k];
-                BT6_(__m256, _mm256, col, vv);
-#pragma GCC unroll 6
-                for (int i = 0; i < WT; i++) {
-                    float *at = p0 + (size_t)(i * WT + k) * v_item;
-                    if (nb - j >= YL)
-                        _mm256_storeu_ps(at, vv[i]);
-                    else
-                        _mm256_maskstore_ps(at, live, vv[i]);
-                }
-            }
-        }
+        /* from column 0 of the block: vectors at multiples of 8, so none straddles panels */
+        d_to_v_y(dk, r->db_stride, nb, v, v_item, c->cin, ic, 0);
         zero_cols_y(v, v_item, c->cin, ic, nb);
     }
 }
@@ -797,39 +810,8 @@ static FAST_AVX2 void in_chunk_y(const WRun *r, int64_t n, int64_t ic, const flo
                     _mm256_storeu_ps(dk + (size_t)(i * WT + k) * r->d_stride + local, d[k]);
             }
         }
-    int64_t tiles = (ty1 - ty0) * r->tw, col0 = n * r->th * r->tw + ty0 * r->tw;
-    for (int64_t t = 0; t < tiles; t += YL) {
-        __m256 e[WT][WT];
-#pragma GCC unroll 6
-        for (int i = 0; i < WT; i++) {
-            __m256 d[WT];
-#pragma GCC unroll 6
-            for (int k = 0; k < WT; k++)
-                d[k] = _mm256_loadu_ps(dk + (size_t)(i * WT + k) * r->d_stride + t);
-            BT6_(__m256, _mm256, d, e[i]);
-        }
-        /* lanes [0, first) in column j's panel, the rest (of nl) in the next one (lane l at
-         * p1 + l) */
-        int64_t j = col0 + t, nl = min64(YL, tiles - t);
-        int64_t first = min64(nl, SGEMM_NR - j % SGEMM_NR);
-        __m256i m0 = lanes_y(0, first), m1 = lanes_y(first, nl);
-        float *p0 = r->v + (j / SGEMM_NR) * c->cin * SGEMM_NR + ic * SGEMM_NR + j % SGEMM_NR;
-        float *p1 = p0 + c->cin * SGEMM_NR - SGEMM_NR;
-#pragma GCC unroll 6
-        for (int k = 0; k < WT; k++) {
-            __m256 col[WT], vv[WT];
-#pragma GCC unroll 6
-            for (int i = 0; i < WT; i++)
-                col[i] = e[i][k];
-            BT6_(__m256, _mm256, col, vv);
-#pragma GCC unroll 6
-            for (int i = 0; i < WT; i++) {
-                size_t a = (size_t)(i * WT + k) * r->v_item;
-                _mm256_maskstore_ps(p0 + a, m0, vv[i]);
-                if (first < nl) _mm256_maskstore_ps(p1 + a, m1, vv[i]);
-            }
-        }
-    }
+    d_to_v_y(dk, r->d_stride, (ty1 - ty0) * r->tw, r->v, r->v_item, c->cin, ic,
+             n * r->th * r->tw + ty0 * r->tw);
 }
 
 /* One (image, input channel) of the three-pass form at AVX2: the padded plane, then chunks of
