@@ -188,6 +188,16 @@ static FAST_AVX512 inline void store_tiles(float *v, size_t v_item, int64_t cin,
     }
 }
 
+/* The three-pass form's padded plane of (image n, input channel ic): only input positions are
+ * written, the same for every plane, so the rest stays zero. */
+static void fill_plane(const WRun *r, int64_t n, int64_t ic, float *plane) {
+    const Conv *c = r->c;
+    const float *x = c->x + (n * c->cin + ic) * c->h * c->w;
+    for (int64_t ih = 0; ih < c->h && ih + c->pt < r->ph; ih++)
+        memcpy(plane + (ih + c->pt) * r->pw + c->pl, x + ih * c->w,
+               (size_t)min64(c->w, r->pw - c->pl) * sizeof(float));
+}
+
 /* One (image, input channel): the padded plane, then every tile's 36 transformed values, 16 tiles
  * a vector. Wide planes (flat false): 16 tiles of one tile row, each patch row 80 contiguous
  * floats deinterleaved. Narrow ones (flat: fewer than 12 tiles a row, which would leave lanes
@@ -196,11 +206,7 @@ static FAST_AVX512 inline void store_tiles(float *v, size_t v_item, int64_t cin,
  * 13x13 output: one vector for its 16 tiles where each of 4 tile rows took one). */
 static FAST_AVX512 void in_plane(const WRun *r, int64_t n, int64_t ic, float *plane) {
     const Conv *c = r->c;
-    const float *x = c->x + (n * c->cin + ic) * c->h * c->w;
-    /* only input positions are written, the same for every plane: the rest stays zero */
-    for (int64_t ih = 0; ih < c->h && ih + c->pt < r->ph; ih++)
-        memcpy(plane + (ih + c->pt) * r->pw + c->pl, x + ih * c->w,
-               (size_t)min64(c->w, r->pw - c->pl) * sizeof(float));
+    fill_plane(r, n, ic, plane);
     __m512 e[WT][WT]; /* e[row][j]: the rows transformed */
     if (!r->flat) {
         for (int64_t ty = 0; ty < r->th; ty++)
@@ -401,16 +407,27 @@ static FAST_AVX512 inline void out_vec(const WRun *r, int64_t oc, const float *s
     }
 }
 
+/* The fused tail (conv_bind_tail's, when not applied in registers) of output channel oc over the
+ * batch's tile rows [row0, row1), one call per image. */
+static void tail_rows(const WRun *r, int64_t oc, int64_t row0, int64_t row1) {
+    const Conv *c = r->c;
+    if (r->epi == NULL || r->rt.on) return;
+    for (int64_t row = row0; row < row1;) {
+        int64_t n = row / r->th, ty0 = row % r->th, ty1 = min64(r->th, ty0 + row1 - row);
+        int64_t y0 = 4 * ty0, y1 = min64(c->oh, 4 * ty1);
+        conv_tail(r->epi, r->out, ((n * c->cout + oc) * c->oh + y0) * c->ow, (y1 - y0) * c->ow);
+        row += ty1 - ty0;
+    }
+}
+
 /* One (image, output channel) of the three-pass form: 16 tiles at a time, then the fused tail. */
 static FAST_AVX512 void out_plane(const WRun *r, int64_t n, int64_t oc) {
-    const Conv *c = r->c;
     int64_t per_image = r->th * r->tw;
     const float *src = r->m + oc * WN * r->tiles + n * per_image; /* M[oc][alpha][tile] */
     for (int64_t t0 = 0; t0 < per_image; t0 += LANES)
         out_vec(r, oc, src + t0, (size_t)r->tiles, n * per_image + t0,
                 (int)min64(LANES, per_image - t0));
-    if (r->epi != NULL && !r->rt.on)
-        conv_tail(r->epi, r->out, (n * c->cout + oc) * c->oh * c->ow, c->oh * c->ow);
+    tail_rows(r, oc, n * r->th, (n + 1) * r->th);
 }
 
 static FAST_AVX2 void out_plane_y(const WRun *r, int64_t n, int64_t oc);
@@ -536,19 +553,6 @@ static FAST_AVX512 void blk_in(const WRun *r, int64_t t0, int nb, float *v, floa
 #pragma GCC diagnostic pop
 #endif
 
-/* The fused tail (conv_bind_tail's, when not applied in registers) of output channel oc over the
- * batch's tile rows [row0, row1), one call per image. */
-static void blk_tail(const WRun *r, int64_t oc, int64_t row0, int64_t row1) {
-    const Conv *c = r->c;
-    if (r->epi == NULL || r->rt.on) return;
-    for (int64_t row = row0; row < row1;) {
-        int64_t n = row / r->th, ty0 = row % r->th, ty1 = min64(r->th, ty0 + row1 - row);
-        int64_t y0 = 4 * ty0, y1 = min64(c->oh, 4 * ty1);
-        conv_tail(r->epi, r->out, ((n * c->cout + oc) * c->oh + y0) * c->ow, (y1 - y0) * c->ow);
-        row += ty1 - ty0;
-    }
-}
-
 /* The block's output transform for output channels [oc0, oc1) from their products at m
  * (M[oc - oc0][alpha][column], nb columns), and the fused tail of the batch's tile rows
  * [row0, row1) (complete once this block is). */
@@ -558,15 +562,15 @@ static FAST_AVX512 void blk_out(const WRun *r, int64_t t0, int nb, const float *
         const float *src = m + (oc - oc0) * WN * nb;
         for (int j = 0; j < nb; j += LANES)
             out_vec(r, oc, src + j, (size_t)nb, t0 + j, (int)min64(LANES, nb - j));
-        blk_tail(r, oc, row0, row1);
+        tail_rows(r, oc, row0, row1);
     }
 }
 
-/* ---- AVX2: the blocked form, 8 tiles a vector -------------------------------------------------
- * The same passes as the AVX-512 blocked form, on 8-float vectors: every group's patch rows go
- * through the d arrays (so a vector's 8 tiles may span tile rows, and its stores never cross a
- * B panel: vectors start at multiples of 8 of the block's columns), 128-bit-lane shuffles
- * instead of two-source permutes, and masks as integer vectors. */
+/* ---- AVX2: both forms, 8 tiles a vector -------------------------------------------------------
+ * The same passes as at AVX-512, on 8-float vectors: every input transform goes through the d
+ * arrays (so a vector's 8 tiles may span tile rows; in the blocked form vectors start at
+ * multiples of 8 of the block's columns and never straddle a B panel, in the three passes they
+ * may), 128-bit-lane shuffles instead of two-source permutes, and masks as integer vectors. */
 #define YL 8 /* tiles per vector */
 
 static FAST_AVX2 inline __m256i lanes_y(int64_t l0, int64_t l1) { /* lanes [l0, l1) of 8 */
@@ -781,7 +785,7 @@ static FAST_AVX2 void blk_out_y(const WRun *r, int64_t t0, int nb, const float *
         const float *src = m + (oc - oc0) * WN * nb;
         for (int j = 0; j < nb; j += YL)
             out_vec_y(r, oc, src + j, (size_t)nb, t0 + j, (int)min64(YL, nb - j));
-        blk_tail(r, oc, row0, row1);
+        tail_rows(r, oc, row0, row1);
     }
 }
 
@@ -817,11 +821,7 @@ static FAST_AVX2 void in_chunk_y(const WRun *r, int64_t n, int64_t ic, const flo
 /* One (image, input channel) of the three-pass form at AVX2: the padded plane, then chunks of
  * chunk_rows tile rows (their d arrays stay within d_stride). */
 static FAST_AVX2 void in_plane_y(const WRun *r, int64_t n, int64_t ic, float *plane) {
-    const Conv *c = r->c;
-    const float *x = c->x + (n * c->cin + ic) * c->h * c->w;
-    for (int64_t ih = 0; ih < c->h && ih + c->pt < r->ph; ih++)
-        memcpy(plane + (ih + c->pt) * r->pw + c->pl, x + ih * c->w,
-               (size_t)min64(c->w, r->pw - c->pl) * sizeof(float));
+    fill_plane(r, n, ic, plane);
     for (int64_t ty0 = 0; ty0 < r->th; ty0 += r->chunk_rows)
         in_chunk_y(r, n, ic, plane, plane + r->plane_floats, ty0,
                    min64(r->th, ty0 + r->chunk_rows));
@@ -835,7 +835,7 @@ static FAST_AVX2 void out_plane_y(const WRun *r, int64_t n, int64_t oc) {
     for (int64_t t0 = 0; t0 < per_image; t0 += YL)
         out_vec_y(r, oc, src + t0, (size_t)r->tiles, n * per_image + t0,
                   (int)min64(YL, per_image - t0));
-    blk_tail(r, oc, n * r->th, (n + 1) * r->th);
+    tail_rows(r, oc, n * r->th, (n + 1) * r->th);
 }
 
 /* Tiles per block for a task of len tiles: blocks of equal width in whole panels, at most bmax. */
