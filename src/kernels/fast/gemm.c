@@ -37,10 +37,14 @@
 #define NC_WIDE 2048                     /* up to 2048: a 12-row strip of C (96 KiB) stays in L2 */
 /* Packed A of more bytes than this in a call is taken to come from memory: its slivers are
  * prefetched one ahead when few B panels use each (gemm_task). ResNet-18's 256-channel Winograd
- * layers (U: 9.4 MB) at 1 thread, Intel Xeon: 18.0-18.6 -> 16.8-17.1 ms for the model;
- * SqueezeNet's 13 x 13 ones (U: 1.3-2.4 MB, from L3) were 5-20% slower with it (the prefetch
- * instructions cost more than the misses they hide there). */
+ * layers (U: 9.4 MB) at 1 thread, Intel Xeon: 18.0-18.6 -> 16.8-17.1 ms for the model. A call
+ * on one thread (a Winograd form's products, which run inside a thread's task) takes 1 MB:
+ * SqueezeNet's 13 x 13 Winograd layers (U: 1.3-2.4 MB) ran 7-16% faster in the model with it,
+ * ResNet-18's 128 channels at 28 x 28 (U: 2.4 MB) likewise; on 2 threads, where both threads
+ * read every sliver of SqueezeNet's classifier (A: 2 MB, tasks of 1-2 panels), 1 MB made that
+ * layer 7% slower. */
 #define STREAM_A_BYTES (4 << 20)
+#define STREAM_A_BYTES_1T (1 << 20)
 /* depth of a block of B read in place from rows in separate pages (plan_gemm) */
 #define KC_STREAMS 32
 /* panels ahead that the first row panel's tiles prefetch of B read in place (gemm_task) */
@@ -969,7 +973,7 @@ typedef struct Run {
                       * (gemm_task) */
     TileTail tail;   /* its clamp and bias order (the bias pointers: tile_tail) */
     const SGemmKEpi *bias; /* epi_bias's binding, or NULL */
-    bool stream_a;         /* A packed before, over STREAM_A_BYTES in all: prefetched (gemm_task) */
+    bool stream_a;         /* A packed before, over STREAM_A_BYTES(_1T): prefetched (gemm_task) */
     bool backward;         /* a GEMV walks its B panels last to first (gemv_task) */
     const float *a_packed;
     float *bbufs; /* thread w's buffers at bbufs + w * (align16(pl.bbuf) + align16(pl.abuf)):
@@ -1243,7 +1247,7 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
     r.stream_a = g->a_packed != NULL && !r.pl.lda && !r.pl.a_task &&
                  (double)r.pl.a_item * (double)(g->a_mod ? min64(g->a_mod, g->batch) : g->batch) *
                          sizeof(float) >
-                     STREAM_A_BYTES;
+                     (n_threads == 1 ? STREAM_A_BYTES_1T : STREAM_A_BYTES);
     float *s = scratch;
     if (r.pl.n_a > 0 && g->k > 0) {
         r.a_dst = s;
