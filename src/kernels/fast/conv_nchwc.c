@@ -360,7 +360,9 @@ static void nc_tile(const NcRun *r, const float *x, const float *w, float *o, co
                     hi = pf->bytes * (q + n - pf->p0) / pf->n;
             int64_t steps = nky * nkx * r->icb_g * (r->xb == 1 ? 1 : 16);
             at += lo;
-            pstep = hi > lo ? min64(64, cdiv(hi - lo, steps)) : 0;
+            pstep = min64(64, cdiv(hi - lo, steps));
+            if (lo + pstep * steps > pf->bytes) /* stay inside the next tile's weights */
+                pstep = (pf->bytes - lo) / steps;
         }
         if (r->dw)
             dw16_fns[n - 1](r, x, w, o, bv, nky, nkx, at, pstep);
