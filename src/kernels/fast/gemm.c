@@ -38,7 +38,8 @@
 /* Packed A of more bytes than this in a call is taken to come from memory: its slivers are
  * prefetched one ahead when few B panels use each (gemm_task). ResNet-18's 256-channel Winograd
  * layers (U: 9.4 MB) at 1 thread, Intel Xeon: 18.0-18.6 -> 16.8-17.1 ms for the model. A call
- * on one thread (a Winograd form's products, which run inside a thread's task) takes 1 MB:
+ * on one thread (every product at 1 thread; at any count, the blocked Winograd form's products,
+ * which run inside a thread's task) takes 1 MB:
  * SqueezeNet's 13 x 13 Winograd layers (U: 1.3-2.4 MB) ran 7-16% faster in the model with it,
  * ResNet-18's 128 channels at 28 x 28 (U: 2.4 MB) likewise; on 2 threads, where both threads
  * read every sliver of SqueezeNet's classifier (A: 2 MB, tasks of 1-2 panels), 1 MB made that
