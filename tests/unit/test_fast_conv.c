@@ -520,6 +520,11 @@ static Shape dense_conv(const char *what, int64_t n, int64_t cin, int64_t h, int
                    .pad = {p, p, p, p}};
 }
 
+static Shape strides(Shape s, int64_t sh, int64_t sw) {
+    s.sh = sh, s.sw = sw;
+    return s;
+}
+
 static Shape blocked(Shape s, int64_t b) {
     s.block = b;
     return s;
@@ -1014,6 +1019,14 @@ int main(int argc, char **argv) {
         dense_conv("1x1 300->64 14x14", 1, 300, 14, 14, 64, 1, 1, 1, 1, 1, 0),
         dense_conv("1x1 24->37 23x29", 2, 24, 23, 29, 37, 1, 1, 1, 1, 1, 0),
         dense_conv("1x1/2 64->40 15x15", 1, 64, 15, 15, 40, 1, 1, 1, 2, 1, 0),
+        /* strided 1x1: the input sampled first (sample_input), rows of 38 outputs (16, 16, 6)
+         * and 17 (16, 1), each row's last sample at w - 1 or w - 2; two images, two groups;
+         * strides (3, 2) and (2, 3) */
+        dense_conv("1x1/2 48->72 37x75 (product)", 2, 48, 37, 75, 72, 1, 1, 1, 2, 1, 0),
+        dense_conv("1x1/2 64->32 16x34 groups 2", 1, 64, 16, 34, 32, 2, 1, 1, 2, 1, 0),
+        dense_conv("1x1/2 96->48 9x33", 1, 96, 9, 33, 48, 1, 1, 1, 2, 1, 0),
+        strides(dense_conv("1x1/(3,2) 40->24 14x20", 2, 40, 14, 20, 24, 1, 1, 1, 1, 1, 0), 3, 2),
+        strides(dense_conv("1x1/(2,3) 32->40 13x31", 1, 32, 13, 31, 40, 1, 1, 1, 1, 1, 0), 2, 3),
         /* few taps: direct with at most 32 output channels, else the im2col GEMM */
         dense_conv("direct 3x3/2 3->32 (27 taps)", 1, 3, 33, 31, 32, 1, 3, 3, 2, 1, 1),
         dense_conv("direct 4x4 1->20 (16 taps)", 2, 1, 17, 19, 20, 1, 4, 4, 1, 1, 2),
