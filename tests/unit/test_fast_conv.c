@@ -1014,6 +1014,14 @@ int main(int argc, char **argv) {
         dense_conv("direct 8x8/4 4->33", 2, 4, 36, 36, 33, 1, 8, 8, 4, 1, 0),
         dense_conv("direct 3x3 dil 2 groups 2", 1, 32, 13, 14, 64, 2, 3, 3, 1, 2, 2),
         dense_conv("direct 3x3 72->17 7x7", 1, 72, 7, 7, 17, 1, 3, 3, 1, 1, 1),
+        /* the row tiles (one pointer, corners i * stride apart): 3x3/2 at 28 outputs a row (R =
+         * 14), 5x5 stride 1 at 21 a row (some tiles in one row, some across two), a last
+         * panel of 8 channels; strides (1, 2) and (2, 1) */
+        dense_conv("row 3x3/2 32->40 pad 1 56x56", 1, 32, 56, 56, 40, 1, 3, 3, 2, 1, 1),
+        dense_conv("row 5x5 16->48 pad 2 4x21", 2, 16, 4, 21, 48, 1, 5, 5, 1, 1, 2),
+        strides(dense_conv("row 3x3/(1,2) 24->32 9x40", 1, 24, 9, 40, 32, 1, 3, 3, 1, 1, 0), 1, 2),
+        strides(dense_conv("row 3x3/(2,1) 24->20 pad 1 9x26", 1, 24, 9, 26, 20, 1, 3, 3, 1, 1, 1),
+                2, 1),
         /* 1x1: direct on small planes, the GEMM in place on larger ones, strided */
         dense_conv("1x1 160->96 7x7", 1, 160, 7, 7, 96, 1, 1, 1, 1, 1, 0),
         dense_conv("1x1 300->64 14x14", 1, 300, 14, 14, 64, 1, 1, 1, 1, 1, 0),
