@@ -588,7 +588,8 @@ typedef struct DwRun {
 } DwRun;
 
 /* Stride 2 (AVX-512): the even floats of src into ev[0 .. n_ev), the odd ones into od[0 ..
- * n_od) (n_od <= n_ev <= n_od + 1), 32 floats a step, the last one masked. */
+ * n_od) (n_od <= n_ev <= n_od + 1; od NULL: the even ones alone), 32 floats a step, the last
+ * one masked: no load reaches past src[n_ev + n_od - 1]. */
 static FAST_AVX512 void dw_split2_avx512(const float *src, int64_t n_ev, int64_t n_od, float *ev,
                                          float *od) {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -603,7 +604,7 @@ static FAST_AVX512 void dw_split2_avx512(const float *src, int64_t n_ev, int64_t
         int64_t e = n_ev - i, o = n_od - i;
         _mm512_mask_storeu_ps(ev + i, (__mmask16)(e >= 16 ? 0xffff : (1u << e) - 1),
                               _mm512_permutex2var_ps(v0, ie, v1));
-        if (o > 0)
+        if (od != NULL && o > 0)
             _mm512_mask_storeu_ps(od + i, (__mmask16)(o >= 16 ? 0xffff : (1u << o) - 1),
                                   _mm512_permutex2var_ps(v0, io, v1));
     }
@@ -1251,28 +1252,13 @@ static int conv_depthwise(KCall *kc, const Conv *c, const DLTensor *o) {
  * 170 -> 84 on 2; 128 -> 256 at 28 -> 14 the same on 1 thread, 115 -> 95 on 2; 256 -> 512 at
  * 14 -> 7 the same. Alone with cold caches (bench_gemm -c, 1 thread) 0.23-0.28 -> 0.16-0.18 ms,
  * 0.19-0.21 -> 0.15-0.16, 0.14-0.17 -> 0.14-0.15; the im2col product, whose packer samples the
- * rows itself, 0.18-0.22, 0.17-0.19, 0.19-0.21. */
+ * rows itself, 0.18-0.22, 0.17-0.19, 0.19-0.21. At AVX-512 and stride 2 a row's samples are
+ * dw_split2_avx512's even half. */
 
 typedef struct SubRun {
     const Conv *c; /* its input sampled, */
     float *dst;    /* into planes of oh x ow */
 } SubRun;
-
-/* ow outputs of a stride-2 row: 16 at a time from 32 loaded, the even lanes kept; the loads
- * masked to the elements used, so none reaches past the row's last sample */
-static FAST_AVX512 void sub_row2_avx512(const float *src, int64_t ow, float *dst) {
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    for (int64_t ox = 0; ox < ow; ox += 16) {
-        int64_t n = min64(16, ow - ox), used = 2 * n - 1; /* floats from src + 2 ox */
-        __mmask16 lo = (__mmask16)(used >= 16 ? 0xffff : (1u << used) - 1);
-        __mmask16 hi = (__mmask16)(used > 16 ? (1u << (used - 16)) - 1 : 0);
-        __m512 a = _mm512_maskz_loadu_ps(lo, src + 2 * ox);
-        __m512 b = _mm512_maskz_loadu_ps(hi, src + 2 * ox + 16);
-        _mm512_mask_storeu_ps(dst + ox, (__mmask16)((1u << n) - 1),
-                              _mm512_permutex2var_ps(a, even, b));
-    }
-}
 
 static void sub_task(void *ctx, int64_t task, int worker) {
     (void)worker;
@@ -1284,8 +1270,8 @@ static void sub_task(void *ctx, int64_t task, int worker) {
     for (int64_t oy = 0; oy < c->oh; oy++) {
         const float *src = x + oy * c->sh * c->w;
         float *dr = d + oy * c->ow;
-        if (v2) {
-            sub_row2_avx512(src, c->ow, dr);
+        if (v2) { /* the row's samples: 2 ow - 1 floats from src, the even ones kept */
+            dw_split2_avx512(src, c->ow, c->ow - 1, dr, NULL);
         } else {
             for (int64_t ox = 0; ox < c->ow; ox++)
                 dr[ox] = src[ox * c->sw];

@@ -129,22 +129,17 @@ FAST_AVX512 INLINE void dtile(const int R, const int W, const int S, const float
 typedef void (*DTile)(const float *x, const int64_t *base, const int64_t *off, int64_t k,
                       const float *w, float *dst, int64_t ldo, int rows, int cols, const char *pf,
                       int64_t pstep);
-#define D_FN(R, W)                                                                                 \
-    static FAST_AVX512 void dtile_##R##_##W(                                                       \
-        const float *x, const int64_t *base, const int64_t *off, int64_t k, const float *w,        \
-        float *dst, int64_t ldo, int rows, int cols, const char *pf, int64_t pstep) {              \
-        dtile(R, W, 0, x, base, off, k, w, dst, ldo, rows, cols, pf, pstep);                       \
-    }                                                                                              \
-    static FAST_AVX512 void dtile_##R##_##W##_s1(                                                  \
-        const float *x, const int64_t *base, const int64_t *off, int64_t k, const float *w,        \
-        float *dst, int64_t ldo, int rows, int cols, const char *pf, int64_t pstep) {              \
-        dtile(R, W, 1, x, base, off, k, w, dst, ldo, rows, cols, pf, pstep);                       \
-    }                                                                                              \
-    static FAST_AVX512 void dtile_##R##_##W##_s2(                                                  \
-        const float *x, const int64_t *base, const int64_t *off, int64_t k, const float *w,        \
-        float *dst, int64_t ldo, int rows, int cols, const char *pf, int64_t pstep) {              \
-        dtile(R, W, 2, x, base, off, k, w, dst, ldo, rows, cols, pf, pstep);                       \
+/* dtile at (R, W, S) as a DTile named NAME */
+#define D_DEF(NAME, R, W, S)                                                                       \
+    static FAST_AVX512 void NAME(const float *x, const int64_t *base, const int64_t *off,          \
+                                 int64_t k, const float *w, float *dst, int64_t ldo, int rows,     \
+                                 int cols, const char *pf, int64_t pstep) {                        \
+        dtile(R, W, S, x, base, off, k, w, dst, ldo, rows, cols, pf, pstep);                       \
     }
+#define D_FN(R, W)                                                                                 \
+    D_DEF(dtile_##R##_##W, R, W, 0)                                                                \
+    D_DEF(dtile_##R##_##W##_s1, R, W, 1)                                                           \
+    D_DEF(dtile_##R##_##W##_s2, R, W, 2)
 #define D_FNS(R) D_FN(R, 1) D_FN(R, 2)
 D_FNS(8)
 D_FNS(9)
