@@ -647,6 +647,8 @@ static void epi_bias_relu(void *ctx, int64_t t, float *c, int64_t ldc, int64_t r
         }
 }
 
+#define GUARD (12 * 1024 + 1) /* floats after C: past any tile's last row at n <= 1024 */
+
 typedef struct GemmCase {
     int64_t m, n, k, batch, a_mod, b_mod;
     bool ta, tb, pre_a, pre_b, acc, epi;
@@ -658,7 +660,8 @@ static float *gemm_case(const GemmCase *gc, SupPool *pool, bool check) {
     int64_t na = gc->a_mod ? gc->a_mod : B, nb = gc->b_mod ? gc->b_mod : B;
     float *a = malloc((size_t)(na * m * k + 1) * sizeof(float));
     float *b = malloc((size_t)(nb * k * n + 1) * sizeof(float));
-    float *c = malloc((size_t)(B * m * n + 1) * sizeof(float));
+    /* C is followed by GUARD floats that no store may reach (a tile of too many rows) */
+    float *c = malloc((size_t)(B * m * n + GUARD) * sizeof(float));
     float *c0 = malloc((size_t)(B * m * n + 1) * sizeof(float));
     float *bias = malloc((size_t)(m + 1) * sizeof(float));
     uint64_t keep = rng;
@@ -668,6 +671,8 @@ static float *gemm_case(const GemmCase *gc, SupPool *pool, bool check) {
         b[i] = frand();
     for (int64_t i = 0; i < B * m * n; i++)
         c0[i] = c[i] = gc->acc ? frand() : NAN;
+    for (int64_t i = 0; i < GUARD; i++)
+        c[B * m * n + i] = -1234.5f;
     for (int64_t i = 0; i < m; i++)
         bias[i] = frand();
     rng = keep;
@@ -732,6 +737,11 @@ static float *gemm_case(const GemmCase *gc, SupPool *pool, bool check) {
                     }
                     if (!(fabs(c[ci] - acc) <= TOL * mag + 1e-30)) bad = ci;
                 }
+        int64_t past = 0;
+        for (int64_t i = 0; i < GUARD; i++)
+            past += c[B * m * n + i] != -1234.5f;
+        CHECK(past == 0, "sgemm m%lld n%lld k%lld: %lld floats past C written [%s, %d thr]",
+              (long long)m, (long long)n, (long long)k, (long long)past, cfg_isa, cfg_threads);
         CHECK(bad < 0,
               "sgemm m%lld n%lld k%lld batch%lld amod%lld bmod%lld ta%d tb%d pa%d pb%d acc%d epi%d "
               "[%s, %d thr]: element %lld",
@@ -768,6 +778,17 @@ static void sgemm_tests(SupPool *pool) {
     free(gemm_case(&zero_k, pool, true));
     GemmCase one_k = {.m = 30, .n = 70, .k = 1, .batch = 1, .pre_b = true};
     free(gemm_case(&one_k, pool, true));
+    /* A packed before and over 256 KiB (4 MiB on the pool): its slivers' first tiles stream it
+     * (gemm.c, STREAM_A): every row tail (157 = 13 x 12 + 1), two K blocks, partial panels,
+     * Winograd's 36 products of 16 columns */
+    GemmCase stream = {.m = 157, .n = 70, .k = 700, .batch = 1, .pre_a = true, .epi = true};
+    free(gemm_case(&stream, pool, true));
+    for (int64_t m = 2; m <= 13; m++) {
+        GemmCase s = {.m = m, .n = 20, .k = 33000 + m, .batch = 1, .pre_a = true, .acc = m % 2};
+        free(gemm_case(&s, pool, true));
+    }
+    GemmCase wino = {.m = 100, .n = 16, .k = 300, .batch = 36, .pre_a = true, .tb = true};
+    free(gemm_case(&wino, pool, true));
     for (int i = 0; i < 60; i++) {
         GemmCase gc = random_gemm();
         free(gemm_case(&gc, pool, true));

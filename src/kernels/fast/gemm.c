@@ -35,17 +35,26 @@
 #define NC_MAX 384 /* columns of a B block: 512 x 384 floats = 768 KiB in L2 */
 #define B_BLOCK_FLOATS (KC_MAX * NC_MAX) /* a shallower block has more columns, */
 #define NC_WIDE 2048                     /* up to 2048: a 12-row strip of C (96 KiB) stays in L2 */
-/* Packed A of more bytes than this in a call is taken to come from memory: its slivers are
- * prefetched one ahead when few B panels use each (gemm_task). ResNet-18's 256-channel Winograd
- * layers (U: 9.4 MB) at 1 thread, Intel Xeon: 18.0-18.6 -> 16.8-17.1 ms for the model. A call
- * on one thread (every product at 1 thread; at any count, the blocked Winograd form's products,
- * which run inside a thread's task) takes 1 MB:
- * SqueezeNet's 13 x 13 Winograd layers (U: 1.3-2.4 MB) ran 7-16% faster in the model with it,
- * ResNet-18's 128 channels at 28 x 28 (U: 2.4 MB) likewise; on 2 threads, where both threads
- * read every sliver of SqueezeNet's classifier (A: 2 MB, tasks of 1-2 panels), 1 MB made that
- * layer 7% slower. */
+/* Packed A of more bytes than this in a call (constant weights, packed once: Winograd's U, a
+ * convolution's or a dense layer's) is taken to be in neither L1 nor L2 when the call starts: the
+ * first tile of each sliver (in each column block and K block) streams it in, each step
+ * prefetching into L1 the line STREAM_A_AHEAD bytes ahead (ukr_avx512_stream). The hardware
+ * prefetcher alone kept such a stream at ~8 GB/s, as did a burst of prefetches for the whole
+ * next sliver before each sliver (the rule before: 8.2 GB/s in a test program, 13.9 with 2 KiB
+ * ahead, 12.4 with 4 KiB). In the models (Intel Xeon, per-layer profiles, 1 thread), the burst
+ * against the stream: ResNet-18's 256-channel Winograd layers at 14 x 14 (U: 9.4 MB) 1.57-1.60
+ * -> 1.23-1.31 ms, its 128-channel ones (2.4 MB) 1.00-1.06 -> 0.78-0.85 ms (at 2 threads -23%
+ * both), SqueezeNet's 13 x 13 ones 17-23% faster; 1 KiB and 2 KiB ahead were 5-9% slower than 4,
+ * 6 and 8 KiB 1-4% slower. The limit on one thread (every product at 1 thread; at any count, the
+ * blocked Winograd form's products, which run inside a thread's task) is 256 KiB: from 1 MiB
+ * down to it, ResNet-18's 64-channel Winograd layers at 56 x 56 (U: 590 KB) ran 9-13% faster and
+ * SqueezeNet's at 27 x 27 (590 KB) 8-12%; 32 KiB changed nothing more. On the pool a call keeps
+ * 4 MiB (1 MiB changed nothing there; with the burst, 1 MiB made SqueezeNet's classifier, A of 2
+ * MB whose slivers both threads read, 7% slower). */
 #define STREAM_A_BYTES (4 << 20)
-#define STREAM_A_BYTES_1T (1 << 20)
+#define STREAM_A_BYTES_1T (256 << 10)
+#define STREAM_A_AHEAD 4096 /* bytes ahead of a streamed A sliver that its first tile prefetches   \
+                             */
 /* depth of a block of B read in place from rows in separate pages (plan_gemm) */
 #define KC_STREAMS 32
 /* panels ahead that the first row panel's tiles prefetch of B read in place (gemm_task) */
@@ -316,9 +325,11 @@ static void ukr_scalar(int64_t kc, const float *a, int64_t lda, const float *b, 
         }                                                                                          \
     }
 
+/* P: packed A streamed from memory (ukr_avx512_stream). */
 FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
                                int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-                               int cols, bool load, const TileTail *cl, const float *pf) {
+                               int cols, bool load, const TileTail *cl, const float *pf,
+                               const bool P) {
     A_PTRS();
     ROWS12(Z_PREFETCH) /* C is read only at the end: start bringing it in now */
     ROWS12(Z_DECL)
@@ -326,6 +337,8 @@ FAST_AVX512 INLINE void z_tile(const int R, const int W, const bool D, int64_t k
         if (D && (p & 15) == 0) {
             ROWS12(Z_PREFETCH_A)
         }
+        if (P) /* as an address: it may lie past A's end */
+            _mm_prefetch((const char *)((uintptr_t)a0 + STREAM_A_AHEAD), _MM_HINT_T0);
         if (pf != NULL) {
             _mm_prefetch((const char *)pf, _MM_HINT_T1);
             _mm_prefetch((const char *)(pf + 16), _MM_HINT_T1);
@@ -394,7 +407,7 @@ typedef void (*Tile)(int64_t kc, const float *a, int64_t lda, const float *b, in
 /* z_R_W_D: R rows, W vectors, D in place (1) or packed (0). */
 #define Z_FN(R, W, D)                                                                              \
     static FAST_AVX512 void z_##R##_##W##_##D(TILE_ARGS) {                                         \
-        z_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf);                           \
+        z_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf, false);                    \
     }
 #define Z_FNS(R) Z_FN(R, 1, 0) Z_FN(R, 2, 0) Z_FN(R, 1, 1) Z_FN(R, 2, 1)
 Z_FNS(2)
@@ -428,6 +441,39 @@ static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, 
     z_tiles[rows - 1][lda != 0][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf);
 }
 
+/* The tiles of a packed A that comes from memory (Run.stream_a): each step prefetches the line
+ * STREAM_A_AHEAD bytes ahead of it. Functions of their own, after the others: a test of a flag
+ * (once a call or once a step) in the same functions made SqueezeNet's K = 16 Winograd products
+ * (16 steps a tile, nothing streamed) 4-7% slower, the stream tiles among the others 2-5%. */
+#define Z_SFN(R, W)                                                                                \
+    static FAST_AVX512 void z_##R##_##W##_s(TILE_ARGS) {                                           \
+        z_tile(R, W, false, kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf, true);                 \
+    }
+#define Z_SFNS(R) Z_SFN(R, 1) Z_SFN(R, 2)
+Z_SFNS(2)
+Z_SFNS(3)
+Z_SFNS(4)
+Z_SFNS(5)
+Z_SFNS(6)
+Z_SFNS(7)
+Z_SFNS(8)
+Z_SFNS(9)
+Z_SFNS(10)
+Z_SFNS(11)
+Z_SFNS(12)
+#define Z_STREAM_ENTRY(i) {z_##i##_1_s, z_##i##_2_s},
+#define Z_ENTRIES2(X) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)
+static const Tile z_stream[SGEMM_MR - 1][2] = {Z_ENTRIES2(Z_STREAM_ENTRY)}; /* [rows - 2][W - 1] */
+
+static void ukr_avx512_stream(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                              float *c, int64_t ldc, int rows, int cols, bool load,
+                              const TileTail *cl, const float *pf) {
+    if (lda != 0 || rows == 1) /* A in place, or one row (a GEMV's A): no stream */
+        ukr_avx512(kc, a, lda, b, ldb, c, ldc, rows, cols, load, cl, pf);
+    else
+        z_stream[rows - 2][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf);
+}
+
 /* AVX2: R rows (<= 6) of W 8-float vectors (<= 2), a quarter of the 12 x 32 tile. */
 #define Y_DECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
 #define Y_STEP(i)                                                                                  \
@@ -449,10 +495,12 @@ static void ukr_avx512(int64_t kc, const float *a, int64_t lda, const float *b, 
 
 FAST_AVX2 INLINE void y_tile(const int R, const int W, const bool D, int64_t kc, const float *a,
                              int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-                             int cols, bool load) {
+                             int cols, bool load, const bool P) {
     A_PTRS();
     ROWS6(Y_DECL)
     for (int64_t p = 0; p < kc; p++) {
+        if (P) /* packed A from memory (ukr_avx2_stream); an address that may lie past A's end */
+            _mm_prefetch((const char *)((uintptr_t)a0 + STREAM_A_AHEAD), _MM_HINT_T0);
         __m256 b0 = _mm256_loadu_ps(b), b1 = W == 2 ? _mm256_loadu_ps(b + 8) : b0;
         ROWS6(Y_STEP)
         A_NEXT();
@@ -506,7 +554,7 @@ static FAST_AVX2 void y_row_1(TILE_ARGS) {
 #define Y_FN(R, W, D)                                                                              \
     static FAST_AVX2 void y_##R##_##W##_##D(TILE_ARGS) {                                           \
         (void)cl, (void)pf;                                                                        \
-        y_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load);                                   \
+        y_tile(R, W, D, kc, a, lda, b, ldb, c, ldc, cols, load, false);                            \
     }
 #define Y_FNS(R) Y_FN(R, 1, 0) Y_FN(R, 2, 0) Y_FN(R, 1, 1) Y_FN(R, 2, 1)
 Y_FNS(1)
@@ -518,11 +566,26 @@ Y_FNS(6)
 #define Y_ENTRIES(X) X(1) X(2) X(3) X(4) X(5) X(6)
 #define Y_ROW_ENTRY(i) {{y_##i##_1_0, y_##i##_2_0}, {y_##i##_1_1, y_##i##_2_1}},
 static const Tile y_tiles[6][2][2] = {Y_ENTRIES(Y_ROW_ENTRY)}; /* [rows - 1][D][W - 1] */
+/* the first quarter of a streamed sliver's first tile (ukr_avx2_stream), as z_R_W_s */
+#define Y_SFN(R, W)                                                                                \
+    static FAST_AVX2 void y_##R##_##W##_s(TILE_ARGS) {                                             \
+        (void)cl, (void)pf;                                                                        \
+        y_tile(R, W, false, kc, a, lda, b, ldb, c, ldc, cols, load, true);                         \
+    }
+#define Y_SFNS(R) Y_SFN(R, 1) Y_SFN(R, 2)
+Y_SFNS(1)
+Y_SFNS(2)
+Y_SFNS(3)
+Y_SFNS(4)
+Y_SFNS(5)
+Y_SFNS(6)
+#define Y_STREAM_ENTRY(i) {y_##i##_1_s, y_##i##_2_s},
+static const Tile y_stream[6][2] = {Y_ENTRIES(Y_STREAM_ENTRY)}; /* [rows - 1][W - 1] */
 
-static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                     int64_t ldc, int rows, int cols, bool load, const TileTail *cl,
-                     const float *pf) {
-    (void)cl, (void)pf; /* only the AVX-512 tiles clamp and prefetch (gemm_task) */
+/* stream: A is packed and streamed (Run.stream_a): the first quarter's steps prefetch it */
+static inline void ukr_avx2_tiles(int64_t kc, const float *a, int64_t lda, const float *b,
+                                  int64_t ldb, float *c, int64_t ldc, int rows, int cols, bool load,
+                                  bool stream) {
     if (rows == 1) {
         (lda ? y_row_1 : y_row_0)(kc, a, lda, b, ldb, c, ldc, cols, load, NULL, NULL);
         return;
@@ -532,10 +595,23 @@ static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, in
         const float *ai = a + (lda ? i0 * lda : i0);
         for (int j0 = 0; j0 < cols; j0 += 16) {
             int w = cols - j0 < 16 ? cols - j0 : 16;
-            y_tiles[r - 1][lda != 0][w > 8](kc, ai, lda, b + j0, ldb, c + i0 * ldc + j0, ldc, w,
-                                            load, NULL, NULL);
+            Tile f = stream && !lda && i0 == 0 && j0 == 0 ? y_stream[r - 1][w > 8]
+                                                          : y_tiles[r - 1][lda != 0][w > 8];
+            f(kc, ai, lda, b + j0, ldb, c + i0 * ldc + j0, ldc, w, load, NULL, NULL);
         }
     }
+}
+static void ukr_avx2(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                     int64_t ldc, int rows, int cols, bool load, const TileTail *cl,
+                     const float *pf) {
+    (void)cl, (void)pf; /* only the AVX-512 tiles clamp and prefetch (gemm_task) */
+    ukr_avx2_tiles(kc, a, lda, b, ldb, c, ldc, rows, cols, load, false);
+}
+static void ukr_avx2_stream(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                            float *c, int64_t ldc, int rows, int cols, bool load,
+                            const TileTail *cl, const float *pf) {
+    (void)cl, (void)pf;
+    ukr_avx2_tiles(kc, a, lda, b, ldb, c, ldc, rows, cols, load, true);
 }
 
 static UKernel pick_kernel(void) {
@@ -970,9 +1046,10 @@ typedef struct Run {
     const SGemm *g;
     Plan pl;
     UKernel uk;
-    bool tail_tiles; /* g->epi is epi_clamp or epi_bias and uk the AVX-512 tiles: they apply it
-                      * (gemm_task) */
-    TileTail tail;   /* its clamp and bias order (the bias pointers: tile_tail) */
+    UKernel uk_stream; /* uk for a sliver's first tile when stream_a */
+    bool tail_tiles;   /* g->epi is epi_clamp or epi_bias and uk the AVX-512 tiles: they apply it
+                        * (gemm_task) */
+    TileTail tail;     /* its clamp and bias order (the bias pointers: tile_tail) */
     const SGemmKEpi *bias; /* epi_bias's binding, or NULL */
     bool stream_a;         /* A packed before, over STREAM_A_BYTES(_1T): prefetched (gemm_task) */
     bool backward;         /* a GEMV walks its B panels last to first (gemv_task) */
@@ -1156,14 +1233,6 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                     as = abuf;
                 }
                 float *cs = c + ir * ldc + jc;
-                /* packed A streamed from memory: the next sliver into L2 now. With one or two
-                 * B panels (a Winograd product of 16 tiles) each sliver is used once per call,
-                 * and the hardware prefetcher alone kept it at a latency-bound ~8 GB/s */
-                if (r->stream_a && nc <= 2 * SGEMM_NR && ir + SGEMM_MR < i1) {
-                    const char *na = (const char *)(ap + (ir + SGEMM_MR) * k + pc * SGEMM_MR);
-                    for (int64_t off = 0; off < kc * SGEMM_MR * (int64_t)sizeof(float); off += 64)
-                        _mm_prefetch(na + off, _MM_HINT_T1);
-                }
                 /* B in place, its kc rows apart in a plane: kc streams, too many for the hardware
                  * prefetcher, so where B comes from L3 or the other core (a 1x1 convolution's
                  * input, pushed out of L2 by a Winograd layer's blocks) the first row panel's
@@ -1176,16 +1245,17 @@ static void gemm_task(void *ctx, int64_t task, int worker) {
                             _mm_prefetch((const char *)(bb + jp + p * ldb), _MM_HINT_T1);
                 for (int64_t jr = 0; jr < nc; jr += SGEMM_NR) {
                     int cols = (int)min64(SGEMM_NR, nc - jr);
+                    /* packed A from memory: the sliver's first tile streams it in */
+                    UKernel uk = r->stream_a && jr == 0 ? r->uk_stream : r->uk;
                     const float *pf = pf_b && jr + PF_PANELS * SGEMM_NR < full
                                           ? bb + jr + PF_PANELS * SGEMM_NR
                                           : NULL;
                     if (jr < full)
-                        r->uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, cs + jr, ldc,
-                              rows, cols, load,
-                              tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr, cs + jr), pf);
+                        uk(kc, as, pl->lda, bb + (jr / SGEMM_NR) * bstride, ldb, cs + jr, ldc, rows,
+                           cols, load, tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr, cs + jr), pf);
                     else
-                        r->uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load,
-                              tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr, cs + jr), NULL);
+                        uk(kc, as, pl->lda, buf, SGEMM_NR, cs + jr, ldc, rows, cols, load,
+                           tile_tail(r, tiles_tail, &tt, bt, ir, jc + jr, cs + jr), NULL);
                 }
                 if (last && g->epi && !tiles_tail) g->epi(g->epi_ctx, t, cs, ldc, ir, jc, rows, nc);
             }
@@ -1233,6 +1303,9 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
         return;
     }
     Run r = {.g = g, .uk = pick_kernel(), .a_packed = g->a_packed};
+    r.uk_stream = r.uk == ukr_avx512 ? ukr_avx512_stream
+                  : r.uk == ukr_avx2 ? ukr_avx2_stream
+                                     : r.uk;
     r.tail_tiles = (g->epi == epi_clamp || g->epi == epi_bias) && r.uk == ukr_avx512;
     if (g->epi == epi_clamp) {
         const KEpilogue *e = g->epi_ctx;
