@@ -1014,6 +1014,8 @@ int main(int argc, char **argv) {
         dense_conv("direct 8x8/4 4->33", 2, 4, 36, 36, 33, 1, 8, 8, 4, 1, 0),
         dense_conv("direct 3x3 dil 2 groups 2", 1, 32, 13, 14, 64, 2, 3, 3, 1, 2, 2),
         dense_conv("direct 3x3 72->17 7x7", 1, 72, 7, 7, 17, 1, 3, 3, 1, 1, 1),
+        /* 2304 taps: deep panels, whose tiles prefetch the weights ahead (DT_NEAR_TAPS) */
+        dense_conv("direct 3x3 256->40 5x6", 1, 256, 5, 6, 40, 1, 3, 3, 1, 1, 1),
         /* the row tiles (one pointer, corners i * stride apart): 3x3/2 at 28 outputs a row (R =
          * 14), 5x5 stride 1 at 21 a row (some tiles in one row, some across two), a last
          * panel of 8 channels; strides (1, 2) and (2, 1) */

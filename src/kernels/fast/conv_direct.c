@@ -33,6 +33,10 @@
 #define DT_POS_MAX 14
 #define DT_CH SGEMM_NR     /* output channels per tile */
 #define DT_MIN_MACS 262144 /* multiply-adds per task at least when splitting for threads */
+/* A panel of weights this deep (256 KiB: 2048 taps of 32 channels) or more comes from L2 or
+ * memory at each step: the tiles prefetch into L1 the weights DT_NEAR_AHEAD bytes ahead (dtile) */
+#define DT_NEAR_TAPS 2048
+#define DT_NEAR_AHEAD 8192
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -104,9 +108,15 @@ FAST_AVX512 INLINE void dtile(const int R, const int W, const int S, const float
                               int64_t pstep) {
     POS14(D_PTR)
     POS14(D_DECL)
+    const bool near = k >= DT_NEAR_TAPS;
     for (int64_t p = 0; p < k; p++, w += DT_CH, pf += pstep) {
         int64_t o = off[p];
         _mm_prefetch(pf, _MM_HINT_T1);
+        if (near) { /* addresses that may lie past the weights' end */
+            _mm_prefetch((const char *)((uintptr_t)w + DT_NEAR_AHEAD), _MM_HINT_T0);
+            if (W == 2)
+                _mm_prefetch((const char *)((uintptr_t)w + DT_NEAR_AHEAD + 64), _MM_HINT_T0);
+        }
         __m512 w0 = _mm512_loadu_ps(w), w1 = W == 2 ? _mm512_loadu_ps(w + 16) : w0;
         POS14(D_STEP)
     }
@@ -181,9 +191,12 @@ FAST_AVX2 INLINE void dtile2(const int R, const int W, const float *x, const int
     const int S = 0;
     POS6(D_PTR)
     POS6(E_DECL)
+    const bool near = k >= DT_NEAR_TAPS;
     for (int64_t p = 0; p < k; p++, w += DT_CH, pf += pstep) {
         int64_t o = off[p];
         _mm_prefetch(pf, _MM_HINT_T1);
+        if (near) /* the half panel's line (dtile) */
+            _mm_prefetch((const char *)((uintptr_t)w + DT_NEAR_AHEAD), _MM_HINT_T0);
         __m256 w0 = _mm256_loadu_ps(w), w1 = W == 2 ? _mm256_loadu_ps(w + 8) : w0;
         POS6(E_STEP)
     }
