@@ -53,8 +53,8 @@
  * MB whose slivers both threads read, 7% slower). */
 #define STREAM_A_BYTES (4 << 20)
 #define STREAM_A_BYTES_1T (256 << 10)
-#define STREAM_A_AHEAD 4096 /* bytes ahead of a streamed A sliver that its first tile prefetches   \
-                             */
+/* bytes ahead of the line a streamed sliver's first tile reads that each of its steps prefetches */
+#define STREAM_A_AHEAD 4096
 /* depth of a block of B read in place from rows in separate pages (plan_gemm) */
 #define KC_STREAMS 32
 /* panels ahead that the first row panel's tiles prefetch of B read in place (gemm_task) */
@@ -1051,7 +1051,8 @@ typedef struct Run {
                         * (gemm_task) */
     TileTail tail;     /* its clamp and bias order (the bias pointers: tile_tail) */
     const SGemmKEpi *bias; /* epi_bias's binding, or NULL */
-    bool stream_a;         /* A packed before, over STREAM_A_BYTES(_1T): prefetched (gemm_task) */
+    bool stream_a;         /* A packed before, over STREAM_A_BYTES(_1T): each sliver's first tile is
+                            * uk_stream (gemm_task) */
     bool backward;         /* a GEMV walks its B panels last to first (gemv_task) */
     const float *a_packed;
     float *bbufs; /* thread w's buffers at bbufs + w * (align16(pl.bbuf) + align16(pl.abuf)):
