@@ -652,6 +652,7 @@ static void epi_bias_relu(void *ctx, int64_t t, float *c, int64_t ldc, int64_t r
 typedef struct GemmCase {
     int64_t m, n, k, batch, a_mod, b_mod;
     bool ta, tb, pre_a, pre_b, acc, epi;
+    bool stream; /* SGemm.a_stream: a small packed A streamed as a part of a larger one */
 } GemmCase;
 
 /* Runs one SGEMM case on the pool; returns C (owned). Checks it against doubles. */
@@ -704,6 +705,7 @@ static float *gemm_case(const GemmCase *gc, SupPool *pool, bool check) {
         for (int64_t i = 0; i < na; i++)
             kern_sgemm_pack_a(a + i * g.a_bs, g.a_rs, g.a_cs, m, k, ap + i * each);
         g.a_packed = ap;
+        g.a_stream = gc->stream;
     }
     if (gc->pre_b) {
         size_t each = kern_sgemm_packed_b_floats(k, n);
@@ -789,6 +791,8 @@ static void sgemm_tests(SupPool *pool) {
     }
     GemmCase wino = {.m = 100, .n = 16, .k = 300, .batch = 36, .pre_a = true, .tb = true};
     free(gemm_case(&wino, pool, true));
+    GemmCase part = {.m = 29, .n = 16, .k = 48, .batch = 1, .pre_a = true, .stream = true};
+    free(gemm_case(&part, pool, true)); /* Winograd's output-channel parts (winograd.c) */
     for (int i = 0; i < 60; i++) {
         GemmCase gc = random_gemm();
         free(gemm_case(&gc, pool, true));

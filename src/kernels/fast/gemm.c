@@ -1320,9 +1320,10 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
     int n_threads = sup_pool_threads(pool);
     plan_gemm(g, n_threads, &r.pl);
     r.stream_a = g->a_packed != NULL && !r.pl.lda && !r.pl.a_task &&
-                 (double)r.pl.a_item * (double)(g->a_mod ? min64(g->a_mod, g->batch) : g->batch) *
-                         sizeof(float) >
-                     (n_threads == 1 ? STREAM_A_BYTES_1T : STREAM_A_BYTES);
+                 (g->a_stream || (double)r.pl.a_item *
+                                         (double)(g->a_mod ? min64(g->a_mod, g->batch) : g->batch) *
+                                         sizeof(float) >
+                                     (n_threads == 1 ? STREAM_A_BYTES_1T : STREAM_A_BYTES));
     float *s = scratch;
     if (r.pl.n_a > 0 && g->k > 0) {
         r.a_dst = s;

@@ -40,6 +40,8 @@ typedef struct SGemm {
     const float *a;
     int64_t a_rs, a_cs, a_bs, a_mod;
     const float *a_packed;
+    bool a_stream; /* a_packed comes from memory whatever its size in this call (a part of a
+                    * larger one): streamed in by each sliver's first tile (gemm.c, STREAM_A) */
 
     /* B[t](p, j) = b[ib(t) * b_bs + p * b_rs + j * b_cs]; or item ib(t) of kern_sgemm_pack_b's
      * layout when b_packed is set; or, when pack_b is set, whatever pack_b(b_ctx, t, ...) writes

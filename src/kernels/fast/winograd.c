@@ -884,6 +884,7 @@ static void blk_task(void *ctx, int64_t task, int worker) {
         } else { /* rows [oc0, oc1) of each U item: one product per alpha (items u_item apart) */
             SGemm ga = g;
             ga.m = oc1 - oc0, ga.batch = 1;
+            ga.a_stream = true; /* each call a part of one U item: U as a whole from memory */
             size_t v_item = kern_sgemm_packed_b_floats(c->cin, nb);
             for (int a = 0; a < WN; a++) {
                 ga.a_packed = g.a_packed + a * r->u_item + oc0 * c->cin;
