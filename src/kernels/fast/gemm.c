@@ -468,7 +468,7 @@ static const Tile z_stream[SGEMM_MR - 1][2] = {Z_ENTRIES2(Z_STREAM_ENTRY)}; /* [
 static void ukr_avx512_stream(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
                               float *c, int64_t ldc, int rows, int cols, bool load,
                               const TileTail *cl, const float *pf) {
-    if (lda != 0 || rows == 1) /* A in place, or one row (a GEMV's A): no stream */
+    if (rows == 1) /* one row (a GEMV's A): no stream; A is packed (Run.stream_a) */
         ukr_avx512(kc, a, lda, b, ldb, c, ldc, rows, cols, load, cl, pf);
     else
         z_stream[rows - 2][cols > 16](kc, a, lda, b, ldb, c, ldc, cols, load, cl, pf);
@@ -582,7 +582,7 @@ Y_SFNS(6)
 #define Y_STREAM_ENTRY(i) {y_##i##_1_s, y_##i##_2_s},
 static const Tile y_stream[6][2] = {Y_ENTRIES(Y_STREAM_ENTRY)}; /* [rows - 1][W - 1] */
 
-/* stream: A is packed and streamed (Run.stream_a): the first quarter's steps prefetch it */
+/* stream: A is packed (lda 0) and streamed (Run.stream_a): the first quarter's steps prefetch it */
 static inline void ukr_avx2_tiles(int64_t kc, const float *a, int64_t lda, const float *b,
                                   int64_t ldb, float *c, int64_t ldc, int rows, int cols, bool load,
                                   bool stream) {
@@ -595,8 +595,8 @@ static inline void ukr_avx2_tiles(int64_t kc, const float *a, int64_t lda, const
         const float *ai = a + (lda ? i0 * lda : i0);
         for (int j0 = 0; j0 < cols; j0 += 16) {
             int w = cols - j0 < 16 ? cols - j0 : 16;
-            Tile f = stream && !lda && i0 == 0 && j0 == 0 ? y_stream[r - 1][w > 8]
-                                                          : y_tiles[r - 1][lda != 0][w > 8];
+            Tile f = stream && i0 == 0 && j0 == 0 ? y_stream[r - 1][w > 8]
+                                                  : y_tiles[r - 1][lda != 0][w > 8];
             f(kc, ai, lda, b + j0, ldb, c + i0 * ldc + j0, ldc, w, load, NULL, NULL);
         }
     }
