@@ -5,7 +5,8 @@
  *                                                      the shapes whose name contains TEXT; -c:
  *                                                      convolutions start with cold caches
  *
- * Peak: a loop of independent FMAs at the level sup_isa() picks (RLY_ISA lowers it), 16
+ * Peak: a loop of independent FMAs at the level sup_isa() picks (RLY_ISA lowers it; at the amx
+ * level, the AVX-512 loop: large products then run on AMX tiles and may pass 100%), 16
  * accumulators of 16 floats (AVX-512) or 12 of 8 (AVX2), written out so they stay in
  * registers, run on 1 thread and on THREADS
  * threads at once through the pool; FLOP/s = 2 * lanes * FMAs / seconds. Each GEMM shape runs at
@@ -420,7 +421,10 @@ int main(int argc, char **argv) {
     SupPool *pool = threads > 1 ? sup_pool_new(threads) : NULL;
     double peak1 = peak(NULL), peakn = pool ? peak(pool) : peak1;
     printf("level %s; measured peak: %.1f GFLOP/s on 1 thread, %.1f on %d\n",
-           sup_isa_name(sup_isa()), peak1, peakn, threads);
+           sup_amx() ? "amx" : sup_isa_name(sup_isa()), peak1, peakn, threads);
+    if (sup_amx())
+        printf("(amx: products over gemm_amx.c's gate run on AMX tiles, float32 from bf16 parts;"
+               " the peak is still the AVX-512 FMA loop's)\n");
     printf("%-24s %12s %7s %12s %7s %9s\n", "shape (m x n x k)", "1 thr GF/s", "%peak",
            "N thr GF/s", "%peak", "rel err");
     bool ok = true;

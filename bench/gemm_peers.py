@@ -2,7 +2,8 @@
 and 2 threads, in interleaved rounds, as GFLOP/s and as a fraction of the FMA peak that
 `bench_gemm` measures in the same round:
 
-- rly: `bench_gemm -s 1024^3` (A and B packed per call; n = 1024 only);
+- rly: `bench_gemm -s 1024^3` (A and B packed per call; n = 1024 only); on a CPU with AMX it runs
+  on AMX tiles (src/kernels/fast/gemm_amx.c), and a second row gives it at RLY_ISA=avx512;
 - onnxruntime's MatMul (MLAS);
 - numpy's matmul (the OpenBLAS of its wheel);
 - Intel's oneMKL `cblas_sgemm`, when its runtime library is there: `--mkl LIB`, the environment's
@@ -107,15 +108,22 @@ def peer(which, n, threads, mkl, cpus):
     return float(out.stdout.split()[-1])
 
 
-def rly(bench_gemm, cpus):
-    """(peak 1 thread, peak 2 threads, 1024^3 on 1 thread, on 2) from one bench_gemm run"""
+def rly(bench_gemm, cpus, isa=None):
+    """(level, peak 1 thread, peak 2 threads, 1024^3 on 1 thread, on 2) from one bench_gemm run
+    (isa: RLY_ISA for it)"""
+    env = dict(os.environ)
+    if isa:
+        env["RLY_ISA"] = isa
     out = subprocess.run(["taskset", "-c", ",".join(map(str, cpus[:2])), bench_gemm, "-t", "2",
-                          "-s", "1024^3"], capture_output=True, text=True, check=True).stdout
-    pk = re.search(r"measured peak: ([0-9.]+) GFLOP/s on 1 thread, ([0-9.]+) on 2", out)
+                          "-s", "1024^3"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    pk = re.search(r"level (\w+); measured peak: ([0-9.]+) GFLOP/s on 1 thread, ([0-9.]+) on 2",
+                   out)
     row = re.search(r"^1024\^3\s+([0-9.]+)\s+[0-9.]+%\s+([0-9.]+)", out, re.M)
     if not pk or not row:
         sys.exit("gemm_peers.py: unexpected bench_gemm output:\n" + out)
-    return float(pk.group(1)), float(pk.group(2)), float(row.group(1)), float(row.group(2))
+    return (pk.group(1), float(pk.group(2)), float(pk.group(3)), float(row.group(1)),
+            float(row.group(2)))
 
 
 def main():
@@ -136,22 +144,31 @@ def main():
     peers = ["onnxruntime", "numpy"] + (["mkl"] if mkl else [])
     got = {}  # (name, threads) -> [GFLOP/s]
     peaks = {1: [], 2: []}
+    amx = False
     for _ in range(args.rounds):
-        p1, p2, r1, r2 = rly(args.rly, cpus)
+        level, p1, p2, r1, r2 = rly(args.rly, cpus)
+        amx = level == "amx"
         peaks[1].append(p1), peaks[2].append(p2)
         if args.n == 1024:
             got.setdefault(("rly", 1), []).append(r1)
             got.setdefault(("rly", 2), []).append(r2)
+            if amx:  # the AVX-512 FMA tiles too, as on a CPU without AMX
+                _, _, _, f1, f2 = rly(args.rly, cpus, "avx512")
+                got.setdefault(("rly-avx512", 1), []).append(f1)
+                got.setdefault(("rly-avx512", 2), []).append(f2)
         for which in peers:
             for threads in (1, 2):
                 got.setdefault((which, threads), []).append(peer(which, args.n, threads, mkl, cpus))
-    names["rly"] = "rly (bench_gemm, A and B packed per call)"
+    names["rly"] = "rly (bench_gemm, A and B packed per call%s)" % (
+        "; on AMX tiles, float32 from bf16 parts" if amx else "")
+    names["rly-avx512"] = "rly at RLY_ISA=avx512 (the AVX-512 FMA tiles)"
     pk = {t: statistics.median(v) for t, v in peaks.items()}
     print("SGEMM %d^3, %d rounds; FMA peak (bench_gemm, median) %.1f GFLOP/s on 1 thread, %.1f on 2"
           % (args.n, args.rounds, pk[1], pk[2]))
     print("| | 1 thread GFLOP/s | % of peak | 2 threads GFLOP/s | % of peak |")
     print("|---|---:|---:|---:|---:|")
-    for which in (["rly"] if args.n == 1024 else []) + peers:
+    ours = (["rly"] + (["rly-avx512"] if amx else [])) if args.n == 1024 else []
+    for which in ours + peers:
         cells = []
         for t in (1, 2):
             v = got[(which, t)]

@@ -366,14 +366,23 @@ static inline char sup_einsum_char(int l) { return (char)(l < 26 ? 'a' + l : 'A'
  * The instruction-set level fast kernels (src/kernels/fast) use, chosen once at run time by
  * CPUID: nothing is built with -march=native; each level's code carries its own target
  * attribute. SUP_ISA_AVX2 needs AVX2 and FMA; SUP_ISA_AVX512 needs AVX-512 F, VL, BW and DQ. The
- * environment variable RLY_ISA=scalar|avx2|avx512 lowers the level (a level above what the CPU has
- * is capped at it), so every level is tested on one machine. */
+ * environment variable RLY_ISA=scalar|avx2|avx512|amx lowers the level (a level above what the CPU
+ * has is capped at it), so every level is tested on one machine. The top level, amx, is AVX-512
+ * with Intel's AMX tiles (bf16), which the float32 product uses for large products (gemm_amx.c);
+ * sup_isa() reports it as SUP_ISA_AVX512 and sup_amx() tells it apart. */
 typedef enum SupIsa { SUP_ISA_SCALAR, SUP_ISA_AVX2, SUP_ISA_AVX512 } SupIsa;
 SupIsa sup_isa(void);          /* the level in force (detected once, thread-safe) */
 SupIsa sup_isa_detected(void); /* what the CPU supports, RLY_ISA ignored */
 /* Force the level for this process (tests): capped at sup_isa_detected(); returns the level set. */
 SupIsa sup_isa_force(SupIsa isa);
 const char *sup_isa_name(SupIsa isa); /* "scalar", "avx2", "avx512" */
+/* Whether the AMX level is in force: the CPU has AMX-TILE and AMX-BF16, the OS granted this
+ * process the tile state, RLY_ISA is unset or "amx", and sup_isa() is SUP_ISA_AVX512. */
+bool sup_amx(void);
+bool sup_amx_detected(void); /* the CPU and OS allow it, RLY_ISA ignored */
+/* Turn the AMX level on (when detected) or off for this process (tests); returns whether on. It
+ * also needs sup_isa() at SUP_ISA_AVX512; sup_isa_force leaves it as it is. */
+bool sup_amx_force(bool on);
 
 /* ---- thread pool (pool.c) ---------------------------------------------------------------------
  * Our own fork/join pool over pthreads for batch-1 kernels: persistent workers that spin briefly

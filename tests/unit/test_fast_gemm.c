@@ -38,6 +38,7 @@ static float frand(void) { return (float)rnd(2000001) / 1000000.0f - 1.0f; }
 /* The configuration under test, for messages. */
 static const char *cfg_isa;
 static int cfg_threads, cfg_const;
+static double cfg_tol = TOL; /* gemm_case's tolerance */
 
 /* ---- tensors ----------------------------------------------------------------------------------
  */
@@ -737,7 +738,7 @@ static float *gemm_case(const GemmCase *gc, SupPool *pool, bool check) {
                         mag += fabs(bias[i]);
                         acc = acc > 0 ? acc : 0;
                     }
-                    if (!(fabs(c[ci] - acc) <= TOL * mag + 1e-30)) bad = ci;
+                    if (!(fabs(c[ci] - acc) <= cfg_tol * mag + 1e-30)) bad = ci;
                 }
         int64_t past = 0;
         for (int64_t i = 0; i < GUARD; i++)
@@ -907,6 +908,127 @@ static void thread_independence(SupPool *pool, SupPool *pool3) {
     }
 }
 
+/* ---- the product on AMX (gemm_amx.c) ----------------------------------------------------------
+ */
+
+/* Products over the AMX gate (m >= 128, n >= 256, m n >= 65536, k >= 64, m n k >= 2^26): tails of
+ * rows, columns and depth (170 = 5 x 32 + 10, 300 = 9 x 32 + 12, 1111 = 34 x 32 + 23, three K
+ * blocks of 512), A and B read in place, transposed (gathered) and packed before, batches with a
+ * broadcast operand, accumulate, the epilogue. Tolerance 2e-7 of sum |a b| (the AVX-512 tiles
+ * measure about 4e-8; a split that kept three of the six part products measured 4.7e-7, one that
+ * kept one 2.4e-4). Each must have run on AMX (kern_sgemm_amx_taken). */
+static const GemmCase amx_cases[] = {
+    {.m = 128, .n = 512, .k = 1024, .batch = 1}, /* at the gate */
+    {.m = 170, .n = 400, .k = 1111, .batch = 1, .epi = true},
+    {.m = 130, .n = 517, .k = 1000, .batch = 1, .ta = true, .acc = true},
+    {.m = 256, .n = 259, .k = 1300, .batch = 1, .tb = true, .pre_a = true},
+    {.m = 129, .n = 600, .k = 900, .batch = 3, .a_mod = 1, .pre_b = true, .epi = true},
+    {.m = 256, .n = 300, .k = 1030, .batch = 2, .b_mod = 1, .ta = true, .pre_a = true, .acc = true},
+};
+
+static void amx_tests(SupPool *pool) {
+    cfg_tol = 2e-7;
+    for (size_t i = 0; i < sizeof amx_cases / sizeof amx_cases[0]; i++) {
+        uint64_t n0 = kern_sgemm_amx_taken();
+        free(gemm_case(&amx_cases[i], pool, true));
+        CHECK(kern_sgemm_amx_taken() > n0, "amx case %zu: not run on AMX [%d thr]", i, cfg_threads);
+    }
+    cfg_tol = TOL;
+}
+
+/* Values the split cannot take make kern_sgemm_amx_run return false before C is written (then
+ * kern_sgemm_run gives the AVX-512 product's bits): infinities, NaN, nonzero |x| < 2^-50 (a
+ * denormal too) or >= 2^126, in A or B, in a batch's first or second product; values at the edges
+ * of the range and -0 run. */
+static void amx_declines(SupPool *pool) {
+    const int64_t m = 128, n = 512, k = 1024, B = 2;
+    const struct {
+        float v;
+        bool runs;
+    } vals[] = {{INFINITY, false},
+                {-INFINITY, false},
+                {NAN, false},
+                {1e-20f, false},
+                {1e-40f, false},
+                {nextafterf(ldexpf(1, -50), 0), false},
+                {-ldexpf(1, 126), false},
+                {3e38f, false},
+                {ldexpf(1, -50), true},
+                {-nextafterf(ldexpf(1, 126), 0), true},
+                {-0.0f, true}};
+    float *a = malloc((size_t)(B * m * k) * sizeof(float));
+    float *b = malloc((size_t)(B * k * n) * sizeof(float));
+    float *c = malloc((size_t)(B * m * n) * sizeof(float));
+    float *c2 = malloc((size_t)(B * m * n) * sizeof(float));
+    SGemm g = {.m = m,
+               .n = n,
+               .k = k,
+               .batch = B,
+               .a = a,
+               .a_rs = k,
+               .a_cs = 1,
+               .a_bs = m * k,
+               .b = b,
+               .b_rs = n,
+               .b_cs = 1,
+               .b_bs = k * n,
+               .c = c,
+               .ldc = n,
+               .c_bs = m * n};
+    size_t bytes = kern_sgemm_scratch_bytes(&g, sup_pool_threads(pool));
+    void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++)
+        for (int where = 0; where < 4; where++) { /* A or B, product 0 or 1 */
+            for (int64_t i = 0; i < B * m * k; i++)
+                a[i] = frand();
+            for (int64_t i = 0; i < B * k * n; i++)
+                b[i] = frand();
+            int64_t t = where / 2;
+            if (where % 2 == 0)
+                a[t * m * k + rnd((uint32_t)(m * k))] = vals[v].v;
+            else
+                b[t * k * n + rnd((uint32_t)(k * n))] = vals[v].v;
+            for (int64_t i = 0; i < B * m * n; i++)
+                c[i] = 7.0f;
+            g.batch = t + 1; /* the value in the last product */
+            bool ran = kern_sgemm_amx_run(&g, pool, scratch);
+            int64_t changed = 0;
+            for (int64_t i = 0; i < B * m * n; i++)
+                changed += c[i] != 7.0f;
+            CHECK(ran == vals[v].runs && (ran || changed == 0),
+                  "amx with %g in %s of product %lld: ran %d, %lld of C written [%d thr]",
+                  (double)vals[v].v, where % 2 ? "B" : "A", (long long)t, ran, (long long)changed,
+                  cfg_threads);
+            if (vals[v].runs) continue;
+            kern_sgemm_run(&g, pool, scratch); /* declined: the AVX-512 product */
+            memcpy(c2, c, (size_t)(B * m * n) * sizeof(float));
+            sup_amx_force(false);
+            kern_sgemm_run(&g, pool, scratch);
+            sup_amx_force(true);
+            CHECK(memcmp(c, c2, (size_t)(B * m * n) * sizeof(float)) == 0,
+                  "amx with %g: declined, not the AVX-512 product's bits [%d thr]",
+                  (double)vals[v].v, cfg_threads);
+        }
+    free(a), free(b), free(c), free(c2), free(scratch);
+}
+
+/* The same bits on 1, 2 and 3 threads on AMX. */
+static void amx_thread_independence(SupPool *pool, SupPool *pool3) {
+    for (size_t i = 1; i < 5; i++) {
+        const GemmCase *gc = &amx_cases[i];
+        uint64_t keep = rng;
+        float *c1 = gemm_case(gc, NULL, false);
+        rng = keep;
+        float *c2 = gemm_case(gc, pool, false);
+        rng = keep;
+        float *c3 = gemm_case(gc, pool3, false);
+        size_t bytes = (size_t)(gc->batch * gc->m * gc->n) * sizeof(float);
+        CHECK(memcmp(c1, c2, bytes) == 0 && memcmp(c1, c3, bytes) == 0,
+              "amx case %zu: 1, 2 and 3 threads differ", i);
+        free(c1), free(c2), free(c3);
+    }
+}
+
 /* The same bits on 1 and 2 threads for each convolution scheme: the direct path (every tile
  * split into ranges per thread), depthwise, Winograd, the im2col GEMM and 1x1 with B in place. */
 static void conv_thread_independence(SupPool *pool) {
@@ -941,6 +1063,7 @@ int main(void) {
     printf("seed %llu (RLY_SEED replays)\n", (unsigned long long)seed);
     rng = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
     SupPool *pool2 = sup_pool_new(2), *pool3 = sup_pool_new(3);
+    sup_amx_force(false); /* the AVX-512 tiles at the avx512 level; AMX after */
     for (int level = SUP_ISA_SCALAR; level <= (int)sup_isa_detected(); level++) {
         cfg_isa = sup_isa_name(sup_isa_force((SupIsa)level));
         for (int th = 0; th < 2; th++) {
@@ -972,6 +1095,18 @@ int main(void) {
         printf("level %s done (%d passed, %d failed so far)\n", cfg_isa, n_pass, n_fail);
     }
     sup_isa_force(sup_isa_detected());
+    if (sup_amx_force(true)) {
+        cfg_isa = "amx";
+        for (int th = 0; th < 2; th++) {
+            cfg_threads = th ? 2 : 1;
+            amx_tests(th ? pool2 : NULL);
+            amx_declines(th ? pool2 : NULL);
+        }
+        amx_thread_independence(pool2, pool3);
+        printf("level amx done (%d passed, %d failed so far)\n", n_pass, n_fail);
+    } else {
+        printf("level amx: not on this machine (CPU or OS), not tested\n");
+    }
     conv_error_bounds(pool2);
     sup_pool_free(pool2);
     sup_pool_free(pool3);

@@ -1037,9 +1037,12 @@ size_t kern_sgemm_scratch_bytes(const SGemm *g, int n_threads) {
     if (g->m <= 0 || g->n <= 0 || g->batch <= 0 || rows_gemv(g)) return 0;
     Plan pl;
     plan_gemm(g, n_threads, &pl);
-    return (align16((size_t)pl.n_a * pl.a_item) +
-            (size_t)n_threads * (align16(pl.bbuf) + align16(pl.abuf)) + ksum_floats(g, &pl)) *
-           sizeof(float);
+    size_t bytes =
+        (align16((size_t)pl.n_a * pl.a_item) +
+         (size_t)n_threads * (align16(pl.bbuf) + align16(pl.abuf)) + ksum_floats(g, &pl)) *
+        sizeof(float);
+    size_t amx = kern_sgemm_amx_scratch_bytes(g); /* 0 unless it may run on AMX */
+    return amx > bytes ? amx : bytes;
 }
 
 typedef struct Run {
@@ -1303,6 +1306,7 @@ void kern_sgemm_run(const SGemm *g, SupPool *pool, void *scratch) {
         rows_run(g, pool, (gemv_calls++ & 1) != 0);
         return;
     }
+    if (kern_sgemm_amx_fits(g) && kern_sgemm_amx_run(g, pool, scratch)) return;
     Run r = {.g = g, .uk = pick_kernel(), .a_packed = g->a_packed};
     r.uk_stream = r.uk == ukr_avx512 ? ukr_avx512_stream
                   : r.uk == ukr_avx2 ? ukr_avx2_stream

@@ -141,6 +141,16 @@ void kern_bias_rows(float *c, int64_t ld, int64_t rows, int64_t cols, const floa
                     const float *bcol, bool first, uint8_t clamp, float lo, float hi,
                     const float *res, bool res_first);
 
+/* The product on AMX tiles (gemm_amx.c), which kern_sgemm_run tries first: whether g may run there
+ * (the AMX level is in force, g is large enough and B needs no pack_b; a larger m, n or k never
+ * turns it from true to false), the scratch bytes it needs then (0 otherwise; independent of the
+ * threads; kern_sgemm_scratch_bytes counts them), and the run: false, with nothing written, when
+ * an operand has a value it cannot take (non-finite, or nonzero with |x| < 2^-50 or >= 2^126). */
+bool kern_sgemm_amx_fits(const SGemm *g);
+size_t kern_sgemm_amx_scratch_bytes(const SGemm *g);
+bool kern_sgemm_amx_run(const SGemm *g, SupPool *pool, void *scratch);
+uint64_t kern_sgemm_amx_taken(void); /* calls kern_sgemm_amx_run completed (tests) */
+
 /* One row of A (k floats) times B: c[j] = sum_p a[p] B(p, j) for the whole panels that hold
  * columns [j0, j1) (never past n), with B pre-packed (kern_sgemm_pack_b of k x n); on the
  * calling thread, the panels last to first when backward (callers alternate, as the GEMV path
