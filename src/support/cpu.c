@@ -50,7 +50,6 @@ static void init(void) {
     amx_detected = amx_in_force = detected == SUP_ISA_AVX512 && detect_amx();
     const char *e = getenv("RLY_ISA");
     if (e == NULL || e[0] == '\0') return;
-    if (strcmp(e, "amx") != 0) amx_in_force = false; /* any level below it */
     SupIsa want = in_force;
     if (strcmp(e, "scalar") == 0)
         want = SUP_ISA_SCALAR;
@@ -58,6 +57,9 @@ static void init(void) {
         want = SUP_ISA_AVX2;
     else if (strcmp(e, "avx512") == 0)
         want = SUP_ISA_AVX512;
+    else if (strcmp(e, "amx") != 0)
+        return;                                      /* not a level: ignored */
+    if (strcmp(e, "amx") != 0) amx_in_force = false; /* a level below it */
     if (want < in_force) in_force = want;
 }
 

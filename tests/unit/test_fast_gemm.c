@@ -1012,6 +1012,49 @@ static void amx_declines(SupPool *pool) {
     free(a), free(b), free(c), free(c2), free(scratch);
 }
 
+/* The fast kernels over AMX products, with their fused tails (check_tail): nn.dense (weight read
+ * transposed in place, or packed once when constant), nn.matmul with either operand transposed,
+ * nn.batch_matmul with a broadcast batch, nn.conv2d 1x1 (B the input in place). */
+static void amx_kernels(SupPool *pool, bool cst, KPrepCache *prep) {
+    uint64_t n0 = kern_sgemm_amx_taken();
+    Call d = {.op = "nn.dense", .op_id = OP_ID_NN_DENSE};
+    attr_none(&d, "units");
+    attr_int(&d, "out_dtype", -1);
+    int64_t xs[2] = {161, 1000}, ws[2] = {517, 1000};
+    DLTensor *x = tensor_rand(RLY_DTYPE_F32, 2, xs), *w = tensor_rand(RLY_DTYPE_F32, 2, ws);
+    compare(&d, x, w, pool, cst, prep, "amx dense");
+    operand_free(x, prep), operand_free(w, prep);
+    for (int t = 0; t < 4; t++) {
+        Call c = {.op = "nn.matmul", .op_id = OP_ID_NN_MATMUL};
+        attr_none(&c, "units");
+        attr_int(&c, "out_dtype", -1);
+        attr_int(&c, "transpose_a", t & 1);
+        attr_int(&c, "transpose_b", t >> 1);
+        int64_t m = 140, k = 700, n = 700;
+        int64_t as[2] = {t & 1 ? k : m, t & 1 ? m : k}, bs[2] = {t >> 1 ? n : k, t >> 1 ? k : n};
+        x = tensor_rand(RLY_DTYPE_F32, 2, as), w = tensor_rand(RLY_DTYPE_F32, 2, bs);
+        compare(&c, x, w, pool, cst, prep, "amx matmul");
+        operand_free(x, prep), operand_free(w, prep);
+    }
+    Call b = {.op = "nn.batch_matmul", .op_id = OP_ID_NN_BATCH_MATMUL};
+    attr_int(&b, "out_dtype", -1);
+    attr_int(&b, "transpose_a", 0);
+    attr_int(&b, "transpose_b", 1);
+    int64_t bx[3] = {2, 130, 600}, by[3] = {1, 520, 600};
+    x = tensor_rand(RLY_DTYPE_F32, 3, bx), w = tensor_rand(RLY_DTYPE_F32, 3, by);
+    compare(&b, x, w, pool, cst, prep, "amx batch_matmul");
+    operand_free(x, prep), operand_free(w, prep);
+    Call v = {.op = "nn.conv2d", .op_id = OP_ID_NN_CONV2D};
+    conv_attrs(&v, 1, 1, 1, (const int64_t[]){0}, 1, 1, 1, "NCHW", "OIHW");
+    int64_t vs[4] = {1, 1040, 20, 21}, vw[4] = {160, 1040, 1, 1};
+    x = tensor_rand(RLY_DTYPE_F32, 4, vs), w = tensor_rand(RLY_DTYPE_F32, 4, vw);
+    compare(&v, x, w, pool, cst, prep, "amx conv2d 1x1");
+    operand_free(x, prep), operand_free(w, prep);
+    CHECK(kern_sgemm_amx_taken() >= n0 + 7,
+          "amx kernels: %llu of 7 calls on AMX [%d thr, const %d]",
+          (unsigned long long)(kern_sgemm_amx_taken() - n0), cfg_threads, cst);
+}
+
 /* The same bits on 1, 2 and 3 threads on AMX. */
 static void amx_thread_independence(SupPool *pool, SupPool *pool3) {
     for (size_t i = 1; i < 5; i++) {
@@ -1101,6 +1144,12 @@ int main(void) {
             cfg_threads = th ? 2 : 1;
             amx_tests(th ? pool2 : NULL);
             amx_declines(th ? pool2 : NULL);
+            for (int cst = 0; cst < 2; cst++) {
+                cfg_const = cst;
+                KPrepCache *prep = cst ? k_prep_cache_new() : NULL;
+                amx_kernels(th ? pool2 : NULL, cst, prep);
+                prep_free(prep);
+            }
         }
         amx_thread_independence(pool2, pool3);
         printf("level amx done (%d passed, %d failed so far)\n", n_pass, n_fail);
