@@ -654,6 +654,7 @@ typedef struct GemmCase {
     int64_t m, n, k, batch, a_mod, b_mod;
     bool ta, tb, pre_a, pre_b, acc, epi;
     bool stream; /* SGemm.a_stream: a small packed A streamed as a part of a larger one */
+    bool amx_b;  /* SGemm.b_amx: B's bf16 parts split before (kern_sgemm_amx_split_b) */
 } GemmCase;
 
 /* Runs one SGEMM case on the pool; returns C (owned). Checks it against doubles. */
@@ -715,9 +716,19 @@ static float *gemm_case(const GemmCase *gc, SupPool *pool, bool check) {
             kern_sgemm_pack_b(b + i * g.b_bs, g.b_rs, g.b_cs, k, n, bp + i * each);
         g.b_packed = bp;
     }
+    uint16_t *parts = NULL;
+    if (gc->amx_b) {
+        size_t each = kern_sgemm_amx_b_u16(k, n);
+        parts = aligned_alloc(64, (nb * each * sizeof(uint16_t) + 64) / 64 * 64);
+        for (int64_t i = 0; i < nb; i++)
+            CHECK(kern_sgemm_amx_split_b(b + i * g.b_bs, g.b_rs, g.b_cs, k, n, parts + i * each),
+                  "amx split of B item %lld", (long long)i);
+        g.b_amx = parts;
+    }
     size_t bytes = kern_sgemm_scratch_bytes(&g, sup_pool_threads(pool));
     void *scratch = bytes ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
     kern_sgemm_run(&g, pool, scratch);
+    free(parts);
     if (check) {
         int64_t bad = -1;
         for (int64_t t = 0; t < B && bad < 0; t++)
@@ -914,9 +925,9 @@ static void thread_independence(SupPool *pool, SupPool *pool3) {
 /* Products over the AMX gate (m >= 128, n >= 256, m n >= 65536, k >= 64, m n k >= 2^26): tails of
  * rows, columns and depth (170 = 5 x 32 + 10, 300 = 9 x 32 + 12, 1111 = 34 x 32 + 23, three K
  * blocks of 512), A and B read in place, transposed (gathered) and packed before, batches with a
- * broadcast operand, accumulate, the epilogue. Tolerance 2e-7 of sum |a b| (the AVX-512 tiles
- * measure about 4e-8; a split that kept three of the six part products measured 4.7e-7, one that
- * kept one 2.4e-4). Each must have run on AMX (kern_sgemm_amx_taken). */
+ * broadcast operand, accumulate, the epilogue; then three random ones. Tolerance 2e-7 of sum |a b|
+ * (the AVX-512 tiles measure about 4e-8; a split that kept three of the six part products
+ * measured 4.7e-7, one that kept one 2.4e-4). Each must have run on AMX (kern_sgemm_amx_taken). */
 static const GemmCase amx_cases[] = {
     {.m = 128, .n = 512, .k = 1024, .batch = 1}, /* at the gate */
     {.m = 170, .n = 400, .k = 1111, .batch = 1, .epi = true},
@@ -924,14 +935,31 @@ static const GemmCase amx_cases[] = {
     {.m = 256, .n = 259, .k = 1300, .batch = 1, .tb = true, .pre_a = true},
     {.m = 129, .n = 600, .k = 900, .batch = 3, .a_mod = 1, .pre_b = true, .epi = true},
     {.m = 256, .n = 300, .k = 1030, .batch = 2, .b_mod = 1, .ta = true, .pre_a = true, .acc = true},
+    /* B split before (constant weights: SGemm.b_amx), where the gate is m >= 32, n >= 256,
+     * m n k >= 2^24: transposed B, a batch of two B items, tails */
+    {.m = 33, .n = 770, .k = 700, .batch = 1, .tb = true, .epi = true, .amx_b = true},
+    {.m = 50, .n = 300, .k = 1200, .batch = 2, .pre_a = true, .acc = true, .amx_b = true},
+    {.m = 128, .n = 1030, .k = 130, .batch = 3, .b_mod = 1, .ta = true, .amx_b = true},
 };
 
 static void amx_tests(SupPool *pool) {
     cfg_tol = 2e-7;
-    for (size_t i = 0; i < sizeof amx_cases / sizeof amx_cases[0]; i++) {
+    for (size_t i = 0; i < sizeof amx_cases / sizeof amx_cases[0] + 3; i++) {
+        GemmCase gc;
+        if (i < sizeof amx_cases / sizeof amx_cases[0]) {
+            gc = amx_cases[i];
+        } else { /* random, over the gate */
+            gc = random_gemm();
+            gc.m = 128 + rnd(200), gc.n = 256 + rnd(300), gc.batch = 1 + rnd(2);
+            if (gc.m * gc.n < 65536) gc.n = (65536 + gc.m - 1) / gc.m + rnd(50);
+            gc.k = (int64_t)(67108864.0 / ((double)gc.m * (double)gc.n)) + 1 + rnd(300);
+            if (gc.a_mod > 1) gc.a_mod = 0;
+        }
         uint64_t n0 = kern_sgemm_amx_taken();
-        free(gemm_case(&amx_cases[i], pool, true));
-        CHECK(kern_sgemm_amx_taken() > n0, "amx case %zu: not run on AMX [%d thr]", i, cfg_threads);
+        free(gemm_case(&gc, pool, true));
+        CHECK(kern_sgemm_amx_taken() > n0,
+              "amx case %zu (m%lld n%lld k%lld): not run on AMX [%d thr]", i, (long long)gc.m,
+              (long long)gc.n, (long long)gc.k, cfg_threads);
     }
     cfg_tol = TOL;
 }
@@ -1053,11 +1081,39 @@ static void amx_kernels(SupPool *pool, bool cst, KPrepCache *prep) {
     CHECK(kern_sgemm_amx_taken() >= n0 + 7,
           "amx kernels: %llu of 7 calls on AMX [%d thr, const %d]",
           (unsigned long long)(kern_sgemm_amx_taken() - n0), cfg_threads, cst);
+    /* 40 rows: on AMX only with the weight split once (constant, with a prep cache) */
+    n0 = kern_sgemm_amx_taken();
+    int64_t xs40[2] = {40, 900}, ws40[2] = {600, 900};
+    x = tensor_rand(RLY_DTYPE_F32, 2, xs40), w = tensor_rand(RLY_DTYPE_F32, 2, ws40);
+    compare(&d, x, w, pool, cst, prep, "amx dense 40 rows");
+    operand_free(x, prep), operand_free(w, prep);
+    bool want = cst && prep != NULL;
+    CHECK((kern_sgemm_amx_taken() > n0) == want, "amx dense 40 rows: on AMX %d, want %d [%d thr]",
+          kern_sgemm_amx_taken() > n0, want, cfg_threads);
+}
+
+/* kern_sgemm_amx_split_b refuses what the product cannot take (then kern_sgemm_prepare leaves
+ * SGemm.b_amx unset). */
+static void amx_split_refuses(void) {
+    const int64_t k = 70, n = 300;
+    float *b = malloc((size_t)(k * n) * sizeof(float));
+    size_t u16 = kern_sgemm_amx_b_u16(k, n), t16 = kern_sgemm_amx_b_u16(n, k);
+    uint16_t *d = malloc((u16 > t16 ? u16 : t16) * sizeof(uint16_t));
+    const float bad[] = {INFINITY, NAN, 1e-30f, 1e38f};
+    for (int i = 0; i < 5; i++) {
+        for (int64_t j = 0; j < k * n; j++)
+            b[j] = frand();
+        if (i < 4) b[rnd((uint32_t)(k * n))] = bad[i];
+        CHECK(kern_sgemm_amx_split_b(b, n, 1, k, n, d) == (i == 4) &&
+                  kern_sgemm_amx_split_b(b, 1, n, n, k, d) == (i == 4), /* as B^T */
+              "amx split of B with %g", i < 4 ? (double)bad[i] : 0.0);
+    }
+    free(b), free(d);
 }
 
 /* The same bits on 1, 2 and 3 threads on AMX. */
 static void amx_thread_independence(SupPool *pool, SupPool *pool3) {
-    for (size_t i = 1; i < 5; i++) {
+    for (size_t i = 1; i < sizeof amx_cases / sizeof amx_cases[0]; i++) {
         const GemmCase *gc = &amx_cases[i];
         uint64_t keep = rng;
         float *c1 = gemm_case(gc, NULL, false);
@@ -1152,6 +1208,7 @@ int main(void) {
             }
         }
         amx_thread_independence(pool2, pool3);
+        amx_split_refuses();
         printf("level amx done (%d passed, %d failed so far)\n", n_pass, n_fail);
     } else {
         printf("level amx: not on this machine (CPU or OS), not tested\n");

@@ -1386,6 +1386,21 @@ static void fill_packed(void *dst, const DLTensor *src, const void *arg) {
     }
 }
 
+/* B's bf16 parts for the AMX product (SGemm.b_amx) after a 64-byte header whose first byte is
+ * 1 when every item could be split. */
+static void fill_amx_parts(void *dst, const DLTensor *src, const void *arg) {
+    const PackSrc *s = arg;
+    const float *base = k_ptr(src);
+    uint8_t *ok = dst;
+    uint16_t *d = (uint16_t *)(ok + 64);
+    size_t each = kern_sgemm_amx_b_u16(s->rows, s->cols);
+    *ok = 1;
+    for (int64_t i = 0; i < s->items; i++)
+        if (!kern_sgemm_amx_split_b(base + i * s->bs, s->rs, s->cs, s->rows, s->cols,
+                                    d + (size_t)i * each))
+            *ok = 0;
+}
+
 /* The k_prepared key of a packing: FNV-1a over its parameters. */
 static uint64_t pack_key(const PackSrc *s) {
     int64_t v[] = {0x53474d4d /* "SGMM" */,
@@ -1426,10 +1441,20 @@ void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t 
     const void *p =
         k_prepared(kc, kc->arg_start[arg], pack_key(&s),
                    (size_t)items * pack_item_floats(&s) * sizeof(float), fill_packed, &s);
-    if (a_side)
+    if (a_side) {
         g->a_packed = p;
-    else
-        g->b_packed = p;
+        return;
+    }
+    g->b_packed = p;
+    /* on AMX, a weight of a product that would run there is also split into its bf16 parts
+     * once (64 bytes first: whether every value could be split) */
+    SGemm t = *g;
+    t.b_amx = (const uint16_t *)p; /* any non-NULL: the gate with B split */
+    if (p == NULL || !kern_sgemm_amx_fits(&t)) return;
+    const uint8_t *q = k_prepared(kc, kc->arg_start[arg], pack_key(&s) ^ 0x414d5842 /* "AMXB" */,
+                                  64 + (size_t)items * kern_sgemm_amx_b_u16(s.rows, s.cols) * 2,
+                                  fill_amx_parts, &s);
+    if (q != NULL && q[0] == 1) g->b_amx = (const uint16_t *)(q + 64);
 }
 
 /* ---- the call's fused tail -------------------------------------------------------------------

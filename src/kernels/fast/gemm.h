@@ -51,6 +51,10 @@ typedef struct SGemm {
     const float *b_packed;
     SGemmPackB pack_b;
     const void *b_ctx;
+    /* B's bf16 parts for the AMX product (kern_sgemm_amx_split_b, item ib(t) at
+     * kern_sgemm_amx_b_u16(k, n) apart), split once for constant weights by kern_sgemm_prepare;
+     * with them, only A is split per call. NULL: none. */
+    const uint16_t *b_amx;
     int64_t pack_cols; /* with pack_b: columns of a B block at most (0: as many as fill L2) */
 
     float *c; /* C[t](i, j) = c[t * c_bs + i * ldc + j] */
@@ -150,6 +154,11 @@ bool kern_sgemm_amx_fits(const SGemm *g);
 size_t kern_sgemm_amx_scratch_bytes(const SGemm *g);
 bool kern_sgemm_amx_run(const SGemm *g, SupPool *pool, void *scratch);
 uint64_t kern_sgemm_amx_taken(void); /* calls kern_sgemm_amx_run completed (tests) */
+/* B's parts for SGemm.b_amx: size in uint16 of one k x n item, and the split of a strided one
+ * into dst (false, dst unusable, when a value is one the product cannot take). */
+size_t kern_sgemm_amx_b_u16(int64_t k, int64_t n);
+bool kern_sgemm_amx_split_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
+                            uint16_t *dst);
 
 /* One row of A (k floats) times B: c[j] = sum_p a[p] B(p, j) for the whole panels that hold
  * columns [j0, j1) (never past n), with B pre-packed (kern_sgemm_pack_b of k x n); on the

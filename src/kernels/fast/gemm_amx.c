@@ -46,6 +46,9 @@
 #define AMX_MIN_MN 65536
 #define AMX_MIN_K 64
 #define AMX_MIN_MACS (1 << 26)
+/* with B split beforehand (SGemm.b_amx: constant weights), only A's split is per call */
+#define AMX_SPLIT_B_MIN_M 32
+#define AMX_SPLIT_B_MIN_MACS (1 << 24)
 #define A_GROUPS_TASK 4      /* 16-row groups of A a split task takes */
 #define B_CHUNKS_TASK 2      /* 32-deep chunks of B a split task takes */
 #define GATHER_MAX (1 << 24) /* element strides the split gathers (31 of them fit in int32) */
@@ -56,6 +59,9 @@ uint64_t kern_sgemm_amx_taken(void) { return n_amx; }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static FAST_AMX void split_b_chunk(const SGemm *g, const float *base, int64_t c, uint16_t *dst,
+                                   bool dry, __mmask16 *bad);
 
 typedef struct Dims {
     int64_t mb, kb, nb; /* 16-row groups (even), 32-deep chunks, 16-column groups (even) */
@@ -72,12 +78,29 @@ static size_t parts_u16(const SGemm *g) {
 
 bool kern_sgemm_amx_fits(const SGemm *g) {
     double mn = (double)g->m * (double)g->n;
-    return g->pack_b == NULL && g->m >= AMX_MIN_M && g->n >= AMX_MIN_N && mn >= AMX_MIN_MN &&
-           g->k >= AMX_MIN_K && mn * (double)g->k >= AMX_MIN_MACS && sup_amx();
+    if (g->pack_b != NULL || g->k < AMX_MIN_K || !sup_amx()) return false;
+    if (g->b_amx != NULL) /* only A is split per call */
+        return g->m >= AMX_SPLIT_B_MIN_M && g->n >= AMX_MIN_N &&
+               mn * (double)g->k >= AMX_SPLIT_B_MIN_MACS;
+    return g->m >= AMX_MIN_M && g->n >= AMX_MIN_N && mn >= AMX_MIN_MN &&
+           mn * (double)g->k >= AMX_MIN_MACS;
 }
 
 size_t kern_sgemm_amx_scratch_bytes(const SGemm *g) {
     return kern_sgemm_amx_fits(g) ? parts_u16(g) * sizeof(uint16_t) : 0;
+}
+
+size_t kern_sgemm_amx_b_u16(int64_t k, int64_t n) {
+    return (size_t)(cdiv(k, 32) * 2 * cdiv(n, 32)) * PART_U16;
+}
+
+bool kern_sgemm_amx_split_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
+                            uint16_t *dst) {
+    SGemm g = {.m = 1, .n = n, .k = k, .b_rs = rs, .b_cs = cs};
+    __mmask16 bad = 0;
+    for (int64_t c = 0; c < cdiv(k, 32); c++)
+        split_b_chunk(&g, b, c, dst, false, &bad);
+    return bad == 0;
 }
 
 /* ---- the split ---------------------------------------------------------------------------------
@@ -315,7 +338,8 @@ static FAST_AMX void amx_block(const AmxRun *r, int64_t i0, int64_t j0, int64_t 
     _tile_dpbf16ps(2, 5, 6);                                                                       \
     _tile_dpbf16ps(3, 5, 7);
         AMX_A(0)
-        AMX_B(0) AMX_DP()              /* a0 b0 */
+        AMX_B(0)
+        AMX_DP()                       /* a0 b0 */
             AMX_B(1) AMX_DP()          /* a0 b1 */
             AMX_B(2) AMX_DP()          /* a0 b2 */
             AMX_A(1) AMX_B(1) AMX_DP() /* a1 b1 */
@@ -385,6 +409,8 @@ static void item_ptrs(AmxRun *r, int64_t t) {
                                : g->a + ia * g->a_bs;
     r->b = g->b_packed != NULL ? g->b_packed + (size_t)ib * kern_sgemm_packed_b_floats(g->k, g->n)
                                : g->b + ib * g->b_bs;
+    if (g->b_amx != NULL)
+        r->bp = (uint16_t *)g->b_amx + (size_t)ib * kern_sgemm_amx_b_u16(g->k, g->n);
     r->c = g->c + t * g->c_bs;
 }
 
@@ -394,7 +420,7 @@ bool kern_sgemm_amx_run(const SGemm *g, SupPool *pool, void *scratch) {
     r.bp = r.ap + (size_t)(r.d.mb * r.d.kb) * PART_U16;
     int n_threads = sup_pool_threads(pool);
     r.a_tasks = cdiv(r.d.mb, A_GROUPS_TASK);
-    int64_t split_tasks = r.a_tasks + cdiv(r.d.kb, B_CHUNKS_TASK);
+    int64_t split_tasks = r.a_tasks + (g->b_amx != NULL ? 0 : cdiv(r.d.kb, B_CHUNKS_TASK));
     /* tasks: the threads split the columns, then the rows when there are fewer 32-column units */
     r.parts_n = min64(cdiv(g->n, 32), n_threads);
     r.parts_m = min64(cdiv(g->m, 32), cdiv(n_threads, r.parts_n));
