@@ -20,7 +20,8 @@
  * Layout: the parts of A in tiles of 16 rows by 32 depths (row i, depth p at [i][p]), those of B
  * in tiles of 16 depth pairs by 16 columns (depths 2r and 2r + 1 of column j at [r][2j], [r][2j+1],
  * the pairs TDPBF16PS takes), the three parts of a tile one after another. A product is split whole
- * first (one fork: A by row groups, B by depth chunks), then its C is computed in blocks of 32
+ * first (one fork: A by row groups, B by depth chunks; a constant B's parts are split once,
+ * SGemm.b_amx, by kern_sgemm_prepare), then its C is computed in blocks of 32
  * rows by 32 columns (four accumulator tiles, the other four for A and B), over K blocks of 512
  * and column blocks of at most 256 (B's block, 768 KiB of parts, stays in L2 while the row blocks
  * pass over it). Each thread takes a range of 32-column units (and of rows when there are fewer
@@ -71,9 +72,10 @@ static Dims dims(const SGemm *g) {
     return (Dims){2 * cdiv(g->m, 32), cdiv(g->k, 32), 2 * cdiv(g->n, 32)};
 }
 
+/* the parts a call splits: A's, and B's unless split before */
 static size_t parts_u16(const SGemm *g) {
     Dims d = dims(g);
-    return (size_t)(d.mb * d.kb + d.kb * d.nb) * PART_U16;
+    return (size_t)(d.mb * d.kb + (g->b_amx != NULL ? 0 : d.kb * d.nb)) * PART_U16;
 }
 
 bool kern_sgemm_amx_fits(const SGemm *g) {
@@ -339,8 +341,9 @@ static FAST_AMX void amx_block(const AmxRun *r, int64_t i0, int64_t j0, int64_t 
     _tile_dpbf16ps(3, 5, 7);
         AMX_A(0)
         AMX_B(0)
-        AMX_DP()                       /* a0 b0 */
-            AMX_B(1) AMX_DP()          /* a0 b1 */
+        AMX_DP() /* a0 b0 */
+        AMX_B(1)
+        AMX_DP()                       /* a0 b1 */
             AMX_B(2) AMX_DP()          /* a0 b2 */
             AMX_A(1) AMX_B(1) AMX_DP() /* a1 b1 */
             AMX_B(0) AMX_DP()          /* a1 b0 */
