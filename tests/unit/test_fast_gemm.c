@@ -940,6 +940,9 @@ static const GemmCase amx_cases[] = {
     {.m = 33, .n = 770, .k = 700, .batch = 1, .tb = true, .epi = true, .amx_b = true},
     {.m = 50, .n = 300, .k = 1200, .batch = 2, .pre_a = true, .acc = true, .amx_b = true},
     {.m = 128, .n = 1030, .k = 130, .batch = 3, .b_mod = 1, .ta = true, .amx_b = true},
+    /* with B split before, any number of rows runs on AMX (its k and n are the weight's) */
+    {.m = 2, .n = 260, .k = 70, .batch = 1, .tb = true, .amx_b = true},
+    {.m = 5, .n = 300, .k = 70, .batch = 2, .acc = true, .epi = true, .amx_b = true},
 };
 
 static void amx_tests(SupPool *pool) {
@@ -1038,6 +1041,48 @@ static void amx_declines(SupPool *pool) {
                   (double)vals[v].v, cfg_threads);
         }
     free(a), free(b), free(c), free(c2), free(scratch);
+}
+
+/* With B split before (SGemm.b_amx) and a value in A the split cannot take: declined, then the
+ * AVX-512 product (which reads B as it lies) gives the bits it gives with AMX off. */
+static void amx_declines_split_b(SupPool *pool) {
+    const int64_t m = 40, n = 300, k = 500;
+    float *a = malloc((size_t)(m * k) * sizeof(float)),
+          *b = malloc((size_t)(k * n) * sizeof(float));
+    float *c = malloc((size_t)(m * n) * sizeof(float)),
+          *c2 = malloc((size_t)(m * n) * sizeof(float));
+    uint16_t *parts = malloc(kern_sgemm_amx_b_u16(k, n) * sizeof(uint16_t));
+    for (int64_t i = 0; i < m * k; i++)
+        a[i] = frand();
+    for (int64_t i = 0; i < k * n; i++)
+        b[i] = frand();
+    a[rnd((uint32_t)(m * k))] = NAN;
+    CHECK(kern_sgemm_amx_split_b(b, 1, k, k, n, parts), "amx split of B^T");
+    SGemm g = {.m = m,
+               .n = n,
+               .k = k,
+               .batch = 1,
+               .a = a,
+               .a_rs = k,
+               .a_cs = 1,
+               .b = b,
+               .b_rs = 1,
+               .b_cs = k,
+               .b_amx = parts,
+               .c = c,
+               .ldc = n};
+    size_t bytes = kern_sgemm_scratch_bytes(&g, sup_pool_threads(pool));
+    void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    uint64_t n0 = kern_sgemm_amx_taken();
+    kern_sgemm_run(&g, pool, scratch);
+    memcpy(c2, c, (size_t)(m * n) * sizeof(float));
+    sup_amx_force(false);
+    kern_sgemm_run(&g, pool, scratch);
+    sup_amx_force(true);
+    CHECK(kern_sgemm_amx_taken() == n0 && memcmp(c, c2, (size_t)(m * n) * sizeof(float)) == 0,
+          "amx with B split before and NaN in A: not the AVX-512 product's bits [%d thr]",
+          cfg_threads);
+    free(a), free(b), free(c), free(c2), free(parts), free(scratch);
 }
 
 /* The fast kernels over AMX products, with their fused tails (check_tail): nn.dense (weight read
@@ -1200,6 +1245,7 @@ int main(void) {
             cfg_threads = th ? 2 : 1;
             amx_tests(th ? pool2 : NULL);
             amx_declines(th ? pool2 : NULL);
+            amx_declines_split_b(th ? pool2 : NULL);
             for (int cst = 0; cst < 2; cst++) {
                 cfg_const = cst;
                 KPrepCache *prep = cst ? k_prep_cache_new() : NULL;

@@ -1438,23 +1438,25 @@ void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t 
     } else {
         s.rows = g->k, s.cols = g->n, s.rs = g->b_rs, s.cs = g->b_cs, s.bs = g->b_bs;
     }
+    /* on AMX, a weight of a product large enough is kept as its bf16 parts instead of packed
+     * floats (64 bytes first; their first byte 1: every value could be split; if not, the
+     * parts stay unused in the cache and the floats are packed too) */
+    if (!a_side && kern_sgemm_amx_presplit(g)) {
+        const uint8_t *q = k_prepared(
+            kc, kc->arg_start[arg], pack_key(&s) ^ 0x414d5842 /* "AMXB" */,
+            64 + (size_t)items * kern_sgemm_amx_b_u16(s.rows, s.cols) * 2, fill_amx_parts, &s);
+        if (q != NULL && q[0] == 1) {
+            g->b_amx = (const uint16_t *)(q + 64);
+            return;
+        }
+    }
     const void *p =
         k_prepared(kc, kc->arg_start[arg], pack_key(&s),
                    (size_t)items * pack_item_floats(&s) * sizeof(float), fill_packed, &s);
-    if (a_side) {
+    if (a_side)
         g->a_packed = p;
-        return;
-    }
-    g->b_packed = p;
-    /* on AMX, a weight of a product that would run there is also split into its bf16 parts
-     * once (64 bytes first: whether every value could be split) */
-    SGemm t = *g;
-    t.b_amx = (const uint16_t *)p; /* any non-NULL: the gate with B split */
-    if (p == NULL || !kern_sgemm_amx_fits(&t)) return;
-    const uint8_t *q = k_prepared(kc, kc->arg_start[arg], pack_key(&s) ^ 0x414d5842 /* "AMXB" */,
-                                  64 + (size_t)items * kern_sgemm_amx_b_u16(s.rows, s.cols) * 2,
-                                  fill_amx_parts, &s);
-    if (q != NULL && q[0] == 1) g->b_amx = (const uint16_t *)(q + 64);
+    else
+        g->b_packed = p;
 }
 
 /* ---- the call's fused tail -------------------------------------------------------------------

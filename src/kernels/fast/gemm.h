@@ -53,7 +53,7 @@ typedef struct SGemm {
     const void *b_ctx;
     /* B's bf16 parts for the AMX product (kern_sgemm_amx_split_b, item ib(t) at
      * kern_sgemm_amx_b_u16(k, n) apart), split once for constant weights by kern_sgemm_prepare;
-     * with them, only A is split per call. NULL: none. */
+     * with them the product runs on AMX and splits only A per call. NULL: none. */
     const uint16_t *b_amx;
     int64_t pack_cols; /* with pack_b: columns of a B block at most (0: as many as fill L2) */
 
@@ -146,16 +146,20 @@ void kern_bias_rows(float *c, int64_t ld, int64_t rows, int64_t cols, const floa
                     const float *res, bool res_first);
 
 /* The product on AMX tiles (gemm_amx.c), which kern_sgemm_run tries first: whether g may run there
- * (the AMX level is in force, g is large enough and B needs no pack_b; a larger m, n or k never
- * turns it from true to false), the scratch bytes it needs then (0 otherwise; independent of the
- * threads; kern_sgemm_scratch_bytes counts them), and the run: false, with nothing written, when
- * an operand has a value it cannot take (non-finite, or nonzero with |x| < 2^-50 or >= 2^126). */
+ * (the AMX level is in force, B needs no pack_b, k >= 64, and g is large enough or its B was
+ * split once, SGemm.b_amx; a larger m, n or k never turns it from true to false), the scratch bytes
+ * it needs then (0 otherwise; independent of the threads; kern_sgemm_scratch_bytes counts them),
+ * and the run: false, with nothing written, when an operand has a value it cannot take (non-finite,
+ * or nonzero with |x| < 2^-50 or >= 2^126). */
 bool kern_sgemm_amx_fits(const SGemm *g);
 size_t kern_sgemm_amx_scratch_bytes(const SGemm *g);
 bool kern_sgemm_amx_run(const SGemm *g, SupPool *pool, void *scratch);
 uint64_t kern_sgemm_amx_taken(void); /* calls kern_sgemm_amx_run completed (tests) */
-/* B's parts for SGemm.b_amx: size in uint16 of one k x n item, and the split of a strided one
- * into dst (false, dst unusable, when a value is one the product cannot take). */
+/* B's parts for SGemm.b_amx: whether a constant B of g should be split once (kern_sgemm_prepare
+ * then keeps the parts instead of packed floats, and every product with them runs on AMX); the
+ * size in uint16 of one k x n item; the split of a strided one into dst (NULL: only checks),
+ * false when a value is one the product cannot take. */
+bool kern_sgemm_amx_presplit(const SGemm *g);
 size_t kern_sgemm_amx_b_u16(int64_t k, int64_t n);
 bool kern_sgemm_amx_split_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
                             uint16_t *dst);

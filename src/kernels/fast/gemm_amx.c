@@ -81,9 +81,7 @@ static size_t parts_u16(const SGemm *g) {
 bool kern_sgemm_amx_fits(const SGemm *g) {
     double mn = (double)g->m * (double)g->n;
     if (g->pack_b != NULL || g->k < AMX_MIN_K || !sup_amx()) return false;
-    if (g->b_amx != NULL) /* only A is split per call */
-        return g->m >= AMX_SPLIT_B_MIN_M && g->n >= AMX_MIN_N &&
-               mn * (double)g->k >= AMX_SPLIT_B_MIN_MACS;
+    if (g->b_amx != NULL) return true; /* B split before (kern_sgemm_amx_presplit) */
     return g->m >= AMX_MIN_M && g->n >= AMX_MIN_N && mn >= AMX_MIN_MN &&
            mn * (double)g->k >= AMX_MIN_MACS;
 }
@@ -96,12 +94,18 @@ size_t kern_sgemm_amx_b_u16(int64_t k, int64_t n) {
     return (size_t)(cdiv(k, 32) * 2 * cdiv(n, 32)) * PART_U16;
 }
 
+bool kern_sgemm_amx_presplit(const SGemm *g) {
+    double macs = (double)g->m * (double)g->n * (double)g->k;
+    return g->pack_b == NULL && g->m >= AMX_SPLIT_B_MIN_M && g->n >= AMX_MIN_N &&
+           g->k >= AMX_MIN_K && macs >= AMX_SPLIT_B_MIN_MACS && sup_amx();
+}
+
 bool kern_sgemm_amx_split_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
                             uint16_t *dst) {
     SGemm g = {.m = 1, .n = n, .k = k, .b_rs = rs, .b_cs = cs};
     __mmask16 bad = 0;
     for (int64_t c = 0; c < cdiv(k, 32); c++)
-        split_b_chunk(&g, b, c, dst, false, &bad);
+        split_b_chunk(&g, b, c, dst, dst == NULL, &bad);
     return bad == 0;
 }
 
@@ -219,7 +223,7 @@ static FAST_AMX void split_b_chunk(const SGemm *g, const float *base, int64_t c,
     for (int64_t j0 = 0; j0 < d.nb * 16; j0 += 16) {
         int64_t cols = min64(16, g->n - j0);
         __mmask16 mk = (__mmask16)(cols >= 16 ? 0xffff : cols > 0 ? (1u << cols) - 1 : 0);
-        uint16_t *tile = dst + (c * d.nb + j0 / 16) * PART_U16;
+        uint16_t *tile = dry ? NULL : dst + (c * d.nb + j0 / 16) * PART_U16;
         for (int r = 0; r < 16; r++) {
             __m512 v[2];
             for (int h = 0; h < 2; h++) {
@@ -343,8 +347,9 @@ static FAST_AMX void amx_block(const AmxRun *r, int64_t i0, int64_t j0, int64_t 
         AMX_B(0)
         AMX_DP() /* a0 b0 */
         AMX_B(1)
-        AMX_DP()                       /* a0 b1 */
-            AMX_B(2) AMX_DP()          /* a0 b2 */
+        AMX_DP() /* a0 b1 */
+        AMX_B(2)
+        AMX_DP()                       /* a0 b2 */
             AMX_A(1) AMX_B(1) AMX_DP() /* a1 b1 */
             AMX_B(0) AMX_DP()          /* a1 b0 */
             AMX_A(2) AMX_DP()          /* a2 b0 */
