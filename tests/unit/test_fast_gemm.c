@@ -15,7 +15,9 @@
  * all at every ISA level the CPU has (sup_isa_force), on no pool and a 2-thread pool, with and
  * without constant weights and a KPrepCache (packed once: the cache does not grow on a second
  * call). Tolerance: |fast - ref| <= 1e-5 * sum |a||b| per output element (the reference kernel
- * run on |inputs| gives that magnitude). Seed: RLY_SEED (printed); `N passed, N failed`. */
+ * run on |inputs| gives that magnitude; for nn.conv2d, the largest such magnitude within 3 outputs
+ * in the plane, as Winograd's 4 x 4 output tiles share their error). Seed: RLY_SEED (printed);
+ * `N passed, N failed`. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,6 +322,20 @@ static void check_tail(const Call *c, const DLTensor *x, const DLTensor *w, cons
     tensor_free(xn), tensor_free(got_n);
 }
 
+#define WINO_NEAR 3
+
+/* The largest value of the NCHW float32 tensor t within WINO_NEAR rows and columns of element i
+ * in its plane. */
+static double near_max(const DLTensor *t, int64_t i) {
+    int64_t h = t->shape[2], w = t->shape[3], y = i / w % h, x = i % w, base = i - y * w - x;
+    double m = 0;
+    for (int64_t yy = y - WINO_NEAR; yy <= y + WINO_NEAR; yy++)
+        for (int64_t xx = x - WINO_NEAR; xx <= x + WINO_NEAR; xx++)
+            if (yy >= 0 && yy < h && xx >= 0 && xx < w)
+                m = fmax(m, k_loadf(t->data, k_dtype(t), base + yy * w + xx));
+    return m;
+}
+
 /* The fast kernel against the reference on (x, w): same success, and within tolerance. */
 static void compare(const Call *c, const DLTensor *x, const DLTensor *w, SupPool *pool,
                     bool w_const, KPrepCache *prep, const char *what) {
@@ -345,9 +361,16 @@ static void compare(const Call *c, const DLTensor *x, const DLTensor *w, SupPool
                      k_dtype(w) != RLY_DTYPE_F32; /* not covered: the reference itself */
         int64_t bad = -1;
         double worst = 0;
+        /* nn.conv2d's (NCHW) bound takes the largest magnitude within WINO_NEAR outputs in the
+         * plane: Winograd computes 4 x 4 outputs from one 6 x 6 input tile whose transforms mix
+         * them, so an output's error follows its tile's magnitude, not only its own (an output
+         * at a padded corner, a third of its neighbours' magnitude, erred by 1.1-1.4e-5 of its
+         * own at RLY_SEED=4, 11, 12) */
+        bool plane = c->op_id == OP_ID_NN_CONV2D && want->ndim == 4 && mag != NULL;
         for (int64_t i = 0; i < k_numel(want); i++) {
             double a = k_loadf(want->data, dt, i), b = k_loadf(got->data, dt, i);
             double m = mag ? k_loadf(mag->data, dt, i) : 0;
+            if (plane) m = near_max(mag, i);
             double d = fabs(a - b);
             if (exact ? !(a == b || (isnan(a) && isnan(b))) : !(d <= TOL * m + 1e-30)) {
                 if (bad < 0) bad = i;
