@@ -236,6 +236,12 @@ static FAST_AMX void split_b_chunk(const SGemm *g, const float *base, int64_t c,
                     v[h] = _mm512_loadu_ps(src);
                 } else if (g->b_cs == 1) {
                     v[h] = _mm512_maskz_loadu_ps(mk, base + p * g->b_rs + j0);
+                } else if (g->b_cs >= -GATHER_MAX && g->b_cs <= GATHER_MAX) {
+                    __m512i idx = _mm512_mullo_epi32(
+                        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                        _mm512_set1_epi32((int)g->b_cs));
+                    v[h] = _mm512_mask_i32gather_ps(v[h], mk, idx,
+                                                    base + p * g->b_rs + j0 * g->b_cs, 4);
                 } else {
                     float t[16] = {0};
                     for (int64_t j = 0; j < cols; j++)
@@ -349,10 +355,11 @@ static FAST_AMX void amx_block(const AmxRun *r, int64_t i0, int64_t j0, int64_t 
         AMX_B(1)
         AMX_DP() /* a0 b1 */
         AMX_B(2)
-        AMX_DP()                       /* a0 b2 */
-            AMX_A(1) AMX_B(1) AMX_DP() /* a1 b1 */
-            AMX_B(0) AMX_DP()          /* a1 b0 */
-            AMX_A(2) AMX_DP()          /* a2 b0 */
+        AMX_DP() /* a0 b2 */
+        AMX_A(1)
+        AMX_B(1) AMX_DP()     /* a1 b1 */
+            AMX_B(0) AMX_DP() /* a1 b0 */
+            AMX_A(2) AMX_DP() /* a2 b0 */
 #undef AMX_A
 #undef AMX_B
 #undef AMX_DP
