@@ -91,8 +91,9 @@ int kern_sgemm(KCall *kc, const SGemm *g);
 /* Operand A (a_side) or B of g, read by g through a / b and its strides from argument `arg` of
  * the call, packed once when that argument is a constant of the program: sets g->a_packed (or
  * b_packed) to `items` packed items kept in the call's prep cache (k_prepared), or leaves it NULL
- * (no cache, not a constant, out of memory: the product then packs per call). The argument's
- * data must be the operand's base (g->a or g->b). */
+ * (no cache, not a constant, out of memory: the product then packs per call). On AMX, a B of a
+ * product kern_sgemm_amx_presplit takes sets g->b_amx to its bf16 parts instead (b_packed stays
+ * NULL). The argument's data must be the operand's base (g->a or g->b). */
 void kern_sgemm_prepare(KCall *kc, SGemm *g, bool a_side, uint32_t arg, int64_t items);
 
 /* The call's fused tail (KCall.epi) as g's epilogue: when kc->epi is set and its begin(out0)
