@@ -339,27 +339,36 @@ static FAST_AMX void amx_block(const AmxRun *r, int64_t i0, int64_t j0, int64_t 
     for (int64_t q = c0; q < c1; q++, a0 += PART_U16, a1 += PART_U16, b0 += bstep) {
         const uint16_t *b1 = b0 + PART_U16; /* the next 16 columns */
 #define AMX_A(s)                                                                                   \
-    _tile_loadd(4, a0 + (s)*TILE_U16, 64);                                                         \
-    _tile_loadd(5, a1 + (s)*TILE_U16, 64);
+    do {                                                                                           \
+        _tile_loadd(4, a0 + (s)*TILE_U16, 64);                                                     \
+        _tile_loadd(5, a1 + (s)*TILE_U16, 64);                                                     \
+    } while (0)
 #define AMX_B(s)                                                                                   \
-    _tile_loadd(6, b0 + (s)*TILE_U16, 64);                                                         \
-    _tile_loadd(7, b1 + (s)*TILE_U16, 64);
+    do {                                                                                           \
+        _tile_loadd(6, b0 + (s)*TILE_U16, 64);                                                     \
+        _tile_loadd(7, b1 + (s)*TILE_U16, 64);                                                     \
+    } while (0)
 #define AMX_DP()                                                                                   \
-    _tile_dpbf16ps(0, 4, 6);                                                                       \
-    _tile_dpbf16ps(1, 4, 7);                                                                       \
-    _tile_dpbf16ps(2, 5, 6);                                                                       \
-    _tile_dpbf16ps(3, 5, 7);
-        AMX_A(0)
-        AMX_B(0)
-        AMX_DP() /* a0 b0 */
-        AMX_B(1)
-        AMX_DP() /* a0 b1 */
-        AMX_B(2)
-        AMX_DP() /* a0 b2 */
-        AMX_A(1)
-        AMX_B(1) AMX_DP()     /* a1 b1 */
-            AMX_B(0) AMX_DP() /* a1 b0 */
-            AMX_A(2) AMX_DP() /* a2 b0 */
+    do {                                                                                           \
+        _tile_dpbf16ps(0, 4, 6);                                                                   \
+        _tile_dpbf16ps(1, 4, 7);                                                                   \
+        _tile_dpbf16ps(2, 5, 6);                                                                   \
+        _tile_dpbf16ps(3, 5, 7);                                                                   \
+    } while (0)
+        AMX_A(0);
+        AMX_B(0);
+        AMX_DP(); /* a0 b0 */
+        AMX_B(1);
+        AMX_DP(); /* a0 b1 */
+        AMX_B(2);
+        AMX_DP(); /* a0 b2 */
+        AMX_A(1);
+        AMX_B(1);
+        AMX_DP(); /* a1 b1 */
+        AMX_B(0);
+        AMX_DP(); /* a1 b0 */
+        AMX_A(2);
+        AMX_DP(); /* a2 b0, B's part 0 still loaded */
 #undef AMX_A
 #undef AMX_B
 #undef AMX_DP
