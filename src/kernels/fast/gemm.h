@@ -158,7 +158,7 @@ bool kern_sgemm_amx_run(const SGemm *g, SupPool *pool, void *scratch);
 uint64_t kern_sgemm_amx_taken(void); /* calls kern_sgemm_amx_run completed (tests) */
 /* B's parts for SGemm.b_amx: whether a constant B of g should be split once (kern_sgemm_prepare
  * then keeps the parts instead of packed floats, and every product with them runs on AMX); the
- * size in uint16 of one k x n item; the split of a strided one into dst (NULL: only checks),
+ * size in uint16 of one k x n item; the split of a strided one into dst,
  * false when a value is one the product cannot take. */
 bool kern_sgemm_amx_presplit(const SGemm *g);
 size_t kern_sgemm_amx_b_u16(int64_t k, int64_t n);

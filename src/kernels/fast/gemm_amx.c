@@ -47,7 +47,8 @@
 #define AMX_MIN_MN 65536
 #define AMX_MIN_K 64
 #define AMX_MIN_MACS (1 << 26)
-/* with B split beforehand (SGemm.b_amx: constant weights), only A's split is per call */
+/* a constant B of a product from this size on is split once (SGemm.b_amx, kern_sgemm_prepare);
+ * then only A is split per call, and every product with that B runs here */
 #define AMX_SPLIT_B_MIN_M 32
 #define AMX_SPLIT_B_MIN_MACS (1 << 24)
 #define A_GROUPS_TASK 4      /* 16-row groups of A a split task takes */
@@ -105,7 +106,7 @@ bool kern_sgemm_amx_split_b(const float *b, int64_t rs, int64_t cs, int64_t k, i
     SGemm g = {.m = 1, .n = n, .k = k, .b_rs = rs, .b_cs = cs};
     __mmask16 bad = 0;
     for (int64_t c = 0; c < cdiv(k, 32); c++)
-        split_b_chunk(&g, b, c, dst, dst == NULL, &bad);
+        split_b_chunk(&g, b, c, dst, false, &bad);
     return bad == 0;
 }
 
