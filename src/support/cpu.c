@@ -57,9 +57,9 @@ static void init(void) {
         want = SUP_ISA_AVX2;
     else if (strcmp(e, "avx512") == 0)
         want = SUP_ISA_AVX512;
-    else if (strcmp(e, "amx") != 0)
-        return;                                      /* not a level: ignored */
-    if (strcmp(e, "amx") != 0) amx_in_force = false; /* a level below it */
+    else
+        return;           /* amx (the top level: as detected), or not a level (ignored) */
+    amx_in_force = false; /* a level below amx */
     if (want < in_force) in_force = want;
 }
 

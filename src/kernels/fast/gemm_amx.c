@@ -116,6 +116,13 @@ bool kern_sgemm_amx_split_b(const float *b, int64_t rs, int64_t cs, int64_t k, i
 #define LOW_BITS 0x26800000u  /* 2^-50 */
 #define HIGH_BITS 0x7e800000u /* 2^126 */
 
+/* Lane i: i * step (a gather's indices; |step| <= GATHER_MAX). */
+static FAST_AMX inline __m512i lane_steps(int64_t step) {
+    return _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32((int)step));
+}
+
 /* Collects into bad the lanes of x outside the range the product allows. */
 static FAST_AMX inline void check16(__m512 x, __mmask16 *bad) {
     __m512i a = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff));
@@ -163,11 +170,11 @@ static FAST_AMX void split_a_group(const SGemm *g, const float *base, int64_t q,
     int64_t i0 = q * 16, rows = min64(16, g->m - i0);
     for (int64_t c = 0; c < d.kb; c++) {
         int64_t p0 = c * 32, w = min64(32, g->k - p0);
+        __mmask16 m0 = (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1);
+        __mmask16 m1 = (__mmask16)(w > 16 ? (w >= 32 ? 0xffff : (1u << (w - 16)) - 1) : 0);
         if (rows <= 0) {
             memset(t, 0, sizeof t);
         } else if (g->a_packed == NULL && g->a_cs == 1) {
-            __mmask16 m0 = (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1);
-            __mmask16 m1 = (__mmask16)(w > 16 ? (w >= 32 ? 0xffff : (1u << (w - 16)) - 1) : 0);
             for (int64_t i = 0; i < 16; i++) {
                 const float *src = base + (i0 + i) * g->a_rs + p0;
                 __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
@@ -181,11 +188,7 @@ static FAST_AMX void split_a_group(const SGemm *g, const float *base, int64_t q,
         } else if (g->a_packed != NULL || (g->a_cs >= -GATHER_MAX && g->a_cs <= GATHER_MAX)) {
             /* each row's 32 depths are 12 floats apart in a packed panel, a_cs in place */
             int64_t step = g->a_packed != NULL ? SGEMM_MR : g->a_cs;
-            __m512i idx = _mm512_mullo_epi32(
-                _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                _mm512_set1_epi32((int)step));
-            __mmask16 m0 = (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1);
-            __mmask16 m1 = (__mmask16)(w > 16 ? (w >= 32 ? 0xffff : (1u << (w - 16)) - 1) : 0);
+            __m512i idx = lane_steps(step);
             for (int64_t i = 0; i < 16; i++) {
                 __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
                 if (i < rows) {
@@ -220,6 +223,8 @@ static FAST_AMX void split_b_chunk(const SGemm *g, const float *base, int64_t c,
                                    bool dry, __mmask16 *bad) {
     Dims d = dims(g);
     const __m512i top = _mm512_set1_epi32((int)0xffff0000u);
+    const __m512i cols_idx =
+        lane_steps(g->b_cs >= -GATHER_MAX && g->b_cs <= GATHER_MAX ? g->b_cs : 0);
     int64_t p0 = c * 32;
     for (int64_t j0 = 0; j0 < d.nb * 16; j0 += 16) {
         int64_t cols = min64(16, g->n - j0);
@@ -238,10 +243,7 @@ static FAST_AMX void split_b_chunk(const SGemm *g, const float *base, int64_t c,
                 } else if (g->b_cs == 1) {
                     v[h] = _mm512_maskz_loadu_ps(mk, base + p * g->b_rs + j0);
                 } else if (g->b_cs >= -GATHER_MAX && g->b_cs <= GATHER_MAX) {
-                    __m512i idx = _mm512_mullo_epi32(
-                        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                        _mm512_set1_epi32((int)g->b_cs));
-                    v[h] = _mm512_mask_i32gather_ps(v[h], mk, idx,
+                    v[h] = _mm512_mask_i32gather_ps(v[h], mk, cols_idx,
                                                     base + p * g->b_rs + j0 * g->b_cs, 4);
                 } else {
                     float t[16] = {0};
@@ -449,24 +451,21 @@ bool kern_sgemm_amx_run(const SGemm *g, SupPool *pool, void *scratch) {
     /* tasks: the threads split the columns, then the rows when there are fewer 32-column units */
     r.parts_n = min64(cdiv(g->n, 32), n_threads);
     r.parts_m = min64(cdiv(g->m, 32), cdiv(n_threads, r.parts_n));
-    /* a batch is checked whole first (the split of product 0 checks a single one), so that a
-     * product that cannot run here is found before any of C is written */
-    for (int64_t t = 0; t < g->batch; t++) {
+    /* a batch is checked whole first (a single product's split checks it), so that a product
+     * that cannot run here is found before any of C is written */
+    r.dry = true;
+    for (int64_t t = 0; g->batch > 1 && t < g->batch; t++) {
         item_ptrs(&r, t);
-        r.dry = g->batch > 1;
-        r.bad = 0;
         sup_pool_run(pool, split_tasks, split_task, &r);
         if (r.bad) return false;
-        if (r.dry) continue;
-        sup_pool_run(pool, r.parts_n * r.parts_m, amx_task, &r);
     }
-    n_amx++;
-    if (g->batch == 1) return true;
     r.dry = false;
     for (int64_t t = 0; t < g->batch; t++) {
         item_ptrs(&r, t);
         sup_pool_run(pool, split_tasks, split_task, &r);
+        if (r.bad) return false; /* a single product: nothing written yet */
         sup_pool_run(pool, r.parts_n * r.parts_m, amx_task, &r);
     }
+    n_amx++;
     return true;
 }
